@@ -1,0 +1,84 @@
+"""tron_events: Tron's event store.
+
+Immutable events in a tree, sessions as root/head pointers, fork and rewind,
+full-text search, and the message history LLM APIs accept. SQLite by default,
+PostgreSQL to scale::
+
+    from tron_events import EventStore
+
+    store = EventStore.open("sqlite:///~/.tron/database/prod.db")
+    session = store.create_session(working_directory="/src/app", model="claude-sonnet-4-5",
+                                   provider="anthropic")
+    store.append(session.id, "message.user", {"content": "hello", "turn": 1})
+
+Names are imported lazily, so ``import tron_events.messages`` (what tron_llm
+uses) loads no database code.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .async_store import AsyncEventStore
+    from .errors import (
+        ConcurrencyConflict,
+        EventIdConflict,
+        EventNotFound,
+        InvalidCursor,
+        InvalidParent,
+        InvalidPayload,
+        InvalidQuery,
+        InvalidRewind,
+        SessionHasForks,
+        SessionNotActive,
+        SessionNotFound,
+        StoreBusy,
+        StoreClosed,
+        TronEventsError,
+        UnknownEventType,
+    )
+    from .models import Event, EventPage, ForkResult, SearchHit, Session, Workspace
+    from .payloads import Payload, register_event_type
+    from .store import EventDraft, EventStore
+
+_EXPORTS = {
+    "EventStore": "store",
+    "EventDraft": "store",
+    "AsyncEventStore": "async_store",
+    "Event": "models",
+    "EventPage": "models",
+    "ForkResult": "models",
+    "SearchHit": "models",
+    "Session": "models",
+    "Workspace": "models",
+    "Payload": "payloads",
+    "register_event_type": "payloads",
+    "ConcurrencyConflict": "errors",
+    "EventIdConflict": "errors",
+    "EventNotFound": "errors",
+    "InvalidCursor": "errors",
+    "InvalidParent": "errors",
+    "InvalidPayload": "errors",
+    "InvalidQuery": "errors",
+    "InvalidRewind": "errors",
+    "SessionHasForks": "errors",
+    "SessionNotActive": "errors",
+    "SessionNotFound": "errors",
+    "StoreBusy": "errors",
+    "StoreClosed": "errors",
+    "TronEventsError": "errors",
+    "UnknownEventType": "errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tron_events' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

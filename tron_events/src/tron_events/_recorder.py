@@ -1,0 +1,389 @@
+"""The backend interface: one abstract recorder, one module per database.
+
+The store (``store.py``) holds the rules of the event tree and calls a
+``Recorder`` for storage. The SQL shared by every backend lives here, written
+with ``?`` placeholders; a backend converts it to its own paramstyle once, and
+overrides only what truly differs: connections and transactions, locking a
+session for an append, full-text indexing and search, and error translation.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .errors import InvalidCursor
+from .models import Event, EventPage, SearchHit, Session, Workspace
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the recorders use."""
+
+    def execute(self, sql: Any, params: Any = ..., /) -> Any: ...
+    def executemany(self, sql: Any, params: Any, /) -> Any: ...
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+
+
+EVENT_COLUMNS = (
+    "position, id, parent_id, session_id, workspace_id, sequence, depth, type, timestamp, payload"
+)
+SESSION_COLUMNS = (
+    "id, workspace_id, root_event_id, head_event_id, status, model, provider, "
+    "working_directory, title, parent_session_id, fork_from_event_id, created_at, "
+    "last_activity_at, ended_at, event_count, message_count, turn_count, input_tokens, "
+    "output_tokens, cache_read_tokens, cache_creation_tokens, cost"
+)
+WORKSPACE_COLUMNS = "id, path, name, created_at, last_activity_at"
+
+
+def event_from_row(row: Sequence[Any]) -> Event:
+    return Event(
+        position=row[0],
+        id=row[1],
+        parent_id=row[2],
+        session_id=row[3],
+        workspace_id=row[4],
+        sequence=row[5],
+        depth=row[6],
+        type=row[7],
+        timestamp=row[8],
+        raw_payload=row[9],
+    )
+
+
+def session_from_row(row: Sequence[Any]) -> Session:
+    return Session(*row)
+
+
+@dataclass(slots=True)
+class NewEvent:
+    """A row to insert, with the text to index (empty: not indexed)."""
+
+    id: str
+    parent_id: str | None
+    session_id: str
+    workspace_id: str
+    sequence: int
+    depth: int
+    type: str
+    timestamp: str
+    payload_json: str
+    search_text: str
+
+
+@dataclass(slots=True)
+class SessionDelta:
+    """How one append changes a session row (applied in the append's transaction)."""
+
+    head_event_id: str
+    events: int = 0
+    messages: int = 0
+    max_turn: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    last_activity_at: str = ""
+
+
+class Recorder(abc.ABC):
+    """Storage for the event store. Each method taking ``cur`` runs inside a
+    transaction opened by :meth:`write` or :meth:`read`."""
+
+    #: ``?`` placeholders are rewritten to this backend's paramstyle.
+    placeholder = "?"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def sql(self, text: str) -> str:
+        if self.placeholder == "?":
+            return text
+        return text.replace("?", self.placeholder)
+
+    # -- connections and transactions (backend-specific) -------------------
+
+    @abc.abstractmethod
+    def write(self) -> AbstractContextManager[Cursor]:
+        """A write transaction; writes to the database are serialized per session
+        (and on SQLite globally). Retries "busy" internally; never leaks it."""
+
+    @abc.abstractmethod
+    def read(self) -> AbstractContextManager[Cursor]:
+        """A read-only transaction with a consistent snapshot."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def lock_session(self, cur: Cursor, session_id: str) -> Session | None:
+        """Read a session row and hold it against concurrent appends until commit."""
+
+    @abc.abstractmethod
+    def insert_events(self, cur: Cursor, rows: Sequence[NewEvent]) -> list[int]:
+        """Insert events (and their search rows); return their positions."""
+
+    @abc.abstractmethod
+    def delete_search_rows(self, cur: Cursor, session_ids: Sequence[str]) -> None: ...
+
+    @abc.abstractmethod
+    def search(
+        self,
+        cur: Cursor,
+        query: str,
+        *,
+        raw: bool,
+        workspace_id: str | None,
+        session_id: str | None,
+        types: Sequence[str] | None,
+        limit: int,
+    ) -> list[SearchHit]: ...
+
+    @abc.abstractmethod
+    def feed_upper_bound(self, cur: Cursor) -> int | None:
+        """The highest position a workspace feed may hand out now (None: no limit).
+
+        Positions below it are all committed or rolled back, so a reader that
+        follows ``position`` never skips an event that commits late."""
+
+    # -- shared SQL -------------------------------------------------------
+
+    def get_event(self, cur: Cursor, event_id: str) -> Event | None:
+        cur.execute(self.sql(f"SELECT {EVENT_COLUMNS} FROM events WHERE id = ?"), (event_id,))
+        row = cur.fetchone()
+        return event_from_row(row) if row else None
+
+    def get_session(self, cur: Cursor, session_id: str) -> Session | None:
+        cur.execute(
+            self.sql(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"), (session_id,)
+        )
+        row = cur.fetchone()
+        return session_from_row(row) if row else None
+
+    def get_path(self, cur: Cursor, event: Event) -> list[Event]:
+        """Ancestors of ``event``, root first, the event last, crossing forks.
+
+        One indexed range read per session on the path (not one query per
+        step): a session's rows up to the needed sequence come in one scan and
+        the walk follows ``parent_id`` in memory. Cycle-safe.
+        """
+        path: list[Event] = [event]
+        seen = {event.id}
+        current = event
+        while current.parent_id is not None:
+            # The parent is usually in the same session; a fork's root (or an
+            # event appended after rewinding into inherited history) points
+            # into the source session. Either way: find it, then read its
+            # session up to it in one scan and walk in memory.
+            parent = self.get_event(cur, current.parent_id)
+            if parent is None or parent.id in seen:
+                break
+            cur.execute(
+                self.sql(
+                    f"SELECT {EVENT_COLUMNS} FROM events "
+                    "WHERE session_id = ? AND sequence < ? ORDER BY sequence"
+                ),
+                (parent.session_id, parent.sequence),
+            )
+            by_id = {row[1]: row for row in cur.fetchall()}
+            step = parent
+            while True:
+                seen.add(step.id)
+                path.append(step)
+                current = step
+                row = by_id.get(step.parent_id) if step.parent_id is not None else None
+                if row is None or row[1] in seen:
+                    break
+                step = event_from_row(row)
+        path.reverse()
+        return path
+
+    def get_events(
+        self,
+        cur: Cursor,
+        session_id: str,
+        after_sequence: int | None,
+        types: Sequence[str] | None,
+        limit: int | None,
+    ) -> list[Event]:
+        sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?"
+        params: list[Any] = [session_id]
+        if after_sequence is not None:
+            sql += " AND sequence > ?"
+            params.append(after_sequence)
+        if types:
+            sql += " AND type IN (" + ", ".join("?" for _ in types) + ")"
+            params.extend(types)
+        sql += " ORDER BY sequence"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        cur.execute(self.sql(sql), params)
+        return [event_from_row(row) for row in cur.fetchall()]
+
+    def get_children(self, cur: Cursor, event_id: str) -> list[Event]:
+        cur.execute(
+            self.sql(f"SELECT {EVENT_COLUMNS} FROM events WHERE parent_id = ? ORDER BY position"),
+            (event_id,),
+        )
+        return [event_from_row(row) for row in cur.fetchall()]
+
+    def session_feed(
+        self, cur: Cursor, session_id: str, after_sequence: int, limit: int
+    ) -> EventPage:
+        cur.execute(
+            self.sql(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ? AND sequence > ? "
+                "ORDER BY sequence LIMIT ?"
+            ),
+            (session_id, after_sequence, limit + 1),
+        )
+        return _page([event_from_row(row) for row in cur.fetchall()], limit)
+
+    def position_feed(
+        self, cur: Cursor, workspace_id: str | None, after_position: int, limit: int
+    ) -> EventPage:
+        sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE position > ?"
+        params: list[Any] = [after_position]
+        if workspace_id is not None:
+            sql += " AND workspace_id = ?"
+            params.append(workspace_id)
+        bound = self.feed_upper_bound(cur)
+        if bound is not None:
+            sql += " AND position <= ?"
+            params.append(bound)
+        sql += " ORDER BY position LIMIT ?"
+        params.append(limit + 1)
+        cur.execute(self.sql(sql), params)
+        return _page([event_from_row(row) for row in cur.fetchall()], limit)
+
+    def resolve_cursor(self, cur: Cursor, event_id: str) -> Event:
+        event = self.get_event(cur, event_id)
+        if event is None:
+            raise InvalidCursor(
+                f"cursor {event_id!r} is not an event in this store; "
+                "start from the beginning (no cursor) or use a cursor this store returned"
+            )
+        return event
+
+    def get_workspace_by_path(self, cur: Cursor, path: str) -> Workspace | None:
+        cur.execute(
+            self.sql(f"SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE path = ?"), (path,)
+        )
+        row = cur.fetchone()
+        return Workspace(*row) if row else None
+
+    def get_workspace(self, cur: Cursor, workspace_id: str) -> Workspace | None:
+        cur.execute(
+            self.sql(f"SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE id = ?"), (workspace_id,)
+        )
+        row = cur.fetchone()
+        return Workspace(*row) if row else None
+
+    def insert_workspace_if_absent(self, cur: Cursor, ws: Workspace) -> None:
+        cur.execute(
+            self.sql(
+                f"INSERT INTO workspaces ({WORKSPACE_COLUMNS}) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (path) DO NOTHING"
+            ),
+            (ws.id, ws.path, ws.name, ws.created_at, ws.last_activity_at),
+        )
+
+    def touch_workspace(self, cur: Cursor, workspace_id: str, when: str) -> None:
+        cur.execute(
+            self.sql("UPDATE workspaces SET last_activity_at = ? WHERE id = ?"),
+            (when, workspace_id),
+        )
+
+    def insert_session(self, cur: Cursor, s: Session) -> None:
+        cur.execute(
+            self.sql(
+                f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            ),
+            (
+                s.id, s.workspace_id, s.root_event_id, s.head_event_id, s.status, s.model,
+                s.provider, s.working_directory, s.title, s.parent_session_id,
+                s.fork_from_event_id, s.created_at, s.last_activity_at, s.ended_at,
+                s.event_count, s.message_count, s.turn_count, s.input_tokens,
+                s.output_tokens, s.cache_read_tokens, s.cache_creation_tokens, s.cost,
+            ),
+        )  # fmt: skip
+
+    def apply_session_delta(self, cur: Cursor, session_id: str, d: SessionDelta) -> None:
+        cur.execute(
+            self.sql(
+                "UPDATE sessions SET head_event_id = ?, event_count = event_count + ?, "
+                "message_count = message_count + ?, "
+                "turn_count = CASE WHEN turn_count > ? THEN turn_count ELSE ? END, "
+                "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
+                "cache_read_tokens = cache_read_tokens + ?, "
+                "cache_creation_tokens = cache_creation_tokens + ?, last_activity_at = ? "
+                "WHERE id = ?"
+            ),
+            (
+                d.head_event_id, d.events, d.messages, d.max_turn, d.max_turn,
+                d.input_tokens, d.output_tokens, d.cache_read_tokens,
+                d.cache_creation_tokens, d.last_activity_at, session_id,
+            ),
+        )  # fmt: skip
+
+    def set_head(self, cur: Cursor, session_id: str, head_event_id: str, when: str) -> None:
+        cur.execute(
+            self.sql("UPDATE sessions SET head_event_id = ?, last_activity_at = ? WHERE id = ?"),
+            (head_event_id, when, session_id),
+        )
+
+    def mark_ended(self, cur: Cursor, session_id: str, when: str) -> None:
+        cur.execute(
+            self.sql("UPDATE sessions SET status = 'ended', ended_at = ? WHERE id = ?"),
+            (when, session_id),
+        )
+
+    def list_sessions(
+        self, cur: Cursor, workspace_id: str | None, status: str | None, limit: int
+    ) -> list[Session]:
+        sql = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE 1 = 1"
+        params: list[Any] = []
+        if workspace_id is not None:
+            sql += " AND workspace_id = ?"
+            params.append(workspace_id)
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status)
+        sql += " ORDER BY last_activity_at DESC, id DESC LIMIT ?"
+        params.append(limit)
+        cur.execute(self.sql(sql), params)
+        return [session_from_row(row) for row in cur.fetchall()]
+
+    def fork_ids(self, cur: Cursor, session_id: str) -> list[str]:
+        cur.execute(
+            self.sql("SELECT id FROM sessions WHERE parent_session_id = ? ORDER BY created_at"),
+            (session_id,),
+        )
+        return [row[0] for row in cur.fetchall()]
+
+    def delete_sessions(self, cur: Cursor, session_ids: Sequence[str]) -> None:
+        """Delete sessions (dependents first) with their events and search rows."""
+        self.delete_search_rows(cur, session_ids)
+        marks = ", ".join("?" for _ in session_ids)
+        cur.execute(self.sql(f"DELETE FROM events WHERE session_id IN ({marks})"), session_ids)
+        for sid in session_ids:
+            cur.execute(self.sql("DELETE FROM sessions WHERE id = ?"), (sid,))
+
+    def iter_session_ids(self, cur: Cursor) -> Iterator[str]:
+        cur.execute("SELECT id FROM sessions ORDER BY created_at")
+        for row in cur.fetchall():
+            yield row[0]
+
+
+def _page(events: list[Event], limit: int) -> EventPage:
+    has_more = len(events) > limit
+    events = events[:limit]
+    return EventPage(
+        events=events, next_cursor=events[-1].id if events else None, has_more=has_more
+    )

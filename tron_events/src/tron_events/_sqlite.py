@@ -1,0 +1,250 @@
+"""The SQLite backend: one file, WAL, one connection per thread, serialized writes.
+
+Writes take the database write lock up front (``BEGIN IMMEDIATE``), so a
+transaction never fails half-way because another connection wrote first; a
+busy database is waited for (busy_timeout, then our own retry loop) and never
+surfaces as "database is locked".
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from .errors import InvalidQuery, StoreBusy, StoreClosed
+from .models import SearchHit, Session
+from ._recorder import Cursor, NewEvent, Recorder, session_from_row, SESSION_COLUMNS
+from .search_text import fts5_literal_query
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 10_000
+#: Give up on a busy database only after this long (then raise StoreBusy).
+BUSY_GIVE_UP_S = 300.0
+#: Common terms are ranked among their most recent matches only, so the first
+#: page of a term found in most of a million events still comes back fast.
+SEARCH_CANDIDATES = 2_000
+SNIPPET_OPEN, SNIPPET_CLOSE = "«", "»"
+
+
+def sqlite_path(url: str) -> str:
+    """The file path of a ``sqlite:///path`` URL (``:memory:`` is refused: the
+    store needs one database shared by several connections)."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix):
+        raise ValueError(f"not a SQLite URL: {url!r} (expected sqlite:///path/to.db)")
+    path = url[len(prefix) :].split("?", 1)[0]
+    if path in ("", ":memory:"):
+        raise ValueError("an in-memory SQLite database cannot be shared; give a file path")
+    return path
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc)
+    return "locked" in text or "busy" in text
+
+
+class SQLiteRecorder(Recorder):
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.path = sqlite_path(url)
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- connections ------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        if self._closed:
+            raise StoreClosed()
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves.
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.execute("PRAGMA cache_size = -32000")
+        self._local.conn = conn
+        with self._lock:
+            self._connections.append(conn)
+        return conn
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            conns, self._connections = self._connections, []
+        for conn in conns:
+            try:
+                conn.close()
+            except sqlite3.Error:  # pragma: no cover - closing a broken connection
+                pass
+        self._local = threading.local()
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[Cursor]:
+        conn = self._connection()
+        deadline = time.monotonic() + BUSY_GIVE_UP_S
+        delay = 0.001
+        while True:
+            try:
+                conn.execute(begin)
+                break
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() > deadline:
+                    if _is_busy(exc):
+                        raise StoreBusy(self.path) from exc
+                    raise
+                log.debug("sqlite busy on %s; retrying", begin)
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        cur = conn.cursor()
+        try:
+            yield cur
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            self._commit(conn)
+        finally:
+            cur.close()
+
+    @staticmethod
+    def _commit(conn: sqlite3.Connection) -> None:
+        deadline = time.monotonic() + BUSY_GIVE_UP_S
+        while True:
+            try:
+                conn.execute("COMMIT")
+                return
+            except sqlite3.OperationalError as exc:
+                # A COMMIT can be busy while readers hold an old snapshot during a
+                # checkpoint; the transaction stays open and COMMIT can be retried.
+                if not _is_busy(exc) or time.monotonic() > deadline:
+                    conn.execute("ROLLBACK")
+                    raise
+                time.sleep(0.005)
+
+    def write(self) -> Any:
+        return self._transaction("BEGIN IMMEDIATE")
+
+    def read(self) -> Any:
+        return self._transaction("BEGIN")
+
+    # -- backend-specific operations --------------------------------------
+
+    def lock_session(self, cur: Cursor, session_id: str) -> Session | None:
+        # BEGIN IMMEDIATE already holds the database's write lock.
+        cur.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+        row = cur.fetchone()
+        return session_from_row(row) if row else None
+
+    def insert_events(self, cur: Cursor, rows: Sequence[NewEvent]) -> list[int]:
+        positions: list[int] = []
+        for r in rows:
+            cur.execute(
+                "INSERT INTO events (id, parent_id, session_id, workspace_id, sequence, depth, "
+                "type, timestamp, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (r.id, r.parent_id, r.session_id, r.workspace_id, r.sequence, r.depth, r.type,
+                 r.timestamp, r.payload_json),
+            )  # fmt: skip
+            position = int(cur.lastrowid)  # type: ignore[attr-defined]
+            positions.append(position)
+            if r.search_text:
+                cur.execute(
+                    "INSERT INTO events_fts (rowid, text) VALUES (?, ?)", (position, r.search_text)
+                )
+        return positions
+
+    def delete_search_rows(self, cur: Cursor, session_ids: Sequence[str]) -> None:
+        marks = ", ".join("?" for _ in session_ids)
+        cur.execute(
+            "DELETE FROM events_fts WHERE rowid IN "
+            f"(SELECT position FROM events WHERE session_id IN ({marks}))",
+            list(session_ids),
+        )
+
+    def feed_upper_bound(self, cur: Cursor) -> int | None:
+        return None  # writes are serialized: positions commit in order
+
+    def search(
+        self,
+        cur: Cursor,
+        query: str,
+        *,
+        raw: bool,
+        workspace_id: str | None,
+        session_id: str | None,
+        types: Sequence[str] | None,
+        limit: int,
+    ) -> list[SearchHit]:
+        match = query if raw else fts5_literal_query(query)
+        if not match.strip():
+            return []
+        where = "events_fts MATCH ?"
+        params: list[Any] = [match]
+        join = ""
+        if workspace_id is not None or session_id is not None or types:
+            join = " JOIN events e ON e.position = f.rowid"
+            if workspace_id is not None:
+                where += " AND e.workspace_id = ?"
+                params.append(workspace_id)
+            if session_id is not None:
+                where += " AND e.session_id = ?"
+                params.append(session_id)
+            if types:
+                where += " AND e.type IN (" + ", ".join("?" for _ in types) + ")"
+                params.extend(types)
+        try:
+            # Phase 1: rank the most recent candidates by bm25 (lower is better).
+            # FTS5 walks a term's matches in rowid order, so the LIMIT stops early
+            # for common terms instead of scoring every match.
+            cur.execute(
+                f"SELECT f.rowid, bm25(events_fts) FROM events_fts f{join} WHERE {where} "
+                "ORDER BY f.rowid DESC LIMIT ?",
+                [*params, SEARCH_CANDIDATES],
+            )
+            ranked = sorted(cur.fetchall(), key=lambda r: (r[1], -r[0]))[:limit]
+            if not ranked:
+                return []
+            # Phase 2: snippets and event details for the page only.
+            positions = [r[0] for r in ranked]
+            marks = ", ".join("?" for _ in positions)
+            cur.execute(
+                f"SELECT f.rowid, snippet(events_fts, 0, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', "
+                "'…', 16), e.id, e.session_id, e.workspace_id, e.type, e.timestamp, e.sequence "
+                "FROM events_fts f JOIN events e ON e.position = f.rowid "
+                f"WHERE events_fts MATCH ? AND f.rowid IN ({marks})",
+                [match, *positions],
+            )
+            details = {row[0]: row for row in cur.fetchall()}
+        except sqlite3.OperationalError as exc:
+            if raw and ("fts5" in str(exc) or "syntax" in str(exc) or "no such column" in str(exc)):
+                raise InvalidQuery(f"invalid full-text query {query!r}: {exc}") from None
+            raise
+        hits: list[SearchHit] = []
+        for position, bm25 in ranked:
+            d = details.get(position)
+            if d is None:
+                continue
+            hits.append(
+                SearchHit(
+                    event_id=d[2], session_id=d[3], workspace_id=d[4], type=d[5],
+                    timestamp=d[6], snippet=d[1], score=-bm25, sequence=d[7],
+                )
+            )  # fmt: skip
+        return hits
+
+    def integrity_check(self) -> str:
+        with self.read() as cur:
+            cur.execute("PRAGMA integrity_check")
+            return str(cur.fetchone()[0])

@@ -1,0 +1,198 @@
+"""``AsyncEventStore``: the store's methods as coroutines.
+
+Each call runs the synchronous store in an anyio worker thread: writes one at
+a time (a capacity limiter of one, so writers queue in the event loop rather
+than on the database lock), reads several at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import anyio.to_thread
+from pydantic import BaseModel
+
+from . import migrate
+from .models import Event, EventPage, ForkResult, SearchHit, Session, Workspace
+from .store import EventDraft, EventStore
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .messages import Message
+    from .reconstruct import SessionState
+
+T = TypeVar("T")
+
+DEFAULT_READERS = 8
+
+
+class AsyncEventStore:
+    """Async facade over :class:`EventStore` (same methods, awaited)."""
+
+    def __init__(self, store: EventStore, *, readers: int = DEFAULT_READERS) -> None:
+        self.sync = store
+        self._writer = anyio.CapacityLimiter(1)
+        self._readers = anyio.CapacityLimiter(readers)
+
+    @classmethod
+    async def open(
+        cls, url: str = migrate.DEFAULT_DATABASE_URL, *, readers: int = DEFAULT_READERS
+    ) -> AsyncEventStore:
+        store = await anyio.to_thread.run_sync(EventStore.open, url)
+        return cls(store, readers=readers)
+
+    async def _write(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        return await anyio.to_thread.run_sync(
+            partial(fn, *args, **kwargs), limiter=self._writer
+        )
+
+    async def _read(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        return await anyio.to_thread.run_sync(
+            partial(fn, *args, **kwargs), limiter=self._readers
+        )
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self.sync.close)
+
+    async def __aenter__(self) -> AsyncEventStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- writes -----------------------------------------------------------
+
+    async def get_or_create_workspace(self, path: str, name: str | None = None) -> Workspace:
+        return await self._write(self.sync.get_or_create_workspace, path, name)
+
+    async def create_session(
+        self,
+        *,
+        working_directory: str,
+        model: str,
+        provider: str,
+        title: str | None = None,
+        system_prompt: str | None = None,
+    ) -> Session:
+        return await self._write(
+            self.sync.create_session, working_directory=working_directory, model=model,
+            provider=provider, title=title, system_prompt=system_prompt,
+        )  # fmt: skip
+
+    async def end_session(
+        self, session_id: str, *, reason: str = "completed", summary: str | None = None
+    ) -> Event:
+        return await self._write(self.sync.end_session, session_id, reason=reason, summary=summary)
+
+    async def delete_session(self, session_id: str, *, cascade: bool = False) -> None:
+        await self._write(self.sync.delete_session, session_id, cascade=cascade)
+
+    async def append(
+        self,
+        session_id: str,
+        type: str,
+        payload: Mapping[str, Any] | BaseModel,
+        *,
+        parent_id: str | None = None,
+        expected_head: str | None = None,
+        event_id: str | None = None,
+    ) -> Event:
+        return await self._write(
+            self.sync.append, session_id, type, payload, parent_id=parent_id,
+            expected_head=expected_head, event_id=event_id,
+        )  # fmt: skip
+
+    async def append_many(
+        self,
+        session_id: str,
+        drafts: Iterable[EventDraft | Mapping[str, Any]],
+        *,
+        expected_head: str | None = None,
+    ) -> list[Event]:
+        return await self._write(
+            self.sync.append_many, session_id, list(drafts), expected_head=expected_head
+        )
+
+    async def fork(
+        self, from_event_id: str, *, name: str | None = None, model: str | None = None
+    ) -> ForkResult:
+        return await self._write(self.sync.fork, from_event_id, name=name, model=model)
+
+    async def rewind(self, session_id: str, to_event_id: str) -> Session:
+        return await self._write(self.sync.rewind, session_id, to_event_id)
+
+    # -- reads ------------------------------------------------------------
+
+    async def get_session(self, session_id: str) -> Session:
+        return await self._read(self.sync.get_session, session_id)
+
+    async def list_sessions(
+        self, *, workspace_id: str | None = None, status: str | None = None, limit: int = 50
+    ) -> list[Session]:
+        return await self._read(
+            self.sync.list_sessions, workspace_id=workspace_id, status=status, limit=limit
+        )
+
+    async def get_event(self, event_id: str) -> Event | None:
+        return await self._read(self.sync.get_event, event_id)
+
+    async def get_events(
+        self,
+        session_id: str,
+        *,
+        after_sequence: int | None = None,
+        types: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Event]:
+        return await self._read(
+            self.sync.get_events, session_id, after_sequence=after_sequence, types=types,
+            limit=limit,
+        )  # fmt: skip
+
+    async def get_ancestors(self, event_id: str) -> list[Event]:
+        return await self._read(self.sync.get_ancestors, event_id)
+
+    async def get_children(self, event_id: str) -> list[Event]:
+        return await self._read(self.sync.get_children, event_id)
+
+    async def get_since(
+        self,
+        *,
+        session_id: str | None = None,
+        workspace_id: str | None = None,
+        after_event_id: str | None = None,
+        after_sequence: int | None = None,
+        limit: int = 100,
+    ) -> EventPage:
+        return await self._read(
+            self.sync.get_since, session_id=session_id, workspace_id=workspace_id,
+            after_event_id=after_event_id, after_sequence=after_sequence, limit=limit,
+        )  # fmt: skip
+
+    async def search(
+        self,
+        query: str,
+        *,
+        workspace_id: str | None = None,
+        session_id: str | None = None,
+        types: Sequence[str] | None = None,
+        limit: int = 20,
+        raw: bool = False,
+    ) -> list[SearchHit]:
+        return await self._read(
+            self.sync.search, query, workspace_id=workspace_id, session_id=session_id,
+            types=types, limit=limit, raw=raw,
+        )  # fmt: skip
+
+    async def get_messages_at(self, event_id: str) -> list[Message]:
+        return await self._read(self.sync.get_messages_at, event_id)
+
+    async def get_state_at(self, event_id: str) -> SessionState:
+        return await self._read(self.sync.get_state_at, event_id)
+
+    async def get_state_at_head(self, session_id: str) -> SessionState:
+        return await self._read(self.sync.get_state_at_head, session_id)

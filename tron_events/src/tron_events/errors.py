@@ -1,0 +1,127 @@
+"""Typed errors of the event store, all under one base class.
+
+Every error says what went wrong and, where it can, what to do about it. A
+store operation that raises has written nothing.
+"""
+
+from __future__ import annotations
+
+
+class TronEventsError(Exception):
+    """Base of every error raised by tron_events."""
+
+
+class SessionNotFound(TronEventsError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} does not exist")
+        self.session_id = session_id
+
+
+class EventNotFound(TronEventsError):
+    def __init__(self, event_id: str) -> None:
+        super().__init__(f"event {event_id!r} does not exist")
+        self.event_id = event_id
+
+
+class ConcurrencyConflict(TronEventsError):
+    """The session's head moved: re-read the head and retry (compare-and-append)."""
+
+    def __init__(self, session_id: str, expected: str, actual: str) -> None:
+        super().__init__(
+            f"session {session_id!r}: expected head {expected!r} but the head is {actual!r}; "
+            "re-read the session and retry"
+        )
+        self.session_id = session_id
+        self.expected = expected
+        self.actual = actual
+
+
+class EventIdConflict(TronEventsError):
+    """A client-supplied event id was already used for different content."""
+
+    def __init__(self, event_id: str, detail: str) -> None:
+        super().__init__(f"event id {event_id!r} is already used by {detail}")
+        self.event_id = event_id
+
+
+class InvalidRewind(TronEventsError):
+    pass
+
+
+class InvalidParent(TronEventsError):
+    pass
+
+
+class InvalidPayload(TronEventsError):
+    pass
+
+
+class UnknownEventType(TronEventsError):
+    def __init__(self, event_type: str) -> None:
+        super().__init__(
+            f"unknown event type {event_type!r}; register it first with register_event_type()"
+        )
+        self.event_type = event_type
+
+
+class SessionNotActive(TronEventsError):
+    def __init__(self, session_id: str, status: str) -> None:
+        super().__init__(
+            f"session {session_id!r} is {status}: it takes no appends or rewinds "
+            "(fork it to continue)"
+        )
+        self.session_id = session_id
+        self.status = status
+
+
+class SessionHasForks(TronEventsError):
+    def __init__(self, session_id: str, fork_ids: list[str]) -> None:
+        shown = ", ".join(fork_ids[:5]) + (" …" if len(fork_ids) > 5 else "")
+        super().__init__(
+            f"session {session_id!r} has {len(fork_ids)} fork(s) depending on it ({shown}); "
+            "delete them first or pass cascade=True"
+        )
+        self.session_id = session_id
+        self.fork_ids = fork_ids
+
+
+class InvalidCursor(TronEventsError):
+    pass
+
+
+class InvalidQuery(TronEventsError):
+    pass
+
+
+class StoreBusy(TronEventsError):
+    """The database stayed locked by another writer for minutes (a stuck process?)."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"the database {where!r} stayed busy for too long; "
+            "check for a stuck process holding a write transaction"
+        )
+
+
+class StoreClosed(TronEventsError):
+    def __init__(self) -> None:
+        super().__init__("the event store is closed")
+
+
+__all__ = [
+    "ConcurrencyConflict",
+    "EventIdConflict",
+    "EventNotFound",
+    "InvalidCursor",
+    "InvalidParent",
+    "InvalidPayload",
+    "InvalidQuery",
+    "InvalidRewind",
+    "SessionHasForks",
+    "SessionNotActive",
+    "SessionNotFound",
+    "StoreBusy",
+    "StoreClosed",
+    "TronEventsError",
+    "UnknownEventType",
+]

@@ -1,0 +1,150 @@
+"""The provider-neutral message model: what reconstruction returns and providers send.
+
+Blocks use the Anthropic shape (``text``, ``thinking``, ``redacted_thinking``,
+``tool_use``, ``tool_result``, ``image``); each provider adapter translates from it.
+
+This module is deliberately pure (stdlib + pydantic only): ``tron_llm`` imports it
+alone, and an import-linter contract keeps the database out of it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Base64ImageSource",
+    "ContentBlock",
+    "ImageBlock",
+    "ImageSource",
+    "Message",
+    "RedactedThinkingBlock",
+    "Role",
+    "TextBlock",
+    "ThinkingBlock",
+    "TokenUsage",
+    "ToolResultBlock",
+    "ToolResultPart",
+    "ToolUseBlock",
+    "UrlImageSource",
+]
+
+Role = Literal["user", "assistant"]
+
+
+class _Block(BaseModel):
+    # Blocks are values: frozen so a Message handed to a provider adapter cannot be
+    # edited in place behind the caller's back.
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def to_wire(self) -> dict[str, Any]:
+        """The block as an Anthropic-shaped JSON dict (``None`` fields omitted)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class TextBlock(_Block):
+    """Plain text."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ThinkingBlock(_Block):
+    """Model reasoning. ``signature`` must go back to the provider byte for byte."""
+
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str | None = None
+
+
+class RedactedThinkingBlock(_Block):
+    """Encrypted reasoning the provider returned instead of thinking text."""
+
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
+class Base64ImageSource(_Block):
+    """Inline image bytes, base64-encoded."""
+
+    type: Literal["base64"] = "base64"
+    media_type: str
+    data: str
+
+
+class UrlImageSource(_Block):
+    """An image the provider fetches by URL."""
+
+    type: Literal["url"] = "url"
+    url: str
+
+
+ImageSource = Annotated[Base64ImageSource | UrlImageSource, Field(discriminator="type")]
+
+
+class ImageBlock(_Block):
+    """An image, inline or by URL."""
+
+    type: Literal["image"] = "image"
+    source: ImageSource
+
+
+class ToolUseBlock(_Block):
+    """A tool invocation requested by the assistant."""
+
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+ToolResultPart = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
+
+
+class ToolResultBlock(_Block):
+    """The answer to a ``tool_use``; lives in the user message right after it."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: str | list[ToolResultPart] = ""
+    is_error: bool = False
+
+
+ContentBlock = Annotated[
+    TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock | ToolResultBlock | ImageBlock,
+    Field(discriminator="type"),
+]
+
+
+class Message(BaseModel):
+    """One message of a history: a role, its blocks, and the events it came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role
+    content: list[ContentBlock]
+    event_ids: list[str] = Field(default_factory=list)
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """The message as an Anthropic Messages API ``MessageParam`` dict."""
+        return {"role": self.role, "content": [block.to_wire() for block in self.content]}
+
+    def tool_use_ids(self) -> list[str]:
+        """Ids of the ``tool_use`` blocks in this message, in order."""
+        return [b.id for b in self.content if isinstance(b, ToolUseBlock)]
+
+    def tool_result_ids(self) -> list[str]:
+        """``tool_use_id`` of the ``tool_result`` blocks in this message, in order."""
+        return [b.tool_use_id for b in self.content if isinstance(b, ToolResultBlock)]
+
+
+class TokenUsage(BaseModel):
+    """Token totals, normalized across providers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0

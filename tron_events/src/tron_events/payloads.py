@@ -1,0 +1,211 @@
+"""Event types and their payload models: one registry, validated on append.
+
+Payload keys are camelCase on disk; the models use snake_case with camelCase
+aliases and accept either spelling. Extra fields are kept: the models pin down
+what writers can rely on, not everything a writer may add.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.alias_generators import to_camel
+
+from .errors import InvalidPayload, UnknownEventType
+
+ReasoningLevel = Literal["low", "medium", "high", "xhigh"]
+Normalizer = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class Payload(BaseModel):
+    """Base of every payload model: camelCase aliases, extra fields kept."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="allow", frozen=True
+    )
+
+
+class SessionStart(Payload):
+    working_directory: str
+    model: str
+    provider: str
+    system_prompt: str | None = None
+    title: str | None = None
+
+
+class SessionFork(Payload):
+    source_session_id: str
+    source_event_id: str
+    name: str | None = None
+    model: str | None = None
+
+
+class SessionEnd(Payload):
+    reason: str = "completed"
+    summary: str | None = None
+
+
+class TokenUsagePayload(Payload):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+
+
+class MessageUser(Payload):
+    content: str | list[Any]
+    turn: int = 0
+
+
+class MessageAssistant(Payload):
+    content: list[Any]
+    turn: int = 0
+    token_usage: TokenUsagePayload | None = None
+    stop_reason: str | None = None
+    model: str | None = None
+    latency: float | None = None
+    interrupted: bool | None = None
+
+
+class MessageSystem(Payload):
+    content: str | list[Any]
+
+
+class MessageDeleted(Payload):
+    target_event_id: str
+    target_type: str | None = None
+    reason: str | None = None
+
+
+class ToolCall(Payload):
+    tool_call_id: str
+    name: str
+    arguments: dict[str, Any]
+    turn: int | None = None
+
+
+class ToolResult(Payload):
+    tool_call_id: str
+    content: str | list[Any]
+    is_error: bool = False
+    duration: float | None = None
+    truncated: bool | None = None
+
+
+class ModelSwitch(Payload):
+    previous_model: str | None = None
+    new_model: str
+
+
+class ReasoningLevelChange(Payload):
+    previous_level: ReasoningLevel | None = None
+    new_level: ReasoningLevel | None = None
+
+
+class PromptUpdate(Payload):
+    system_prompt: str
+    new_hash: str | None = None
+
+
+class CompactSummary(Payload):
+    summary: str
+    boundary_event_id: str | None = None
+
+
+class ContextCleared(Payload):
+    reason: str | None = None
+
+
+class AnyPayload(Payload):
+    """For event types whose payload the store does not interpret."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventType:
+    name: str
+    model: type[Payload]
+    normalizer: Normalizer | None = None
+
+
+_REGISTRY: dict[str, EventType] = {}
+
+_TYPED: dict[str, type[Payload]] = {
+    "session.start": SessionStart,
+    "session.end": SessionEnd,
+    "session.fork": SessionFork,
+    "message.user": MessageUser,
+    "message.assistant": MessageAssistant,
+    "message.system": MessageSystem,
+    "message.deleted": MessageDeleted,
+    "tool.call": ToolCall,
+    "tool.result": ToolResult,
+    "config.model_switch": ModelSwitch,
+    "config.reasoning_level": ReasoningLevelChange,
+    "config.prompt_update": PromptUpdate,
+    "compact.summary": CompactSummary,
+    "context.cleared": ContextCleared,
+}
+
+_UNTYPED = (
+    "stream.turn_start stream.turn_end compact.boundary error.agent error.tool "
+    "error.provider turn.failed notification.interrupted notification.subagent_result "
+    "metadata.update metadata.tag file.read file.write file.edit todo.write "
+    "hook.triggered hook.completed subagent.spawned subagent.status_update "
+    "subagent.completed subagent.failed worktree.acquired worktree.commit "
+    "worktree.released worktree.merged rules.loaded skill.added skill.removed"
+).split()
+
+# Types the store writes itself; a caller cannot append them through append().
+STORE_ONLY_TYPES = frozenset({"session.start", "session.fork", "session.end"})
+
+
+def register_event_type(
+    name: str, model: type[Payload] = AnyPayload, *, normalizer: Normalizer | None = None
+) -> None:
+    """Register (or replace) an event type so ``append`` accepts it.
+
+    ``model`` should subclass :class:`Payload`; ``normalizer`` rewrites a validated
+    payload before it is stored (the store uses this for content normalization).
+    """
+    if not name or "." not in name:
+        raise ValueError(f"event type {name!r} must look like 'namespace.name'")
+    _REGISTRY[name] = EventType(name, model, normalizer)
+
+
+def get_event_type(name: str) -> EventType:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownEventType(name) from None
+
+
+def registered_event_types() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def validate_payload(event_type: str, payload: Any) -> dict[str, Any]:
+    """Validate ``payload`` for ``event_type``; return the camelCase dict to store."""
+    spec = get_event_type(event_type)
+    if isinstance(payload, BaseModel):
+        payload = payload.model_dump(by_alias=True, exclude_unset=True)
+    if not isinstance(payload, dict):
+        raise InvalidPayload(
+            f"{event_type} payload must be a JSON object, got {type(payload).__name__}"
+        )
+    try:
+        model = spec.model.model_validate(payload)
+    except ValidationError as exc:
+        raise InvalidPayload(f"invalid {event_type} payload: {exc}") from None
+    data = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    if spec.normalizer is not None:
+        data = spec.normalizer(data)
+    return data
+
+
+for _name, _model in _TYPED.items():
+    register_event_type(_name, _model)
+for _name in _UNTYPED:
+    register_event_type(_name, AnyPayload)

@@ -1,0 +1,657 @@
+"""``EventStore``: the rules of the event tree, on any backend.
+
+Every public method is one transaction. The rules live here once; the
+backend (``_sqlite.py``, ``_postgres.py``) only stores and finds rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from pydantic import BaseModel
+
+from . import ids, migrate
+from ._recorder import Cursor, NewEvent, Recorder, SessionDelta
+from .errors import (
+    ConcurrencyConflict,
+    EventIdConflict,
+    EventNotFound,
+    InvalidCursor,
+    InvalidParent,
+    InvalidPayload,
+    InvalidRewind,
+    SessionHasForks,
+    SessionNotActive,
+    SessionNotFound,
+)
+from .models import Event, EventPage, ForkResult, SearchHit, Session, Workspace
+from .payloads import STORE_ONLY_TYPES, validate_payload
+from .search_text import search_text
+
+if TYPE_CHECKING:
+    from .messages import Message
+    from .reconstruct import SessionState
+
+DELETABLE_TYPES = frozenset({"message.user", "message.assistant", "tool.result"})
+MESSAGE_TYPES = frozenset({"message.user", "message.assistant"})
+
+
+@dataclass(frozen=True, slots=True)
+class EventDraft:
+    """An event to append with ``append_many`` (a plain dict works as well)."""
+
+    type: str
+    payload: Mapping[str, Any] | BaseModel
+    event_id: str | None = None
+
+
+def now() -> str:
+    """UTC time as ISO 8601 with milliseconds and a ``Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _open_recorder(url: str) -> Recorder:
+    if url.startswith("sqlite:"):
+        from ._sqlite import SQLiteRecorder
+
+        return SQLiteRecorder(url)
+    if url.startswith("postgresql"):
+        from ._postgres import PostgresRecorder
+
+        return PostgresRecorder(url)
+    raise ValueError(
+        f"unsupported database URL {url!r}: use sqlite:///path/to.db or postgresql+psycopg://…"
+    )
+
+
+def _dumps(payload: dict[str, Any]) -> str:
+    return orjson.dumps(payload).decode()
+
+
+class EventStore:
+    """The event store. Thread-safe; open one per process with :meth:`open`."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._rec = recorder
+
+    @classmethod
+    def open(cls, url: str = migrate.DEFAULT_DATABASE_URL, *, upgrade: bool = True) -> EventStore:
+        """Open the store at ``url``, creating or upgrading the schema to head.
+
+        ``url`` is ``sqlite:///path/to.db`` (a bare path works too) or
+        ``postgresql+psycopg://user@host/db``.
+        """
+        url = migrate.normalize_url(url)
+        if upgrade:
+            migrate.ensure_head(url)
+        return cls(_open_recorder(url))
+
+    @property
+    def url(self) -> str:
+        return self._rec.url
+
+    @property
+    def recorder(self) -> Recorder:
+        return self._rec
+
+    def close(self) -> None:
+        self._rec.close()
+
+    def __enter__(self) -> EventStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- workspaces and sessions ------------------------------------------
+
+    def get_or_create_workspace(self, path: str, name: str | None = None) -> Workspace:
+        with self._rec.write() as cur:
+            return self._workspace(cur, path, name)
+
+    def _workspace(self, cur: Cursor, path: str, name: str | None) -> Workspace:
+        if not isinstance(path, str) or not path.strip():
+            raise InvalidPayload("a workspace path must be a non-empty string")
+        path = path.rstrip("/") or "/"
+        ws = self._rec.get_workspace_by_path(cur, path)
+        if ws is not None:
+            return ws
+        when = now()
+        self._rec.insert_workspace_if_absent(
+            cur,
+            Workspace(ids.new_workspace_id(), path, name or PurePath(path).name, when, when),
+        )
+        ws = self._rec.get_workspace_by_path(cur, path)
+        assert ws is not None
+        return ws
+
+    def create_session(
+        self,
+        *,
+        working_directory: str,
+        model: str,
+        provider: str,
+        title: str | None = None,
+        system_prompt: str | None = None,
+    ) -> Session:
+        """Create a session (and its workspace if new) with its root ``session.start``."""
+        payload = validate_payload(
+            "session.start",
+            {
+                "workingDirectory": working_directory,
+                "model": model,
+                "provider": provider,
+                **({"systemPrompt": system_prompt} if system_prompt is not None else {}),
+                **({"title": title} if title is not None else {}),
+            },
+        )
+        with self._rec.write() as cur:
+            ws = self._workspace(cur, working_directory, None)
+            when = now()
+            session_id = ids.new_session_id()
+            root = NewEvent(
+                id=ids.new_event_id(), parent_id=None, session_id=session_id,
+                workspace_id=ws.id, sequence=0, depth=0, type="session.start",
+                timestamp=when, payload_json=_dumps(payload), search_text="",
+            )  # fmt: skip
+            session = Session(
+                id=session_id, workspace_id=ws.id, root_event_id=root.id,
+                head_event_id=root.id, status="active", model=model, provider=provider,
+                working_directory=working_directory, title=title, parent_session_id=None,
+                fork_from_event_id=None, created_at=when, last_activity_at=when,
+                ended_at=None, event_count=1, message_count=0, turn_count=0,
+                input_tokens=0, output_tokens=0, cache_read_tokens=0,
+                cache_creation_tokens=0, cost=0.0,
+            )  # fmt: skip
+            self._rec.insert_session(cur, session)
+            self._rec.insert_events(cur, [root])
+            self._rec.touch_workspace(cur, ws.id, when)
+            return session
+
+    def get_session(self, session_id: str) -> Session:
+        with self._rec.read() as cur:
+            session = self._rec.get_session(cur, session_id)
+        if session is None:
+            raise SessionNotFound(session_id)
+        return session
+
+    def list_sessions(
+        self, *, workspace_id: str | None = None, status: str | None = None, limit: int = 50
+    ) -> list[Session]:
+        """Sessions, most recently active first."""
+        with self._rec.read() as cur:
+            return self._rec.list_sessions(cur, workspace_id, status, limit)
+
+    def end_session(
+        self, session_id: str, *, reason: str = "completed", summary: str | None = None
+    ) -> Event:
+        """Append ``session.end`` and mark the session ended (no more appends)."""
+        payload: dict[str, Any] = {"reason": reason}
+        if summary is not None:
+            payload["summary"] = summary
+        with self._rec.write() as cur:
+            session = self._active_session(cur, session_id)
+            [event] = self._append_chain(cur, session, [("session.end", payload, None)], None)
+            self._rec.mark_ended(cur, session_id, event.timestamp)
+            return event
+
+    def delete_session(self, session_id: str, *, cascade: bool = False) -> None:
+        """Delete a session, its own events and their search rows.
+
+        Refuses with :class:`SessionHasForks` while forks depend on it, unless
+        ``cascade=True``, which deletes those forks (and theirs) too.
+        """
+        with self._rec.write() as cur:
+            if self._rec.get_session(cur, session_id) is None:
+                raise SessionNotFound(session_id)
+            forks = self._rec.fork_ids(cur, session_id)
+            if forks and not cascade:
+                raise SessionHasForks(session_id, forks)
+            # Dependents first: a fork's events point into its source.
+            order: list[str] = []
+            stack = [session_id]
+            while stack:
+                sid = stack.pop()
+                order.append(sid)
+                stack.extend(self._rec.fork_ids(cur, sid))
+            self._rec.delete_sessions(cur, list(reversed(order)))
+
+    # -- appending --------------------------------------------------------
+
+    def append(
+        self,
+        session_id: str,
+        type: str,
+        payload: Mapping[str, Any] | BaseModel,
+        *,
+        parent_id: str | None = None,
+        expected_head: str | None = None,
+        event_id: str | None = None,
+    ) -> Event:
+        """Append one event; the session's head moves to it.
+
+        ``parent_id`` defaults to the head and must lie on the session's tree.
+        ``expected_head`` makes it a compare-and-append (``ConcurrencyConflict``).
+        A repeated ``event_id`` with the same type and payload returns the
+        stored event, so a client can retry safely.
+        """
+        data = self._prepare(type, payload)
+        if event_id is not None:
+            ids.check_client_event_id(event_id)
+        with self._rec.write() as cur:
+            if event_id is not None:
+                existing = self._existing(cur, event_id, session_id, type, data)
+                if existing is not None:
+                    return existing
+            session = self._active_session(cur, session_id)
+            self._check_head(session, expected_head)
+            parent = None
+            if parent_id is not None:
+                parent = self._parent_on_tree(cur, session, parent_id)
+            return self._append_chain(cur, session, [(type, data, event_id)], parent)[0]
+
+    def append_many(
+        self,
+        session_id: str,
+        drafts: Iterable[EventDraft | Mapping[str, Any]],
+        *,
+        expected_head: str | None = None,
+    ) -> list[Event]:
+        """Append a chain (each event the parent of the next), all or nothing.
+
+        A retried batch whose drafts all carry event ids that are already
+        stored with the same content returns the stored events.
+        """
+        items = [self._draft(d) for d in drafts]
+        if not items:
+            return []
+        with self._rec.write() as cur:
+            if all(eid is not None for _, _, eid in items):
+                stored = [self._existing(cur, eid, session_id, t, p) for t, p, eid in items]  # type: ignore[arg-type]
+                if all(e is not None for e in stored):
+                    return [e for e in stored if e is not None]
+                if any(e is not None for e in stored):
+                    raise EventIdConflict(
+                        next(eid for (_, _, eid), e in zip(items, stored, strict=True) if e) or "",
+                        "an event of an earlier, different batch",
+                    )
+            else:
+                for t, p, eid in items:
+                    if eid is not None and self._existing(cur, eid, session_id, t, p):
+                        raise EventIdConflict(eid, "an event stored earlier")
+            session = self._active_session(cur, session_id)
+            self._check_head(session, expected_head)
+            return self._append_chain(cur, session, items, None)
+
+    def _draft(self, d: EventDraft | Mapping[str, Any]) -> tuple[str, dict[str, Any], str | None]:
+        if isinstance(d, EventDraft):
+            t, p, eid = d.type, d.payload, d.event_id
+        elif isinstance(d, Mapping):
+            if "type" not in d or "payload" not in d:
+                raise InvalidPayload(f"a draft needs 'type' and 'payload' keys, got {sorted(d)}")
+            t, p, eid = d["type"], d["payload"], d.get("event_id")
+        else:
+            raise InvalidPayload(f"a draft must be an EventDraft or a dict, got {type(d).__name__}")
+        if eid is not None:
+            ids.check_client_event_id(eid)
+        return t, self._prepare(t, p), eid
+
+    def _prepare(self, type: str, payload: Mapping[str, Any] | BaseModel) -> dict[str, Any]:
+        if type in STORE_ONLY_TYPES:
+            raise InvalidPayload(
+                f"{type} events are written by the store itself "
+                "(create_session, fork, end_session), not appended"
+            )
+        if isinstance(payload, Mapping) and not isinstance(payload, dict):
+            payload = dict(payload)
+        return validate_payload(type, payload)
+
+    def _existing(
+        self, cur: Cursor, event_id: str, session_id: str, type: str, data: dict[str, Any]
+    ) -> Event | None:
+        stored = self._rec.get_event(cur, event_id)
+        if stored is None:
+            return None
+        if stored.session_id != session_id or stored.type != type or stored.payload != data:
+            raise EventIdConflict(
+                event_id, f"a different {stored.type} event in session {stored.session_id}"
+            )
+        return stored
+
+    def _active_session(self, cur: Cursor, session_id: str) -> Session:
+        session = self._rec.lock_session(cur, session_id)
+        if session is None:
+            raise SessionNotFound(session_id)
+        if session.status != "active":
+            raise SessionNotActive(session_id, session.status)
+        return session
+
+    @staticmethod
+    def _check_head(session: Session, expected_head: str | None) -> None:
+        if expected_head is not None and expected_head != session.head_event_id:
+            raise ConcurrencyConflict(session.id, expected_head, session.head_event_id)
+
+    def _parent_on_tree(self, cur: Cursor, session: Session, parent_id: str) -> Event:
+        parent = self._rec.get_event(cur, parent_id)
+        if parent is None:
+            raise InvalidParent(f"parent {parent_id!r} does not exist")
+        if parent.session_id == session.id:
+            return parent
+        root = self._rec.get_event(cur, session.root_event_id)
+        assert root is not None
+        if root.parent_id is not None and parent.depth < root.depth:
+            inherited = self._rec.get_path(cur, root)
+            if any(e.id == parent_id for e in inherited):
+                return parent
+        raise InvalidParent(
+            f"parent {parent_id!r} is not on session {session.id!r}'s tree "
+            "(its own events and the ancestors of its root)"
+        )
+
+    def _append_chain(
+        self,
+        cur: Cursor,
+        session: Session,
+        items: Sequence[tuple[str, dict[str, Any], str | None]],
+        parent: Event | None,
+    ) -> list[Event]:
+        if parent is None:
+            parent = self._rec.get_event(cur, session.head_event_id)
+            if parent is None:  # pragma: no cover - the head always exists
+                raise EventNotFound(session.head_event_id)
+        for t, data, _ in items:
+            if t == "message.deleted":
+                self._check_deletion(cur, parent, data)
+        when = now()
+        delta = SessionDelta(head_event_id=parent.id, last_activity_at=when)
+        rows: list[NewEvent] = []
+        events: list[Event] = []
+        parent_id, depth, sequence = parent.id, parent.depth, session.event_count
+        for t, data, eid in items:
+            depth += 1
+            row = NewEvent(
+                id=eid or ids.new_event_id(), parent_id=parent_id, session_id=session.id,
+                workspace_id=session.workspace_id, sequence=sequence, depth=depth, type=t,
+                timestamp=when, payload_json=_dumps(data), search_text=search_text(t, data),
+            )  # fmt: skip
+            rows.append(row)
+            events.append(
+                Event(
+                    id=row.id, parent_id=parent_id, session_id=session.id,
+                    workspace_id=session.workspace_id, sequence=sequence, depth=depth,
+                    type=t, timestamp=when, payload=data,
+                )
+            )  # fmt: skip
+            _count(delta, t, data)
+            parent_id = row.id
+            sequence += 1
+        delta.head_event_id = parent_id
+        delta.events = len(rows)
+        for event, position in zip(events, self._rec.insert_events(cur, rows), strict=True):
+            event.position = position
+        self._rec.apply_session_delta(cur, session.id, delta)
+        return events
+
+    def _check_deletion(self, cur: Cursor, parent: Event, data: dict[str, Any]) -> None:
+        target_id = data["targetEventId"]
+        target = self._rec.get_event(cur, target_id)
+        if target is None:
+            raise InvalidPayload(f"message.deleted: target {target_id!r} does not exist")
+        if target.type not in DELETABLE_TYPES:
+            raise InvalidPayload(
+                f"message.deleted: target {target_id!r} is a {target.type}; only "
+                "message.user, message.assistant and tool.result events can be deleted"
+            )
+        if target.depth > parent.depth or all(
+            e.id != target_id for e in self._rec.get_path(cur, parent)
+        ):
+            raise InvalidPayload(
+                f"message.deleted: target {target_id!r} is not on the path being appended to"
+            )
+
+    # -- reading ----------------------------------------------------------
+
+    def get_event(self, event_id: str) -> Event | None:
+        with self._rec.read() as cur:
+            return self._rec.get_event(cur, event_id)
+
+    def get_events(
+        self,
+        session_id: str,
+        *,
+        after_sequence: int | None = None,
+        types: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Event]:
+        """A session's own events in sequence order (orphaned branches included)."""
+        with self._rec.read() as cur:
+            if self._rec.get_session(cur, session_id) is None:
+                raise SessionNotFound(session_id)
+            return self._rec.get_events(cur, session_id, after_sequence, types, limit)
+
+    def get_ancestors(self, event_id: str) -> list[Event]:
+        """The path from the root to ``event_id`` (root first), crossing forks."""
+        with self._rec.read() as cur:
+            return self._path(cur, event_id)
+
+    def _path(self, cur: Cursor, event_id: str) -> list[Event]:
+        event = self._rec.get_event(cur, event_id)
+        if event is None:
+            raise EventNotFound(event_id)
+        return self._rec.get_path(cur, event)
+
+    def get_children(self, event_id: str) -> list[Event]:
+        with self._rec.read() as cur:
+            return self._rec.get_children(cur, event_id)
+
+    def get_since(
+        self,
+        *,
+        session_id: str | None = None,
+        workspace_id: str | None = None,
+        after_event_id: str | None = None,
+        after_sequence: int | None = None,
+        limit: int = 100,
+    ) -> EventPage:
+        """Events after a cursor, a page at a time.
+
+        With ``session_id``: the session's own events in sequence order, after
+        an event id or a sequence number. Otherwise the feed in global
+        ``position`` order, of one workspace or of everything. Pass
+        ``next_cursor`` back as ``after_event_id``. An unknown cursor raises
+        :class:`InvalidCursor`.
+        """
+        if limit < 1:
+            raise InvalidCursor(f"limit must be at least 1, got {limit}")
+        with self._rec.read() as cur:
+            if session_id is not None:
+                if self._rec.get_session(cur, session_id) is None:
+                    raise SessionNotFound(session_id)
+                after = -1 if after_sequence is None else after_sequence
+                if after_event_id is not None:
+                    cursor = self._rec.resolve_cursor(cur, after_event_id)
+                    if cursor.session_id != session_id:
+                        raise InvalidCursor(
+                            f"cursor {after_event_id!r} belongs to session "
+                            f"{cursor.session_id!r}, not {session_id!r}"
+                        )
+                    after = cursor.sequence
+                return self._rec.session_feed(cur, session_id, after, limit)
+            if after_sequence is not None:
+                raise InvalidCursor("after_sequence needs a session_id")
+            position = 0
+            if after_event_id is not None:
+                cursor = self._rec.resolve_cursor(cur, after_event_id)
+                if workspace_id is not None and cursor.workspace_id != workspace_id:
+                    raise InvalidCursor(
+                        f"cursor {after_event_id!r} belongs to another workspace"
+                    )
+                position = cursor.position
+            return self._rec.position_feed(cur, workspace_id, position, limit)
+
+    # -- fork and rewind --------------------------------------------------
+
+    def fork(
+        self, from_event_id: str, *, name: str | None = None, model: str | None = None
+    ) -> ForkResult:
+        """A new session continuing from ``from_event_id``; nothing is copied."""
+        with self._rec.write() as cur:
+            source_event = self._rec.get_event(cur, from_event_id)
+            if source_event is None:
+                raise EventNotFound(from_event_id)
+            source = self._rec.get_session(cur, source_event.session_id)
+            assert source is not None
+            path = self._rec.get_path(cur, source_event)
+            fork_model = model or _model_at(path) or source.model
+            payload: dict[str, Any] = {
+                "sourceSessionId": source.id,
+                "sourceEventId": source_event.id,
+            }
+            if name is not None:
+                payload["name"] = name
+            if model is not None:
+                payload["model"] = model
+            payload = validate_payload("session.fork", payload)
+            when = now()
+            session_id = ids.new_session_id()
+            row = NewEvent(
+                id=ids.new_event_id(), parent_id=source_event.id, session_id=session_id,
+                workspace_id=source.workspace_id, sequence=0, depth=source_event.depth + 1,
+                type="session.fork", timestamp=when, payload_json=_dumps(payload),
+                search_text="",
+            )  # fmt: skip
+            session = Session(
+                id=session_id, workspace_id=source.workspace_id, root_event_id=row.id,
+                head_event_id=row.id, status="active", model=fork_model,
+                provider=_provider_at(path) or source.provider,
+                working_directory=source.working_directory, title=name or source.title,
+                parent_session_id=source.id, fork_from_event_id=source_event.id,
+                created_at=when, last_activity_at=when, ended_at=None, event_count=1,
+                message_count=0, turn_count=0, input_tokens=0, output_tokens=0,
+                cache_read_tokens=0, cache_creation_tokens=0, cost=0.0,
+            )  # fmt: skip
+            self._rec.insert_session(cur, session)
+            [position] = self._rec.insert_events(cur, [row])
+            fork_event = Event(
+                id=row.id, parent_id=row.parent_id, session_id=session_id,
+                workspace_id=source.workspace_id, sequence=0, depth=row.depth,
+                type="session.fork", timestamp=when, payload=payload, position=position,
+            )  # fmt: skip
+            return ForkResult(session=session, fork_event=fork_event)
+
+    def rewind(self, session_id: str, to_event_id: str) -> Session:
+        """Move the head back to an ancestor of the current head (or the head).
+
+        Later events stay stored and searchable; the next append continues
+        from ``to_event_id``.
+        """
+        with self._rec.write() as cur:
+            session = self._active_session(cur, session_id)
+            target = self._rec.get_event(cur, to_event_id)
+            if target is None:
+                raise InvalidRewind(f"rewind target {to_event_id!r} does not exist")
+            head = self._rec.get_event(cur, session.head_event_id)
+            assert head is not None
+            if target.id != head.id and (
+                target.depth >= head.depth
+                or all(e.id != target.id for e in self._rec.get_path(cur, head))
+            ):
+                raise InvalidRewind(
+                    f"cannot rewind session {session_id!r} to {to_event_id!r}: "
+                    "it is not the head or one of its ancestors"
+                )
+            self._rec.set_head(cur, session_id, target.id, now())
+            updated = self._rec.get_session(cur, session_id)
+            assert updated is not None
+            return updated
+
+    # -- search -----------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        workspace_id: str | None = None,
+        session_id: str | None = None,
+        types: Sequence[str] | None = None,
+        limit: int = 20,
+        raw: bool = False,
+    ) -> list[SearchHit]:
+        """Full-text search, best match first (``score`` higher is better).
+
+        ``query`` is literal user text: no string makes it raise. ``raw=True``
+        passes the backend's query syntax through (``InvalidQuery`` if malformed).
+        Terms found in very many events are ranked among their most recent
+        matches (see the backend).
+        """
+        if limit < 1:
+            return []
+        with self._rec.read() as cur:
+            return self._rec.search(
+                cur, query, raw=raw, workspace_id=workspace_id, session_id=session_id,
+                types=types, limit=limit,
+            )  # fmt: skip
+
+    # -- reconstruction ---------------------------------------------------
+
+    def get_messages_at(self, event_id: str) -> list[Message]:
+        """The message history an LLM API accepts, as of ``event_id``."""
+        from .reconstruct import build_messages
+
+        return build_messages(self.get_ancestors(event_id))
+
+    def get_state_at(self, event_id: str) -> SessionState:
+        """Messages, model, prompt, reasoning level, tokens and turns at ``event_id``."""
+        from .reconstruct import build_state
+
+        return build_state(self.get_ancestors(event_id))
+
+    def get_state_at_head(self, session_id: str) -> SessionState:
+        from .reconstruct import build_state
+
+        with self._rec.read() as cur:
+            session = self._rec.get_session(cur, session_id)
+            if session is None:
+                raise SessionNotFound(session_id)
+            path = self._path(cur, session.head_event_id)
+        return build_state(path)
+
+
+def _count(delta: SessionDelta, type: str, data: dict[str, Any]) -> None:
+    """Fold one event into the session-row counters."""
+    if type in MESSAGE_TYPES:
+        delta.messages += 1
+        turn = data.get("turn")
+        if isinstance(turn, int) and turn > delta.max_turn:
+            delta.max_turn = turn
+        usage = data.get("tokenUsage")
+        if type == "message.assistant" and isinstance(usage, dict):
+            delta.input_tokens += usage.get("inputTokens") or 0
+            delta.output_tokens += usage.get("outputTokens") or 0
+            delta.cache_read_tokens += usage.get("cacheReadTokens") or 0
+            delta.cache_creation_tokens += usage.get("cacheCreationTokens") or 0
+
+
+def _model_at(path: Sequence[Event]) -> str | None:
+    model: str | None = None
+    for e in path:
+        if e.type == "session.start":
+            model = e.payload.get("model", model)
+        elif e.type == "session.fork" and e.payload.get("model"):
+            model = e.payload["model"]
+        elif e.type == "config.model_switch":
+            model = e.payload.get("newModel", model)
+    return model
+
+
+def _provider_at(path: Sequence[Event]) -> str | None:
+    for e in path:
+        if e.type == "session.start":
+            provider: str | None = e.payload.get("provider")
+            return provider
+    return None
