@@ -1,0 +1,78 @@
+"""Shared fixtures: ``store`` runs every store test on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from tests import pg
+from tron_events import EventStore
+
+settings.register_profile(
+    "ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "dev", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+BACKENDS = ["sqlite", "postgres"]
+_pg_reason: list[str | None] = []
+
+
+def _postgres_reason() -> str | None:
+    if not _pg_reason:
+        _pg_reason.append(pg.unavailable_reason())
+    return _pg_reason[0]
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[str]:
+    """A migrated PostgreSQL database that per-test databases are copied from."""
+    reason = _postgres_reason()
+    if reason:
+        pytest.skip(f"PostgreSQL tests skipped: {reason}")
+    name = pg.create_database(prefix="tron_template")
+    try:
+        EventStore.open(pg.url_for(name)).close()
+        yield name
+    finally:
+        pg.drop_database(name)
+
+
+def make_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'events.db'}"
+        return
+    template = request.getfixturevalue("pg_template")
+    with pg.fresh_database(template=template) as url:
+        yield url
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    if name == "postgres":
+        reason = _postgres_reason()
+        if reason:
+            pytest.skip(f"PostgreSQL tests skipped: {reason}")
+    return name
+
+
+@pytest.fixture
+def store_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A URL of a fresh, migrated database on each backend."""
+    yield from make_url(backend, tmp_path, request)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[EventStore]:
+    s = EventStore.open(store_url)
+    try:
+        yield s
+    finally:
+        s.close()
