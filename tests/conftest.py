@@ -26,7 +26,10 @@ _pg_reason: list[str | None] = []
 
 def _postgres_reason() -> str | None:
     if not _pg_reason:
-        _pg_reason.append(pg.unavailable_reason())
+        reason = pg.unavailable_reason()
+        if reason and os.environ.get("TRON_REQUIRE_POSTGRES"):
+            pytest.fail(f"TRON_REQUIRE_POSTGRES is set but {reason}", pytrace=False)
+        _pg_reason.append(reason)
     return _pg_reason[0]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from tron_events.models import Event, Session
 
 from tron_events import (
     ConcurrencyConflict,
@@ -22,16 +23,18 @@ from tron_events import (
     UnknownEventType,
     register_event_type,
 )
-from tron_events.models import Event, Session
 
-ID = re.compile(r"^(evt|sess|ws)_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+ID = re.compile(
+    r"^(evt|sess|ws)_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
+)
 
 
 def new_session(store: EventStore, wd: str = "/work/app", **kw: str) -> Session:
     return store.create_session(
-        working_directory=wd, model=kw.get("model", "m1"), provider="anthropic", **{
-            k: v for k, v in kw.items() if k != "model"
-        }
+        working_directory=wd,
+        model=kw.get("model", "m1"),
+        provider="anthropic",
+        **{k: v for k, v in kw.items() if k != "model"},
     )
 
 
@@ -210,17 +213,50 @@ def test_payload_validation_and_unknown_types(store: EventStore) -> None:
 def test_every_design_event_type_is_registered(store: EventStore) -> None:
     from tron_events.payloads import registered_event_types
 
-    design = (
-        "session.start session.end session.fork message.user message.assistant message.system "
-        "message.deleted tool.call tool.result stream.turn_start stream.turn_end "
-        "config.model_switch config.reasoning_level config.prompt_update compact.boundary "
-        "compact.summary context.cleared error.agent error.tool error.provider turn.failed "
-        "notification.interrupted notification.subagent_result metadata.update metadata.tag "
-        "file.read file.write file.edit todo.write hook.triggered hook.completed "
-        "subagent.spawned subagent.status_update subagent.completed subagent.failed "
-        "worktree.acquired worktree.commit worktree.released worktree.merged rules.loaded "
-        "skill.added skill.removed"
-    ).split()
+    design = [
+        "session.start",
+        "session.end",
+        "session.fork",
+        "message.user",
+        "message.assistant",
+        "message.system",
+        "message.deleted",
+        "tool.call",
+        "tool.result",
+        "stream.turn_start",
+        "stream.turn_end",
+        "config.model_switch",
+        "config.reasoning_level",
+        "config.prompt_update",
+        "compact.boundary",
+        "compact.summary",
+        "context.cleared",
+        "error.agent",
+        "error.tool",
+        "error.provider",
+        "turn.failed",
+        "notification.interrupted",
+        "notification.subagent_result",
+        "metadata.update",
+        "metadata.tag",
+        "file.read",
+        "file.write",
+        "file.edit",
+        "todo.write",
+        "hook.triggered",
+        "hook.completed",
+        "subagent.spawned",
+        "subagent.status_update",
+        "subagent.completed",
+        "subagent.failed",
+        "worktree.acquired",
+        "worktree.commit",
+        "worktree.released",
+        "worktree.merged",
+        "rules.loaded",
+        "skill.added",
+        "skill.removed",
+    ]
     assert set(design) <= set(registered_event_types())
 
 
@@ -232,7 +268,9 @@ def test_append_many_is_one_chain_all_or_nothing(store: EventStore) -> None:
         s.id,
         [
             {"type": "message.user", "payload": {"content": "a", "turn": 1}},
-            EventDraft("message.assistant", {"content": [{"type": "text", "text": "b"}], "turn": 1}),
+            EventDraft(
+                "message.assistant", {"content": [{"type": "text", "text": "b"}], "turn": 1}
+            ),
             {"type": "message.user", "payload": {"content": "c", "turn": 2}, "event_id": "evt_c"},
         ],
     )
@@ -307,9 +345,7 @@ def test_ancestors_root_first_across_forks(store: EventStore) -> None:
     ff = store.fork(f1.id)
     g1 = user(store, ff.session.id, "g1")
     ids = [e.id for e in store.get_ancestors(g1.id)]
-    assert ids == [
-        s.root_event_id, e1.id, e2.id, f.fork_event.id, f1.id, ff.fork_event.id, g1.id
-    ]
+    assert ids == [s.root_event_id, e1.id, e2.id, f.fork_event.id, f1.id, ff.fork_event.id, g1.id]
     assert [e.depth for e in store.get_ancestors(g1.id)] == list(range(7))
     assert [e.id for e in store.get_ancestors(s.root_event_id)] == [s.root_event_id]
     with pytest.raises(EventNotFound):
@@ -349,7 +385,12 @@ def test_fork_is_copy_on_write(store: EventStore) -> None:
     e3 = user(store, s.id, "three")
     f = store.fork(e3.id, name="try")
     fe = f.fork_event
-    assert (fe.type, fe.parent_id, fe.sequence, fe.depth) == ("session.fork", e3.id, 0, e3.depth + 1)
+    assert (fe.type, fe.parent_id, fe.sequence, fe.depth) == (
+        "session.fork",
+        e3.id,
+        0,
+        e3.depth + 1,
+    )
     assert fe.payload == {"sourceSessionId": s.id, "sourceEventId": e3.id, "name": "try"}
     fs = f.session
     assert (fs.root_event_id, fs.head_event_id) == (fe.id, fe.id)
@@ -487,11 +528,11 @@ def test_search_finds_text_in_every_indexed_place(store: EventStore) -> None:
             {"type": "tool_use", "id": "t1", "name": "deltatool", "input": {"q": "echo value"}},
         ], "turn": 1},
     )  # fmt: skip
-    store.append(s.id, "tool.call", {"toolCallId": "t1", "name": "foxtrot", "arguments": {"x": "golf"}})
     store.append(
-        s.id, "tool.result",
-        {"toolCallId": "t1", "content": [{"type": "text", "text": "hotel output"}], "isError": False},
-    )  # fmt: skip
+        s.id, "tool.call", {"toolCallId": "t1", "name": "foxtrot", "arguments": {"x": "golf"}}
+    )
+    result = [{"type": "text", "text": "hotel output"}]
+    store.append(s.id, "tool.result", {"toolCallId": "t1", "content": result, "isError": False})
     store.append(s.id, "message.system", {"content": "india notice"})
     store.append(s.id, "compact.summary", {"summary": "juliet summary"})
     store.append(s.id, "metadata.tag", {"tag": "kilo"})

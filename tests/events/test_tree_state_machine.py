@@ -183,7 +183,10 @@ class TreeMachine(RuleBasedStateMachine):
         if outside:
             with pytest.raises(InvalidParent):
                 self.store.append(
-                    sid, "message.user", {"content": "x"}, parent_id=data.draw(st.sampled_from(outside))
+                    sid,
+                    "message.user",
+                    {"content": "x"},
+                    parent_id=data.draw(st.sampled_from(outside)),
                 )
 
     @rule(sid=sessions)

@@ -72,7 +72,34 @@ _EXPORTS = {
     "UnknownEventType": "errors",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "AsyncEventStore",
+    "ConcurrencyConflict",
+    "Event",
+    "EventDraft",
+    "EventIdConflict",
+    "EventNotFound",
+    "EventPage",
+    "EventStore",
+    "ForkResult",
+    "InvalidCursor",
+    "InvalidParent",
+    "InvalidPayload",
+    "InvalidQuery",
+    "InvalidRewind",
+    "Payload",
+    "SearchHit",
+    "Session",
+    "SessionHasForks",
+    "SessionNotActive",
+    "SessionNotFound",
+    "StoreBusy",
+    "StoreClosed",
+    "TronEventsError",
+    "UnknownEventType",
+    "Workspace",
+    "register_event_type",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -158,9 +158,7 @@ class Recorder(abc.ABC):
         return event_from_row(row) if row else None
 
     def get_session(self, cur: Cursor, session_id: str) -> Session | None:
-        cur.execute(
-            self.sql(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"), (session_id,)
-        )
+        cur.execute(self.sql(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"), (session_id,))
         row = cur.fetchone()
         return session_from_row(row) if row else None
 
@@ -271,9 +269,7 @@ class Recorder(abc.ABC):
         return event
 
     def get_workspace_by_path(self, cur: Cursor, path: str) -> Workspace | None:
-        cur.execute(
-            self.sql(f"SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE path = ?"), (path,)
-        )
+        cur.execute(self.sql(f"SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE path = ?"), (path,))
         row = cur.fetchone()
         return Workspace(*row) if row else None
 

@@ -8,6 +8,7 @@ surfaces as "database is locked".
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -16,9 +17,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ._recorder import SESSION_COLUMNS, Cursor, NewEvent, Recorder, session_from_row
 from .errors import InvalidQuery, StoreBusy, StoreClosed
 from .models import SearchHit, Session
-from ._recorder import Cursor, NewEvent, Recorder, session_from_row, SESSION_COLUMNS
 from .search_text import fts5_literal_query
 
 log = logging.getLogger(__name__)
@@ -85,10 +86,8 @@ class SQLiteRecorder(Recorder):
         with self._lock:
             conns, self._connections = self._connections, []
         for conn in conns:
-            try:
+            with contextlib.suppress(sqlite3.Error):  # closing a broken connection
                 conn.close()
-            except sqlite3.Error:  # pragma: no cover - closing a broken connection
-                pass
         self._local = threading.local()
 
     @contextmanager

@@ -46,14 +46,10 @@ class AsyncEventStore:
         return cls(store, readers=readers)
 
     async def _write(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        return await anyio.to_thread.run_sync(
-            partial(fn, *args, **kwargs), limiter=self._writer
-        )
+        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._writer)
 
     async def _read(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        return await anyio.to_thread.run_sync(
-            partial(fn, *args, **kwargs), limiter=self._readers
-        )
+        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._readers)
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.sync.close)

@@ -79,7 +79,9 @@ def _run(args: argparse.Namespace, url: str) -> int:
         current = migrate.current_revision(url) if _exists(url) else None
         for rev, down, message in migrate.history():
             mark = " (current)" if rev == current else ""
-            print(f"{down or '<base>'} -> {rev}{mark}: {message.splitlines()[0] if message else ''}")
+            print(
+                f"{down or '<base>'} -> {rev}{mark}: {message.splitlines()[0] if message else ''}"
+            )
     elif cmd == "check":
         result = migrate.check(url)
         if result.ok:

@@ -122,12 +122,11 @@ def downgrade(url: str, revision: str) -> None:
 def _run(url: str, action: Any) -> None:
     engine = make_engine(url)
     try:
-        with engine.connect() as conn:
-            with _migration_lock(url, conn):
-                if engine.dialect.name == "sqlite":
-                    _prepare_sqlite(conn)
-                action(alembic_config(url, conn))
-                conn.commit()
+        with engine.connect() as conn, _migration_lock(url, conn):
+            if engine.dialect.name == "sqlite":
+                _prepare_sqlite(conn)
+            action(alembic_config(url, conn))
+            conn.commit()
     finally:
         engine.dispose()
 
@@ -185,7 +184,11 @@ def history() -> list[tuple[str, str | None, str]]:
     script = ScriptDirectory.from_config(alembic_config("sqlite:///unused"))
     out = []
     for rev in script.walk_revisions():
-        down = rev.down_revision if isinstance(rev.down_revision, str | None) else str(rev.down_revision)
+        down = (
+            rev.down_revision
+            if isinstance(rev.down_revision, str | None)
+            else str(rev.down_revision)
+        )
         out.append((rev.revision, down, (rev.doc or "").strip()))
     return out
 

@@ -149,14 +149,36 @@ _TYPED: dict[str, type[Payload]] = {
     "context.cleared": ContextCleared,
 }
 
-_UNTYPED = (
-    "stream.turn_start stream.turn_end compact.boundary error.agent error.tool "
-    "error.provider turn.failed notification.interrupted notification.subagent_result "
-    "metadata.update metadata.tag file.read file.write file.edit todo.write "
-    "hook.triggered hook.completed subagent.spawned subagent.status_update "
-    "subagent.completed subagent.failed worktree.acquired worktree.commit "
-    "worktree.released worktree.merged rules.loaded skill.added skill.removed"
-).split()
+_UNTYPED = [
+    "stream.turn_start",
+    "stream.turn_end",
+    "compact.boundary",
+    "error.agent",
+    "error.tool",
+    "error.provider",
+    "turn.failed",
+    "notification.interrupted",
+    "notification.subagent_result",
+    "metadata.update",
+    "metadata.tag",
+    "file.read",
+    "file.write",
+    "file.edit",
+    "todo.write",
+    "hook.triggered",
+    "hook.completed",
+    "subagent.spawned",
+    "subagent.status_update",
+    "subagent.completed",
+    "subagent.failed",
+    "worktree.acquired",
+    "worktree.commit",
+    "worktree.released",
+    "worktree.merged",
+    "rules.loaded",
+    "skill.added",
+    "skill.removed",
+]
 
 # Types the store writes itself; a caller cannot append them through append().
 STORE_ONLY_TYPES = frozenset({"session.start", "session.fork", "session.end"})

@@ -488,9 +488,7 @@ class EventStore:
             if after_event_id is not None:
                 cursor = self._rec.resolve_cursor(cur, after_event_id)
                 if workspace_id is not None and cursor.workspace_id != workspace_id:
-                    raise InvalidCursor(
-                        f"cursor {after_event_id!r} belongs to another workspace"
-                    )
+                    raise InvalidCursor(f"cursor {after_event_id!r} belongs to another workspace")
                 position = cursor.position
             return self._rec.position_feed(cur, workspace_id, position, limit)
 

@@ -1,0 +1,109 @@
+"""Alembic revisions and the tron-db command, on each backend."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, inspect, text
+
+from tron_events import EventStore, migrate
+
+TRON_DB = shutil.which("tron-db") or "tron-db"
+
+
+def tron_db(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([TRON_DB, *args], capture_output=True, text=True, timeout=120)
+
+
+def tables(url: str) -> set[str]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return set(inspect(conn).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_from_empty_and_check(store_url: str) -> None:
+    migrate.upgrade(store_url)
+    migrate.downgrade(store_url, "base")
+    assert migrate.current_revision(store_url) is None
+    assert "events" not in tables(store_url)
+    result = tron_db("check", "--database-url", store_url)
+    assert result.returncode == 1 and "run `tron-db upgrade" in result.stdout
+    up = tron_db("upgrade", "--database-url", store_url)
+    assert up.returncode == 0, up.stderr
+    assert migrate.current_revision(store_url) == migrate.head_revision()
+    assert {"events", "sessions", "workspaces"} <= tables(store_url)
+    check = tron_db("check", "--database-url", store_url)
+    assert check.returncode == 0 and check.stdout.startswith("ok"), check.stdout
+    assert tron_db("current", "--database-url", store_url).stdout.strip().endswith("(head)")
+
+
+def test_downgrade_to_base_and_back_with_data(store: EventStore) -> None:
+    url = store.url
+    s = store.create_session(working_directory="/m", model="m", provider="p")
+    store.append(s.id, "message.user", {"content": "searchable migration words"})
+    store.close()
+    migrate.downgrade(url, "base")
+    assert "events" not in tables(url)
+    migrate.upgrade(url)
+    with EventStore.open(url) as again:
+        assert again.list_sessions() == []
+        s2 = again.create_session(working_directory="/m", model="m", provider="p")
+        again.append(s2.id, "message.user", {"content": "searchable again"})
+        assert [h.session_id for h in again.search("searchable")] == [s2.id]
+    assert migrate.check(url).ok
+
+
+def test_open_upgrades_data_in_place(store: EventStore) -> None:
+    s = store.create_session(working_directory="/m", model="m", provider="p")
+    e = store.append(s.id, "message.user", {"content": "kept"})
+    store.close()
+    with EventStore.open(store.url) as reopened:  # already at head: nothing to do
+        assert reopened.get_event(e.id) == e
+
+
+def test_check_reports_drift(store_url: str) -> None:
+    migrate.upgrade(store_url)
+    engine = create_engine(store_url)
+    with engine.begin() as conn:
+        conn.execute(text("DROP INDEX ix_events_parent"))
+    engine.dispose()
+    result = migrate.check(store_url)
+    assert not result.ok and any("ix_events_parent" in d for d in result.differences)
+    cli = tron_db("check", "--database-url", store_url)
+    assert cli.returncode == 1 and "ix_events_parent" in cli.stdout
+
+
+def test_every_command_has_help() -> None:
+    for command in ([], ["upgrade"], ["downgrade"], ["current"], ["history"], ["check"], ["demo"]):
+        result = tron_db(*command, "--help")
+        assert (result.returncode == 0 and "--database-url" in result.stdout) or not command
+        assert "usage: tron-db" in result.stdout
+
+
+def test_history_lists_revisions() -> None:
+    result = tron_db("history", "--database-url", "sqlite:////nonexistent/dir/x.db")
+    assert result.returncode == 0
+    assert "<base> -> 0001" in result.stdout
+
+
+def test_cli_errors_are_messages_not_tracebacks(tmp_path: Path) -> None:
+    result = tron_db("upgrade", "--database-url", "mysql://nobody@nowhere/x")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "error" in result.stderr
+
+
+def test_default_database_is_under_home() -> None:
+    assert migrate.DEFAULT_DATABASE_URL.endswith("/.tron/database/prod.db")
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_demo_runs(store_url: str) -> None:
+    result = tron_db("demo", "--database-url", store_url)
+    assert result.returncode == 0, result.stderr
+    assert "forked" in result.stdout and "README" in result.stdout
