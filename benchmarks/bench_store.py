@@ -380,6 +380,349 @@ def bench_ancestors(args: argparse.Namespace) -> dict[str, Any]:
     return {"median_s": m}
 
 
+# --- search over 1,000,000 events -----------------------------------------------------
+
+SEARCH_DB_VERSION = 1
+#: Terms injected at controlled rates (fraction of events), to query as "rare".
+RARE_TERMS = {
+    "kubectl": 0.009, "flamegraph": 0.005, "memoize": 0.002,
+    "deadlock": 0.001, "segfault": 0.0005, "tokenizer": 0.0001,
+}  # fmt: skip
+#: Terms of the Zipf vocabulary found in many events ("the": nearly all).
+COMMON_TERMS = ["the", "to", "error"]
+
+
+def _search_events(gen: Any, rng: Any) -> tuple[str, dict[str, Any]]:
+    """One event of a realistic mix: 25% user, 35% assistant, 20% tool.call, 20% tool.result."""
+    from _workload import assistant_payload, user_payload
+
+    x = rng.random()
+    n = int(rng.lognormvariate(6.2, 0.6))  # ~500 characters, long tail
+    extra = [w for w, f in RARE_TERMS.items() if rng.random() < f]
+    if x < 0.25:
+        p = user_payload(gen, 1, n)
+        if extra:
+            p["content"] += " " + " ".join(extra)
+        return "message.user", p
+    if x < 0.60:
+        p = assistant_payload(gen, 1, n)
+        if extra:
+            p["content"][0]["text"] += " " + " ".join(extra)
+        return "message.assistant", p
+    if x < 0.80:
+        args = {"command": gen.chars(min(n, 200)) + (" " + " ".join(extra) if extra else "")}
+        return "tool.call", {"toolCallId": "toolu_" + gen.chars(12), "name": "Bash",
+                             "arguments": args}  # fmt: skip
+    text = gen.chars(n) + (" " + " ".join(extra) if extra else "")
+    return "tool.result", {"toolCallId": "toolu_x", "content": text, "isError": False}
+
+
+def build_search_db(path: Path, n_events: int, sessions: int, workspaces: int) -> dict[str, Any]:
+    """Build the search database: schema by the store's migrations (EventStore.open),
+    workspaces and sessions through the store, then events by raw SQL matching its
+    schema (position assigned explicitly, payload JSON as the store writes it, the
+    FTS text from ``tron_events.search_text.search_text``, exactly what append indexes)
+    in transactions of ~50,000 events. Sessions are written interleaved, 50 at a time."""
+    import random
+
+    from _workload import TextGen
+
+    from tron_events.search_text import search_text
+
+    t0 = time.perf_counter()
+    tmp = path.with_suffix(".building")
+    for f in DATA.glob(tmp.name + "*"):
+        f.unlink()
+    store = EventStore.open(f"sqlite:///{tmp}")
+    sess = [
+        store.create_session(working_directory=f"/work/ws{i % workspaces}", model="m",
+                             provider="p")  # fmt: skip
+        for i in range(sessions)
+    ]
+    store.close()
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    conn.execute("PRAGMA synchronous = OFF")
+    conn.execute("PRAGMA cache_size = -512000")
+    (pos,) = conn.execute("SELECT max(position) FROM events").fetchone()
+    per = n_events // sessions - 1  # events per session after its root
+    gen, rng = TextGen(21), random.Random(22)
+    when = now()
+    group = 50
+    for g in range(0, sessions, group):
+        chunk = sess[g : g + group]
+        heads = {s.id: (s.root_event_id, 0) for s in chunk}
+        ev_rows: list[tuple[Any, ...]] = []
+        fts_rows: list[tuple[int, str]] = []
+        for k in range(per):
+            for s in chunk:
+                t, p = _search_events(gen, rng)
+                pos += 1
+                eid = "evt_" + str(uuid_utils.uuid7())
+                parent, depth = heads[s.id]
+                ev_rows.append((pos, eid, parent, s.id, s.workspace_id, k + 1, depth + 1, t,
+                                when, orjson.dumps(p).decode()))  # fmt: skip
+                text = search_text(t, p)
+                if text:
+                    fts_rows.append((pos, text))
+                heads[s.id] = (eid, depth + 1)
+        conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT INTO events (position, id, parent_id, session_id, workspace_id, sequence, "
+            "depth, type, timestamp, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            ev_rows,
+        )
+        conn.executemany(INSERT_FTS, fts_rows)
+        conn.executemany(
+            "UPDATE sessions SET head_event_id = ?, event_count = ?, last_activity_at = ? "
+            "WHERE id = ?",
+            [(h, per + 1, when, sid) for sid, (h, _) in heads.items()],
+        )
+        conn.execute("COMMIT")
+        print(f"  built {pos:,} events ({time.perf_counter() - t0:.0f} s)", flush=True)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    (total,) = conn.execute("SELECT count(*) FROM events").fetchone()
+    df = {}
+    for term in [*RARE_TERMS, *COMMON_TERMS]:
+        (df[term],) = conn.execute(
+            "SELECT count(*) FROM events_fts WHERE events_fts MATCH ?", (f'"{term}"',)
+        ).fetchone()
+    conn.close()
+    for suffix in ("", "-wal", "-shm"):
+        src = Path(str(tmp) + suffix)
+        if src.exists():
+            src.rename(str(path) + suffix)
+    meta = {"version": SEARCH_DB_VERSION, "events": total, "sessions": sessions,
+            "workspaces": workspaces, "doc_freq": df, "build_s": time.perf_counter() - t0,
+            "bytes": path.stat().st_size}  # fmt: skip
+    path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+    return meta
+
+
+PLAIN_BM25 = (
+    "SELECT rowid, bm25(events_fts) FROM events_fts WHERE events_fts MATCH ? "
+    "ORDER BY bm25(events_fts) LIMIT 20"
+)
+
+
+def bench_search(args: argparse.Namespace) -> dict[str, Any]:
+    path = DATA / f"search-{args.events // 1000}k-v{SEARCH_DB_VERSION}.db"
+    meta_path = path.with_suffix(".json")
+    if args.rebuild or not meta_path.exists():
+        print(f"building {path} (once; cached) …", flush=True)
+        meta = build_search_db(path, args.events, args.events // 1000, 10)
+    else:
+        meta = json.loads(meta_path.read_text())
+    n = meta["events"]
+    print(f"\n## Search over {n:,} events ({meta['bytes'] / 1e9:.2f} GB file, "
+          f"built in {meta['build_s']:.0f} s; warm page cache)")  # fmt: skip
+    store = EventStore.open(f"sqlite:///{path}")
+    conn = floor_connection(path)
+    rare = [t for t in RARE_TERMS if meta["doc_freq"][t] / n <= 0.01]
+    for t in [*rare, *COMMON_TERMS]:  # warm up
+        store.search(t)
+    lat: dict[str, list[float]] = {t: [] for t in [*rare, *COMMON_TERMS]}
+    plain: dict[str, list[float]] = {t: [] for t in COMMON_TERMS}
+    for _ in range(args.reps):
+        for t in lat:
+            hits: list[Any] = []
+            lat[t].append(timed(lambda t=t: hits.extend(store.search(t))))
+            assert len(hits) == 20 or meta["doc_freq"][t] < 20, (t, len(hits))
+    for _ in range(args.plain_reps):
+        for t in COMMON_TERMS:
+            plain[t].append(timed(lambda t=t: conn.execute(PLAIN_BM25, (t,)).fetchall()))
+    all_rare = [x for t in rare for x in lat[t]]
+    print(f"  {'term':12s} {'in events':>14s} {'p50':>9s} {'p90':>9s}   (store.search, limit 20)")
+    for t in lat:
+        df = meta["doc_freq"][t]
+        print(f"  {t:12s} {df:>8,} {df / n:6.2%} {fmt_ms(median(lat[t])):>9s} "
+              f"{fmt_ms(percentile(lat[t], 0.9)):>9s}")  # fmt: skip
+    print(f"  rare terms (≤ 1% of events), all queries: p50 {fmt_ms(median(all_rare))}, "
+          f"p90 {fmt_ms(percentile(all_rare, 0.9))}  (target p50 ≤ 10 ms)"
+          + ("  ✅" if median(all_rare) <= 0.010 else "  ❌"))  # fmt: skip
+    for t in COMMON_TERMS:
+        df = meta["doc_freq"][t]
+        ok = "  ✅" if median(lat[t]) <= 0.100 else "  ❌"
+        print(f"  common '{t}' ({df / n:.0%} of events): first page p50 "
+              f"{fmt_ms(median(lat[t]))} (target ≤ 100 ms){ok}; plain ORDER BY bm25 LIMIT 20: "
+              f"{fmt_ms(median(plain[t]))} ({median(plain[t]) / median(lat[t]):.0f}× slower)")
+    store.close()
+    conn.close()
+    return {"meta": meta, "p50": {t: median(v) for t, v in lat.items()},
+            "plain_p50": {t: median(v) for t, v in plain.items()}}  # fmt: skip
+
+
+# --- state at head ---------------------------------------------------------------------
+
+STATE_DB_VERSION = 1
+STATE_FLOOR_SQL = (
+    f"SELECT {EVENT_COLUMNS} FROM events WHERE position IN (SELECT value FROM json_each(?)) "
+    "ORDER BY position"
+)
+
+
+def build_state_db(path: Path, n_events: int, rewinds: int, forks: int) -> dict[str, Any]:
+    """A session tree written through the store as the server would: turns of a user
+    message, an assistant message with 0-3 tool_use blocks (P = .6/.25/.1/.05), each
+    tool's tool.call and tool.result, and the continuation; a model switch or a
+    reasoning change now and then; ``rewinds`` rewinds of 5-40 events spread over the
+    run; ``forks`` forks, each continuing in the new session (the measured head is
+    the last fork's, so its path crosses every fork)."""
+    import random
+
+    from _workload import TextGen, assistant_payload, user_payload
+
+    gen, rng = TextGen(31), random.Random(32)
+    for f in DATA.glob(path.name + "*"):
+        f.unlink()
+    store = EventStore.open(f"sqlite:///{path}")
+    sid = store.create_session(working_directory="/work/project", model="claude-sonnet-4-5",
+                               provider="anthropic", system_prompt="You are Tron.").id  # fmt: skip
+    total, turn, tool_id = 1, 0, 0
+    rewind_at = {int(n_events * (i + 0.5) / rewinds) for i in range(rewinds)}
+    fork_at = {int(n_events * (i + 1) / (forks + 1)) for i in range(forks)}
+    done_rewinds = done_forks = 0
+    while total < n_events:
+        turn += 1
+        k = rng.choices([0, 1, 2, 3], [0.6, 0.25, 0.1, 0.05])[0]
+        tools = []
+        for _ in range(k):
+            tool_id += 1
+            tools.append({"type": "tool_use", "id": f"toolu_{tool_id:06d}", "name": "Bash",
+                          "input": {"command": gen.chars(rng.randint(20, 300))}})  # fmt: skip
+        drafts: list[dict[str, Any]] = [
+            {"type": "message.user", "payload": user_payload(gen, turn, rng.randint(50, 800))},
+            {"type": "message.assistant",
+             "payload": assistant_payload(gen, turn, rng.randint(50, 800), tools)},
+        ]  # fmt: skip
+        for tool in tools:
+            drafts.append({"type": "tool.call", "payload": {"toolCallId": tool["id"],
+                           "name": "Bash", "arguments": tool["input"], "turn": turn}})  # fmt: skip
+        for tool in tools:
+            size = min(int(rng.lognormvariate(6.5, 1.0)), 9000)
+            drafts.append({"type": "tool.result", "payload": {"toolCallId": tool["id"],
+                           "content": gen.chars(size), "isError": rng.random() < 0.05}})  # fmt: skip
+        if tools:
+            drafts.append({"type": "message.assistant",
+                           "payload": assistant_payload(gen, turn, rng.randint(50, 600))})  # fmt: skip
+        if rng.random() < 0.01:
+            drafts.append({"type": "config.model_switch",
+                           "payload": {"previousModel": "a", "newModel": f"model-{turn}"}})  # fmt: skip
+        if rng.random() < 0.01:
+            level = rng.choice(["low", "medium", "high"])
+            drafts.append({"type": "config.reasoning_level", "payload": {"newLevel": level}})
+        store.append_many(sid, drafts)
+        before, total = total, total + len(drafts)
+        if any(before <= x < total for x in rewind_at):
+            path_now = store.get_ancestors(store.get_session(sid).head_event_id)
+            back = rng.randint(5, 40)
+            targets = [e for e in path_now[-back - 10 : -back]
+                       if e.type == "message.assistant" and not e.payload.get("stopReason")
+                       == "tool_use"]  # fmt: skip
+            if targets:
+                store.rewind(sid, targets[-1].id)
+                done_rewinds += 1
+        if any(before <= x < total for x in fork_at):
+            sid = store.fork(store.get_session(sid).head_event_id, name="fork").session.id
+            done_forks += 1
+            total += 1
+    session = store.get_session(sid)
+    path_events = store.get_ancestors(session.head_event_id)
+    with store.recorder.read() as cur:
+        cur.execute("SELECT count(*), sum(type IN ('tool.call', 'tool.result')) FROM events")
+        stored, tool_events = cur.fetchone()
+    store.close()
+    meta = {"version": STATE_DB_VERSION, "session_id": sid, "head": session.head_event_id,
+            "stored_events": stored, "tool_events": tool_events, "path_len": len(path_events),
+            "sessions_on_path": len({e.session_id for e in path_events}),
+            "positions": [e.position for e in path_events], "rewinds": done_rewinds,
+            "forks": done_forks}  # fmt: skip
+    path.with_suffix(".json").write_text(json.dumps(meta))
+    return meta
+
+
+def state_floor(conn: sqlite3.Connection, positions_json: str) -> list[Any]:
+    rows = conn.execute(STATE_FLOOR_SQL, (positions_json,)).fetchall()
+    return [orjson.loads(r[9]) for r in rows]
+
+
+def cold(mode: str, path: Path, meta: dict[str, Any], positions_json: str) -> dict[str, float]:
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, str(HERE / "_cold_state.py"), mode, str(path), meta["session_id"],
+         meta["head"], positions_json],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    wall = time.perf_counter() - t0
+    res: dict[str, float] = json.loads(out.stdout)
+    res["process"] = wall
+    return res
+
+
+def bench_state(args: argparse.Namespace) -> dict[str, Any]:
+    from _naive import naive_state
+
+    path = DATA / f"state-{args.events}-v{STATE_DB_VERSION}.db"
+    meta_path = path.with_suffix(".json")
+    if args.rebuild or not meta_path.exists():
+        print(f"building {path} (once; cached) …", flush=True)
+        meta = build_state_db(path, args.events, 20, 5)
+    else:
+        meta = json.loads(meta_path.read_text())
+    sid, head = meta["session_id"], meta["head"]
+    positions_json = json.dumps(meta["positions"])
+    store = EventStore.open(f"sqlite:///{path}")
+    conn = floor_connection(path)
+    conn.execute("PRAGMA cache_size = -32000")
+    state = store.get_state_at_head(sid)
+    assert state == naive_state(conn, head)
+    assert len(state_floor(conn, positions_json)) == meta["path_len"]
+    contenders: dict[str, Callable[[], Any]] = {
+        "tron": lambda: store.get_state_at_head(sid),
+        "floor": lambda: state_floor(conn, positions_json),
+        "naive": lambda: naive_state(conn, head),
+        "tron_get_ancestors_only": lambda: store.get_ancestors(head),
+    }
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for _, order in rotations(list(contenders), args.rounds):
+        for name in order:
+            collect()
+            times[name].append(timed(contenders[name]))
+    m = {k: median(v) for k, v in times.items()}
+    ratio = {k: median([times[k][i] / times["floor"][i] for i in range(args.rounds)])
+             for k in contenders}  # fmt: skip
+    print(f"\n## get_state_at_head: {meta['stored_events']:,} stored events "
+          f"({meta['tool_events'] / meta['stored_events']:.0%} tool events, {meta['rewinds']} "
+          f"rewinds, {meta['forks']} forks); path of {meta['path_len']:,} events over "
+          f"{meta['sessions_on_path']} sessions → {len(state.messages):,} messages")  # fmt: skip
+    print(f"  warm, {args.rounds} rounds (median; × = time / floor time, same round)")
+    for k in contenders:
+        print(f"  {k:28s} {fmt_ms(m[k]):>10s}  {ratio[k]:5.2f}× the floor")
+    print(f"  tron within 1.5× the floor: {ratio['tron']:.2f}×"
+          + ("  ✅" if ratio["tron"] <= 1.5 else "  ❌"))
+    store.close()
+    conn.close()
+    print(f"  cold: a new process (`python _cold_state.py`), {args.cold_rounds} rounds, median")
+    cold_t: dict[str, list[dict[str, float]]] = {k: [] for k in ("tron", "floor", "naive")}
+    for _, order in rotations(list(cold_t), args.cold_rounds):
+        for name in order:
+            cold_t[name].append(cold(name, path, meta, positions_json))
+    print(f"  {'':10s} {'imports':>9s} {'open':>9s} {'1st call':>9s} {'2nd call':>9s} "
+          f"{'open+1st':>9s} {'process':>9s}")  # fmt: skip
+    cm = {}
+    for k, runs in cold_t.items():
+        c = {f: median([r[f] for r in runs]) for f in ("import", "open", "first", "second",
+                                                         "process")}  # fmt: skip
+        c["open_first"] = median([r["open"] + r["first"] for r in runs])
+        cm[k] = c
+        print(f"  {k:10s} {fmt_ms(c['import']):>9s} {fmt_ms(c['open']):>9s} "
+              f"{fmt_ms(c['first']):>9s} {fmt_ms(c['second']):>9s} {fmt_ms(c['open_first']):>9s} "
+              f"{fmt_ms(c['process']):>9s}")  # fmt: skip
+    r1 = cm["tron"]["open_first"] / cm["floor"]["open_first"]
+    print(f"  cold tron (open + first call) / floor (connect + first call): {r1:.2f}×")
+    return {"warm": m, "ratio": ratio, "cold": cm, "meta": {k: v for k, v in meta.items()
+                                                          if k != "positions"}}  # fmt: skip
+
+
 # --- entry point ----------------------------------------------------------------------
 
 
@@ -395,9 +738,25 @@ def main() -> None:
     sp = sub.add_parser("ancestors")
     sp.add_argument("--n", type=int, default=10_000)
     sp.add_argument("--rounds", type=int, default=21)
+    sp = sub.add_parser("search")
+    sp.add_argument("--events", type=int, default=1_000_000)
+    sp.add_argument("--reps", type=int, default=30)
+    sp.add_argument("--plain-reps", type=int, default=5)
+    sp.add_argument("--rebuild", action="store_true")
+    sp = sub.add_parser("state")
+    sp.add_argument("--events", type=int, default=10_000)
+    sp.add_argument("--rounds", type=int, default=21)
+    sp.add_argument("--cold-rounds", type=int, default=7)
+    sp.add_argument("--rebuild", action="store_true")
     args = p.parse_args()
     print(f"# {args.cmd} — {machine()}")
-    {"append": bench_append, "batch": bench_batch, "ancestors": bench_ancestors}[args.cmd](args)
+    {
+        "append": bench_append,
+        "batch": bench_batch,
+        "ancestors": bench_ancestors,
+        "search": bench_search,
+        "state": bench_state,
+    }[args.cmd](args)
 
 
 if __name__ == "__main__":
