@@ -1,0 +1,404 @@
+"""The PostgreSQL backend: psycopg 3, a connection pool, row locks per session.
+
+Transactions
+    Writes run in READ COMMITTED. An append first locks its session row
+    (``SELECT … FOR NO KEY UPDATE``): appends to one session serialize across
+    processes, appends to different sessions do not wait on each other, and
+    every statement after the lock sees the head the previous writer
+    committed. ``NO KEY UPDATE`` (not ``UPDATE``) so that the foreign-key
+    checks of other transactions (a fork referencing the session) are not
+    blocked. Reads run in ``REPEATABLE READ READ ONLY``: one snapshot for the
+    whole read, and a read-only RR transaction can never fail to serialize.
+
+Commit order of positions (the feed's high-water mark)
+    ``position`` comes from a sequence, so two transactions can take 10 and 11
+    and commit 11 first; a reader following ``position`` that saw 11 and
+    moved its cursor past 10 would skip 10 forever. The ``eventsourcing``
+    library prevents this with ``LOCK TABLE … IN EXCLUSIVE MODE`` before its
+    insert; Marten instead lets a daemon compute a high-water mark below which
+    no gap can still fill (and gives up on a gap after a timeout, which can
+    skip). A precise high-water mark needs to know which positions in-flight
+    transactions hold, which a snapshot cannot tell (their rows are
+    invisible), so it needs a side channel that every reader would scan.
+
+    We take the eventsourcing approach, narrowed to the tail of the
+    transaction: the statement that inserts events first takes a
+    transaction-level advisory lock (``pg_advisory_xact_lock``), and the lock
+    is released when the transaction ends. Positions are therefore allocated
+    and committed in the same order: PostgreSQL makes a transaction visible
+    before it releases its locks, so a snapshot that sees position 11 sees
+    10 too (unless 10 was rolled back, leaving a permanent gap). Any snapshot
+    shows a prefix of the committed positions and :meth:`feed_upper_bound` has
+    nothing to cut (``None``). The lock is held only from the event insert to
+    the commit (the insert, the session-row update and COMMIT); locking the
+    session, reading the head, validation and everything a writer does before
+    that still run in parallel across sessions.
+
+Errors
+    psycopg errors are translated into the store's typed errors: a unique
+    violation on ``events.id`` (two writers racing with one client event id) is
+    an :class:`EventIdConflict`; NUL characters, which PostgreSQL text cannot
+    hold, are an :class:`InvalidPayload`; a pool that hands out no connection is
+    :class:`StoreBusy`. Deadlocks and serialization failures cannot be retried
+    from inside a ``with`` block (the block cannot be run again), so the locking
+    order is designed to make them impossible: appends lock one session row and
+    then the advisory lock and nothing after it; deletions lock all their
+    session rows in id order before touching events. Should one still occur it
+    surfaces as :class:`TransientConflict` (a :class:`StoreBusy`), which a
+    caller may retry.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import psycopg.errors
+from psycopg.conninfo import make_conninfo
+from psycopg_pool import ConnectionPool, PoolTimeout
+from sqlalchemy.engine import make_url
+
+from ._recorder import SESSION_COLUMNS, Cursor, NewEvent, Recorder, session_from_row
+from .errors import (
+    EventIdConflict,
+    EventNotFound,
+    InvalidPayload,
+    InvalidQuery,
+    SessionHasForks,
+    SessionNotFound,
+    StoreBusy,
+    StoreClosed,
+    TronEventsError,
+)
+from .models import SearchHit, Session
+
+log = logging.getLogger(__name__)
+
+#: Key of the transaction-level advisory lock that orders position allocation
+#: with commits (the migration lock in ``migrate.py`` is 7262700001).
+POSITION_LOCK_KEY = 7262700002
+#: Common terms are ranked among their most recent matches only (as on SQLite),
+#: so the first page of a term found in most of a million events stays fast.
+SEARCH_CANDIDATES = 2_000
+SNIPPET_OPTIONS = (
+    'StartSel=«, StopSel=», MaxWords=16, MinWords=6, MaxFragments=2, FragmentDelimiter=" … "'
+)
+#: A tsvector holds at most 1 MB; text beyond this many characters of one event
+#: is not indexed (tool results are already cut at 10,240 characters; this only
+#: bites on huge tool-call arguments).
+MAX_INDEXED_CHARS = 200_000
+#: How long a caller waits for a pooled connection before StoreBusy.
+POOL_TIMEOUT_S = 60.0
+POOL_MAX_SIZE = 10
+
+_DUPLICATE_KEY = re.compile(r"Key \(id\)=\((?P<id>[^)]*)\)")
+
+
+class TransientConflict(StoreBusy):
+    """A deadlock or serialization failure that PostgreSQL resolved by aborting
+    this transaction. Nothing was written; running the operation again is safe."""
+
+    def __init__(self, detail: str) -> None:
+        # StoreBusy's own message is about SQLite's lock; say what happened.
+        TronEventsError.__init__(
+            self,
+            f"the transaction was aborted by PostgreSQL ({detail}); nothing was written, "
+            "retry the operation",
+        )
+
+
+def conninfo_from_url(url: str) -> str:
+    """libpq conninfo for a SQLAlchemy URL (``postgresql+psycopg://u:p@h:5432/db?…``).
+
+    Query parameters (``sslmode``, ``application_name``, ``host`` for a socket
+    directory …) are passed through as libpq parameters.
+    """
+    u = make_url(url)
+    if not u.drivername.startswith("postgresql"):
+        raise ValueError(f"not a PostgreSQL URL: {url!r}")
+    params: dict[str, Any] = {}
+    if u.host:
+        params["host"] = u.host
+    if u.port:
+        params["port"] = u.port
+    if u.username:
+        params["user"] = u.username
+    if u.password is not None:
+        params["password"] = u.password
+    if u.database:
+        params["dbname"] = u.database
+    for key, value in u.query.items():
+        params[key] = value if isinstance(value, str) else ",".join(value)
+    params.setdefault("application_name", "tron-events")
+    return make_conninfo("", **params)
+
+
+def _no_nul(text: str) -> str:
+    # PostgreSQL text cannot contain NUL; search text and queries lose them
+    # (a NUL is not a word character anyway).
+    return text.replace("\x00", " ") if "\x00" in text else text
+
+
+def _translate(exc: psycopg.Error) -> Exception | None:
+    """The store's typed error for a psycopg error (None: re-raise as is)."""
+    if isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
+        return TransientConflict(type(exc).__name__)
+    if isinstance(exc, psycopg.errors.UniqueViolation):
+        constraint = exc.diag.constraint_name or ""
+        if constraint == "events_id_key":
+            m = _DUPLICATE_KEY.search(exc.diag.message_detail or "")
+            return EventIdConflict(m["id"] if m else "?", "an event stored concurrently")
+        return None
+    if isinstance(exc, psycopg.errors.ForeignKeyViolation):
+        # Only possible when a row we depend on was deleted concurrently (the
+        # store checked it exists earlier in this transaction).
+        constraint = exc.diag.constraint_name or ""
+        detail = exc.diag.message_detail or str(exc)
+        if constraint.startswith("events_parent_id"):
+            return EventNotFound(f"{detail} (deleted concurrently)")
+        if constraint.startswith("sessions_"):
+            return SessionNotFound(f"{detail} (deleted concurrently)")
+        return None
+    if isinstance(exc, psycopg.errors.DataError) and "0x00" in str(exc):
+        return InvalidPayload("text cannot contain NUL (\\x00) characters on PostgreSQL")
+    if isinstance(exc, psycopg.errors.UntranslatableCharacter):
+        return InvalidPayload(f"text not storable on PostgreSQL: {exc}")
+    return None
+
+
+class PostgresRecorder(Recorder):
+    placeholder = "%s"
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.conninfo = conninfo_from_url(url)
+        self._closed = False
+        # autocommit: we issue BEGIN with the isolation level we want ourselves.
+        self._pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = ConnectionPool(
+            self.conninfo,
+            min_size=1,
+            max_size=POOL_MAX_SIZE,
+            kwargs={"autocommit": True},
+            timeout=POOL_TIMEOUT_S,
+            name="tron-events",
+            open=True,
+        )
+
+    def close(self) -> None:
+        self._closed = True
+        self._pool.close()
+
+    # -- transactions -----------------------------------------------------
+
+    @contextmanager
+    def _connection(self, begin: str) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """A pooled connection with ``begin`` executed on it.
+
+        A pooled connection can be dead (server restart, idle timeout); BEGIN
+        is where we find out, nothing was done yet, so we try another one. The
+        pool discards broken connections when they come back.
+        """
+        for attempt in range(3):
+            if self._closed:
+                raise StoreClosed()
+            try:
+                with self._pool.connection() as conn:
+                    try:
+                        conn.execute(begin)
+                    except psycopg.OperationalError:
+                        if conn.closed and attempt < 2:
+                            log.warning("a pooled PostgreSQL connection was broken; retrying")
+                            continue
+                        raise
+                    yield conn
+                    return
+            except PoolTimeout as exc:
+                raise StoreBusy(f"{self.url} (no free connection in the pool)") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[Cursor]:
+        with self._connection(begin) as conn:
+            cur = conn.cursor()
+            try:
+                try:
+                    yield cur
+                    conn.execute("COMMIT")
+                except BaseException as exc:
+                    self._rollback(conn)
+                    if isinstance(exc, psycopg.Error):
+                        translated = _translate(exc)
+                        if translated is not None:
+                            raise translated from exc
+                    raise
+            finally:
+                cur.close()
+
+    @staticmethod
+    def _rollback(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        if conn.closed:
+            return
+        try:
+            conn.execute("ROLLBACK")
+        except psycopg.Error:  # a broken connection: the pool will discard it
+            log.debug("rollback failed", exc_info=True)
+
+    def write(self) -> Any:
+        return self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED")
+
+    def read(self) -> Any:
+        return self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+    # -- backend-specific operations --------------------------------------
+
+    def lock_session(self, cur: Cursor, session_id: str) -> Session | None:
+        cur.execute(
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s FOR NO KEY UPDATE",
+            (session_id,),
+        )
+        row = cur.fetchone()
+        return session_from_row(row) if row else None
+
+    # One statement for any number of events: take the position lock, insert
+    # the chain in order (positions follow ``ord``), add the search rows.
+    # The lock's CTE is volatile, so it is evaluated (once) before any row
+    # reaches the INSERT and its nextval().
+    _INSERT_EVENTS = (
+        f"WITH l AS (SELECT pg_advisory_xact_lock({POSITION_LOCK_KEY})), "
+        "d AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
+        "%s::int[], %s::int[], %s::text[], %s::text[], %s::text[], %s::text[]) "
+        "WITH ORDINALITY AS d(id, parent_id, session_id, workspace_id, sequence, depth, "
+        "type, timestamp, payload, search, ord)), "
+        "ins AS (INSERT INTO events (id, parent_id, session_id, workspace_id, sequence, depth, "
+        "type, timestamp, payload) SELECT d.id, d.parent_id, d.session_id, d.workspace_id, "
+        "d.sequence, d.depth, d.type, d.timestamp, d.payload FROM d, l ORDER BY d.ord "
+        "RETURNING id, position), "
+        "s AS (INSERT INTO events_search (position, text) SELECT ins.position, d.search "
+        "FROM ins JOIN d ON d.id = ins.id WHERE d.search <> '') "
+        "SELECT id, position FROM ins"
+    )
+
+    def insert_events(self, cur: Cursor, rows: Sequence[NewEvent]) -> list[int]:
+        if not rows:
+            return []
+        cur.execute(
+            self._INSERT_EVENTS,
+            (
+                [r.id for r in rows],
+                [r.parent_id for r in rows],
+                [r.session_id for r in rows],
+                [r.workspace_id for r in rows],
+                [r.sequence for r in rows],
+                [r.depth for r in rows],
+                [r.type for r in rows],
+                [r.timestamp for r in rows],
+                [r.payload_json for r in rows],
+                [_no_nul(r.search_text[:MAX_INDEXED_CHARS]) for r in rows],
+            ),
+        )
+        by_id = {row[0]: int(row[1]) for row in cur.fetchall()}
+        return [by_id[r.id] for r in rows]
+
+    def delete_search_rows(self, cur: Cursor, session_ids: Sequence[str]) -> None:
+        # The store calls this first when deleting sessions: lock every session
+        # row being deleted, in id order, before touching any event, so a
+        # deletion never deadlocks with appends; then make sure no fork was
+        # created since the store looked (a fork inserts with a key-share lock
+        # on its source's row, which FOR UPDATE excludes from here on).
+        ids = sorted(set(session_ids))
+        cur.execute("SELECT id FROM sessions WHERE id = ANY(%s) ORDER BY id FOR UPDATE", (ids,))
+        cur.execute(
+            "SELECT parent_session_id, id FROM sessions "
+            "WHERE parent_session_id = ANY(%s) AND NOT id = ANY(%s) ORDER BY created_at",
+            (ids, ids),
+        )
+        late_forks = cur.fetchall()
+        if late_forks:
+            raise SessionHasForks(late_forks[0][0], [row[1] for row in late_forks])
+        cur.execute(
+            "DELETE FROM events_search WHERE position IN "
+            "(SELECT position FROM events WHERE session_id = ANY(%s))",
+            (ids,),
+        )
+
+    def feed_upper_bound(self, cur: Cursor) -> int | None:
+        # Positions are allocated and committed in one order (see the module
+        # docstring): every snapshot shows a prefix, there is nothing to cut.
+        return None
+
+    def search(
+        self,
+        cur: Cursor,
+        query: str,
+        *,
+        raw: bool,
+        workspace_id: str | None,
+        session_id: str | None,
+        types: Sequence[str] | None,
+        limit: int,
+    ) -> list[SearchHit]:
+        text = _no_nul(query)
+        if not text.strip():
+            return []
+        # Literal text: plainto_tsquery ANDs the words and reads no operator
+        # (websearch_to_tsquery would interpret OR, - and quotes), so it cannot
+        # fail on any string. raw: to_tsquery's syntax, which raises on bad input.
+        parse = "to_tsquery" if raw else "plainto_tsquery"
+        where = "s.tsv @@ q.q"
+        params: list[Any] = [text]
+        join = ""
+        if workspace_id is not None or session_id is not None or types:
+            join = " JOIN events e ON e.position = s.position"
+            if workspace_id is not None:
+                where += " AND e.workspace_id = %s"
+                params.append(workspace_id)
+            if session_id is not None:
+                where += " AND e.session_id = %s"
+                params.append(session_id)
+            if types:
+                where += " AND e.type = ANY(%s)"
+                params.append(list(types))
+        try:
+            # Phase 1: rank the most recent candidates (newest positions first,
+            # so the planner can walk the primary key backwards and stop early
+            # for a common term; a rare term comes from the GIN index).
+            cur.execute(
+                f"SELECT s.position, ts_rank(s.tsv, q.q) "
+                f"FROM {parse}('english', %s) AS q(q), events_search s{join} "
+                f"WHERE {where} ORDER BY s.position DESC LIMIT %s",
+                [*params, SEARCH_CANDIDATES],
+            )
+            ranked = sorted(cur.fetchall(), key=lambda r: (-r[1], -r[0]))[:limit]
+        except psycopg.errors.SyntaxError as exc:
+            if raw:
+                raise InvalidQuery(f"invalid full-text query {query!r}: {exc}") from None
+            raise
+        if not ranked:
+            return []
+        # Phase 2: snippets and event details for the page only (ts_headline
+        # re-parses the text, so it runs on at most ``limit`` rows).
+        positions = [r[0] for r in ranked]
+        cur.execute(
+            f"SELECT s.position, ts_headline('english', s.text, q.q, %s), e.id, e.session_id, "
+            "e.workspace_id, e.type, e.timestamp, e.sequence "
+            f"FROM {parse}('english', %s) AS q(q), events_search s "
+            "JOIN events e ON e.position = s.position WHERE s.position = ANY(%s)",
+            (SNIPPET_OPTIONS, text, positions),
+        )
+        details = {row[0]: row for row in cur.fetchall()}
+        hits: list[SearchHit] = []
+        for position, rank in ranked:
+            d = details.get(position)
+            if d is None:
+                continue
+            hits.append(
+                SearchHit(
+                    event_id=d[2], session_id=d[3], workspace_id=d[4], type=d[5],
+                    timestamp=d[6], snippet=d[1], score=float(rank), sequence=d[7],
+                )
+            )  # fmt: skip
+        return hits
