@@ -8,12 +8,13 @@ import sqlite3
 from typing import Any
 
 import orjson
-
 from tron_events.models import Event
 from tron_events.payloads import validate_payload
 from tron_events.reconstruct import SessionState, build_state
 
-COLUMNS = "position, id, parent_id, session_id, workspace_id, sequence, depth, type, timestamp, payload"
+COLUMNS = (
+    "position, id, parent_id, session_id, workspace_id, sequence, depth, type, timestamp, payload"
+)
 
 CTE = f"""
 WITH RECURSIVE anc({COLUMNS}) AS (
@@ -31,10 +32,17 @@ def naive_path(conn: sqlite3.Connection, head_id: str) -> list[Event]:
     rows.reverse()
     return [
         Event(
-            position=r[0], id=r[1], parent_id=r[2], session_id=r[3], workspace_id=r[4],
-            sequence=r[5], depth=r[6], type=r[7], timestamp=r[8],
+            position=r[0],
+            id=r[1],
+            parent_id=r[2],
+            session_id=r[3],
+            workspace_id=r[4],
+            sequence=r[5],
+            depth=r[6],
+            type=r[7],
+            timestamp=r[8],
             payload=validate_payload(r[7], orjson.loads(r[9])),
-        )  # fmt: skip
+        )
         for r in rows
     ]
 

@@ -1,11 +1,13 @@
 """Benchmarks of the tron-events store against peers measured in the same run.
 
-    uv run --group bench python benchmarks/bench_store.py all          # everything
-    uv run --group bench python benchmarks/bench_store.py append       # per-commit append
-    uv run --group bench python benchmarks/bench_store.py batch        # append_many of 10,000
-    uv run --group bench python benchmarks/bench_store.py ancestors    # get_ancestors, 10,000 chain
-    uv run --group bench python benchmarks/bench_store.py search       # search over 1,000,000 events
-    uv run --group bench python benchmarks/bench_store.py state        # get_state_at_head, warm + cold
+    uv run --group bench python benchmarks/bench_store.py CMD
+
+    all        everything, each in its own process
+    append     per-commit append
+    batch      append_many of 10,000 events
+    ancestors  get_ancestors of the head of a 10,000-event chain
+    search     search over 1,000,000 events
+    state      get_state_at_head, warm and cold
 
 Every figure is a median over several rounds; in each round every contender runs
 once, in a rotated order, so the machine's noise spreads over all of them. The
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -36,7 +37,7 @@ import uuid_utils
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _workload import (  # noqa: E402
+from _workload import (
     collect,
     fmt_ms,
     index_text,
@@ -47,10 +48,10 @@ from _workload import (  # noqa: E402
     rotations,
     timed,
 )
+from tron_events._recorder import EVENT_COLUMNS, event_from_row
+from tron_events.models import Event
 
-from tron_events import EventStore  # noqa: E402
-from tron_events._recorder import EVENT_COLUMNS, event_from_row  # noqa: E402
-from tron_events.models import Event  # noqa: E402
+from tron_events import EventStore
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / ".data"
@@ -110,9 +111,18 @@ class FloorWriter:
         self.depth += 1
         cur.execute(
             INSERT_EVENT,
-            (eid, self.head, self.session_id, self.workspace_id, self.seq, self.depth, type_,
-             when, orjson.dumps(payload).decode()),
-        )  # fmt: skip
+            (
+                eid,
+                self.head,
+                self.session_id,
+                self.workspace_id,
+                self.seq,
+                self.depth,
+                type_,
+                when,
+                orjson.dumps(payload).decode(),
+            ),
+        )
         cur.execute(INSERT_FTS, (cur.lastrowid, index_text(type_, payload)))
         self.head = eid
         self.seq += 1
@@ -160,9 +170,11 @@ def es_stored_event(originator: uuid.UUID, version: int, type_: str, payload: An
     from eventsourcing.persistence import StoredEvent
 
     return StoredEvent(
-        originator_id=originator, originator_version=version,
-        topic="tron.events:" + type_, state=orjson.dumps(payload),
-    )  # fmt: skip
+        originator_id=originator,
+        originator_version=version,
+        topic="tron.events:" + type_,
+        state=orjson.dumps(payload),
+    )
 
 
 def ratio_line(name: str, mine: float, other: float, target: float | None, higher: bool) -> str:
@@ -221,12 +233,41 @@ def bench_append(args: argparse.Namespace) -> dict[str, Any]:
 
         return setup
 
+    def tron_bg_checkpoint(path: Path) -> Callable[[], None]:
+        """Prototype: the store with checkpoints moved off the append path (its
+        connection's wal_autocheckpoint = 0, a thread checkpointing every 20 ms)."""
+        import threading
+
+        store, sid, _ = new_store(path)
+        store.recorder._connection().execute("PRAGMA wal_autocheckpoint = 0")  # type: ignore[attr-defined]
+        stop = threading.Event()
+
+        def checkpointer() -> None:
+            c = sqlite3.connect(path, isolation_level=None)
+            while not stop.wait(0.02):
+                c.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            c.close()
+
+        def run() -> None:
+            t = threading.Thread(target=checkpointer, daemon=True)
+            t.start()
+            append = store.append
+            for typ, p in items:
+                append(sid, typ, p)
+            stop.set()
+            t.join()
+            store.close()
+
+        return run
+
     contenders = {
         "tron": tron,
         "floor": floor,
         "eventsourcing": es(None),
         "eventsourcing_sync_normal": es("NORMAL"),
     }
+    if args.prototypes:
+        contenders["proto_tron_bg_checkpoint"] = tron_bg_checkpoint
     times: dict[str, list[float]] = {k: [] for k in contenders}
     for r, order in rotations(list(contenders), rounds):
         for name in order:
@@ -244,8 +285,36 @@ def bench_append(args: argparse.Namespace) -> dict[str, Any]:
         print(f"  {k:28s} {rate[k]:8,.0f} appends/s  ({median(times[k]) / n * 1e6:6.0f} µs each)")
     print(ratio_line("tron / floor", per_round["floor"], 1, 0.7, True))
     print(ratio_line("tron / eventsourcing", per_round["eventsourcing"], 1, 1.5, True))
-    print(ratio_line("tron / eventsourcing (sync=NORMAL)",
-                     per_round["eventsourcing_sync_normal"], 1, None, True))  # fmt: skip
+    print(
+        ratio_line(
+            "tron / eventsourcing (sync=NORMAL)",
+            per_round["eventsourcing_sync_normal"],
+            1,
+            None,
+            True,
+        )
+    )
+    print(
+        ratio_line(
+            "floor / eventsourcing (the most any same-transaction indexer can reach)",
+            per_round["eventsourcing"] / per_round["floor"],
+            1,
+            None,
+            True,
+        )
+    )
+    if "proto_tron_bg_checkpoint" in per_round:
+        pr = per_round["proto_tron_bg_checkpoint"]
+        print(ratio_line("prototype bg-checkpoint / floor", per_round["floor"] / pr, 1, None, True))
+        print(
+            ratio_line(
+                "prototype bg-checkpoint / eventsourcing",
+                per_round["eventsourcing"] / pr,
+                1,
+                None,
+                True,
+            )
+        )
     return {"rate": rate, "ratio_vs": per_round, "payload_bytes": size}
 
 
@@ -362,6 +431,30 @@ def bench_ancestors(args: argparse.Namespace) -> dict[str, Any]:
         "tron": lambda: store.get_ancestors(head),
         "recursive_cte": lambda: cte_ancestors(conn, head),
     }
+    if args.prototypes:
+        from prototypes import fast_path
+
+        pconn = floor_connection(path)
+        pconn.execute("PRAGMA cache_size = -32000")
+        cache: dict[str, Event] = {}
+
+        def proto(**kw: Any) -> Callable[[], list[Event]]:
+            def run() -> list[Event]:
+                pconn.execute("BEGIN")
+                try:
+                    ev = fast_path._get_event(pconn, head)
+                    assert ev is not None
+                    return fast_path.get_path(pconn, ev, **kw)
+                finally:
+                    pconn.execute("COMMIT")
+
+            return run
+
+        contenders["proto_narrow"] = proto()
+        contenders["proto_posrange"] = proto(posrange=True)
+        contenders["proto_cached"] = proto(cache=cache)
+        for name in ("proto_narrow", "proto_posrange", "proto_cached"):
+            assert contenders[name]() == got, name
     times: dict[str, list[float]] = {k: [] for k in contenders}
     for fn in contenders.values():
         fn()  # warm the page cache
@@ -377,17 +470,28 @@ def bench_ancestors(args: argparse.Namespace) -> dict[str, Any]:
     for k in contenders:
         print(f"  {k:28s} {fmt_ms(m[k]):>10s}")
     print(ratio_line("tron speed-up over the CTE", m["tron"], m["recursive_cte"], 2.0, False))
+    for k in contenders:
+        if k.startswith("proto"):
+            print(
+                ratio_line(
+                    f"{k} (prototype) speed-up over the CTE", m[k], m["recursive_cte"], None, False
+                )
+            )
     return {"median_s": m}
 
 
 # --- search over 1,000,000 events -----------------------------------------------------
 
-SEARCH_DB_VERSION = 1
+SEARCH_DB_VERSION = 2
 #: Terms injected at controlled rates (fraction of events), to query as "rare".
 RARE_TERMS = {
-    "kubectl": 0.009, "flamegraph": 0.005, "memoize": 0.002,
-    "deadlock": 0.001, "segfault": 0.0005, "tokenizer": 0.0001,
-}  # fmt: skip
+    "kubectl": 0.009,
+    "flamegraph": 0.005,
+    "memoize": 0.002,
+    "deadlock": 0.001,
+    "segfault": 0.0005,
+    "zookeeper": 0.0002,
+}
 #: Terms of the Zipf vocabulary found in many events ("the": nearly all).
 COMMON_TERMS = ["the", "to", "error"]
 
@@ -411,8 +515,11 @@ def _search_events(gen: Any, rng: Any) -> tuple[str, dict[str, Any]]:
         return "message.assistant", p
     if x < 0.80:
         args = {"command": gen.chars(min(n, 200)) + (" " + " ".join(extra) if extra else "")}
-        return "tool.call", {"toolCallId": "toolu_" + gen.chars(12), "name": "Bash",
-                             "arguments": args}  # fmt: skip
+        return "tool.call", {
+            "toolCallId": "toolu_" + gen.chars(12),
+            "name": "Bash",
+            "arguments": args,
+        }
     text = gen.chars(n) + (" " + " ".join(extra) if extra else "")
     return "tool.result", {"toolCallId": "toolu_x", "content": text, "isError": False}
 
@@ -426,7 +533,6 @@ def build_search_db(path: Path, n_events: int, sessions: int, workspaces: int) -
     import random
 
     from _workload import TextGen
-
     from tron_events.search_text import search_text
 
     t0 = time.perf_counter()
@@ -435,8 +541,7 @@ def build_search_db(path: Path, n_events: int, sessions: int, workspaces: int) -
         f.unlink()
     store = EventStore.open(f"sqlite:///{tmp}")
     sess = [
-        store.create_session(working_directory=f"/work/ws{i % workspaces}", model="m",
-                             provider="p")  # fmt: skip
+        store.create_session(working_directory=f"/work/ws{i % workspaces}", model="m", provider="p")
         for i in range(sessions)
     ]
     store.close()
@@ -459,8 +564,20 @@ def build_search_db(path: Path, n_events: int, sessions: int, workspaces: int) -
                 pos += 1
                 eid = "evt_" + str(uuid_utils.uuid7())
                 parent, depth = heads[s.id]
-                ev_rows.append((pos, eid, parent, s.id, s.workspace_id, k + 1, depth + 1, t,
-                                when, orjson.dumps(p).decode()))  # fmt: skip
+                ev_rows.append(
+                    (
+                        pos,
+                        eid,
+                        parent,
+                        s.id,
+                        s.workspace_id,
+                        k + 1,
+                        depth + 1,
+                        t,
+                        when,
+                        orjson.dumps(p).decode(),
+                    )
+                )
                 text = search_text(t, p)
                 if text:
                     fts_rows.append((pos, text))
@@ -491,9 +608,15 @@ def build_search_db(path: Path, n_events: int, sessions: int, workspaces: int) -
         src = Path(str(tmp) + suffix)
         if src.exists():
             src.rename(str(path) + suffix)
-    meta = {"version": SEARCH_DB_VERSION, "events": total, "sessions": sessions,
-            "workspaces": workspaces, "doc_freq": df, "build_s": time.perf_counter() - t0,
-            "bytes": path.stat().st_size}  # fmt: skip
+    meta = {
+        "version": SEARCH_DB_VERSION,
+        "events": total,
+        "sessions": sessions,
+        "workspaces": workspaces,
+        "doc_freq": df,
+        "build_s": time.perf_counter() - t0,
+        "bytes": path.stat().st_size,
+    }
     path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
     return meta
 
@@ -513,8 +636,10 @@ def bench_search(args: argparse.Namespace) -> dict[str, Any]:
     else:
         meta = json.loads(meta_path.read_text())
     n = meta["events"]
-    print(f"\n## Search over {n:,} events ({meta['bytes'] / 1e9:.2f} GB file, "
-          f"built in {meta['build_s']:.0f} s; warm page cache)")  # fmt: skip
+    print(
+        f"\n## Search over {n:,} events ({meta['bytes'] / 1e9:.2f} GB file, "
+        f"built in {meta['build_s']:.0f} s; warm page cache)"
+    )
     store = EventStore.open(f"sqlite:///{path}")
     conn = floor_connection(path)
     rare = [t for t in RARE_TERMS if meta["doc_freq"][t] / n <= 0.01]
@@ -525,7 +650,7 @@ def bench_search(args: argparse.Namespace) -> dict[str, Any]:
     for _ in range(args.reps):
         for t in lat:
             hits: list[Any] = []
-            lat[t].append(timed(lambda t=t: hits.extend(store.search(t))))
+            lat[t].append(timed(lambda t=t, hits=hits: hits.extend(store.search(t))))
             assert len(hits) == 20 or meta["doc_freq"][t] < 20, (t, len(hits))
     for _ in range(args.plain_reps):
         for t in COMMON_TERMS:
@@ -534,21 +659,50 @@ def bench_search(args: argparse.Namespace) -> dict[str, Any]:
     print(f"  {'term':12s} {'in events':>14s} {'p50':>9s} {'p90':>9s}   (store.search, limit 20)")
     for t in lat:
         df = meta["doc_freq"][t]
-        print(f"  {t:12s} {df:>8,} {df / n:6.2%} {fmt_ms(median(lat[t])):>9s} "
-              f"{fmt_ms(percentile(lat[t], 0.9)):>9s}")  # fmt: skip
-    print(f"  rare terms (≤ 1% of events), all queries: p50 {fmt_ms(median(all_rare))}, "
-          f"p90 {fmt_ms(percentile(all_rare, 0.9))}  (target p50 ≤ 10 ms)"
-          + ("  ✅" if median(all_rare) <= 0.010 else "  ❌"))  # fmt: skip
+        print(
+            f"  {t:12s} {df:>8,} {df / n:6.2%} {fmt_ms(median(lat[t])):>9s} "
+            f"{fmt_ms(percentile(lat[t], 0.9)):>9s}"
+        )
+    print(
+        f"  rare terms (≤ 1% of events), all queries: p50 {fmt_ms(median(all_rare))}, "
+        f"p90 {fmt_ms(percentile(all_rare, 0.9))}  (target p50 ≤ 10 ms)"
+        + ("  ✅" if median(all_rare) <= 0.010 else "  ❌")
+    )
     for t in COMMON_TERMS:
         df = meta["doc_freq"][t]
         ok = "  ✅" if median(lat[t]) <= 0.100 else "  ❌"
-        print(f"  common '{t}' ({df / n:.0%} of events): first page p50 "
-              f"{fmt_ms(median(lat[t]))} (target ≤ 100 ms){ok}; plain ORDER BY bm25 LIMIT 20: "
-              f"{fmt_ms(median(plain[t]))} ({median(plain[t]) / median(lat[t]):.0f}× slower)")
+        print(
+            f"  common '{t}' ({df / n:.0%} of events): first page p50 "
+            f"{fmt_ms(median(lat[t]))} (target ≤ 100 ms){ok}; plain ORDER BY bm25 LIMIT 20: "
+            f"{fmt_ms(median(plain[t]))} ({median(plain[t]) / median(lat[t]):.0f}× slower)"
+        )
+    proposed: dict[str, float] = {}
+    if args.candidates:
+        import tron_events._sqlite as backend
+
+        saved, backend.SEARCH_CANDIDATES = backend.SEARCH_CANDIDATES, args.candidates
+        try:
+            plat: dict[str, list[float]] = {t: [] for t in lat}
+            for _ in range(args.reps):
+                for t in lat:
+                    plat[t].append(timed(lambda t=t: store.search(t)))
+        finally:
+            backend.SEARCH_CANDIDATES = saved
+        prare = [x for t in rare for x in plat[t]]
+        proposed = {t: median(v) for t, v in plat.items()}
+        print(
+            f"  prototype: SEARCH_CANDIDATES = {args.candidates} (store: {saved}): rare p50 "
+            f"{fmt_ms(median(prare))}, p90 {fmt_ms(percentile(prare, 0.9))}; "
+            + ", ".join(f"'{t}' {fmt_ms(proposed[t])}" for t in plat)
+        )
     store.close()
     conn.close()
-    return {"meta": meta, "p50": {t: median(v) for t, v in lat.items()},
-            "plain_p50": {t: median(v) for t, v in plain.items()}}  # fmt: skip
+    return {
+        "meta": meta,
+        "p50": {t: median(v) for t, v in lat.items()},
+        "proposed": proposed,
+        "plain_p50": {t: median(v) for t, v in plain.items()},
+    }
 
 
 # --- state at head ---------------------------------------------------------------------
@@ -575,8 +729,12 @@ def build_state_db(path: Path, n_events: int, rewinds: int, forks: int) -> dict[
     for f in DATA.glob(path.name + "*"):
         f.unlink()
     store = EventStore.open(f"sqlite:///{path}")
-    sid = store.create_session(working_directory="/work/project", model="claude-sonnet-4-5",
-                               provider="anthropic", system_prompt="You are Tron.").id  # fmt: skip
+    sid = store.create_session(
+        working_directory="/work/project",
+        model="claude-sonnet-4-5",
+        provider="anthropic",
+        system_prompt="You are Tron.",
+    ).id
     total, turn, tool_id = 1, 0, 0
     rewind_at = {int(n_events * (i + 0.5) / rewinds) for i in range(rewinds)}
     fork_at = {int(n_events * (i + 1) / (forks + 1)) for i in range(forks)}
@@ -587,26 +745,59 @@ def build_state_db(path: Path, n_events: int, rewinds: int, forks: int) -> dict[
         tools = []
         for _ in range(k):
             tool_id += 1
-            tools.append({"type": "tool_use", "id": f"toolu_{tool_id:06d}", "name": "Bash",
-                          "input": {"command": gen.chars(rng.randint(20, 300))}})  # fmt: skip
+            tools.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{tool_id:06d}",
+                    "name": "Bash",
+                    "input": {"command": gen.chars(rng.randint(20, 300))},
+                }
+            )
         drafts: list[dict[str, Any]] = [
             {"type": "message.user", "payload": user_payload(gen, turn, rng.randint(50, 800))},
-            {"type": "message.assistant",
-             "payload": assistant_payload(gen, turn, rng.randint(50, 800), tools)},
-        ]  # fmt: skip
+            {
+                "type": "message.assistant",
+                "payload": assistant_payload(gen, turn, rng.randint(50, 800), tools),
+            },
+        ]
         for tool in tools:
-            drafts.append({"type": "tool.call", "payload": {"toolCallId": tool["id"],
-                           "name": "Bash", "arguments": tool["input"], "turn": turn}})  # fmt: skip
+            drafts.append(
+                {
+                    "type": "tool.call",
+                    "payload": {
+                        "toolCallId": tool["id"],
+                        "name": "Bash",
+                        "arguments": tool["input"],
+                        "turn": turn,
+                    },
+                }
+            )
         for tool in tools:
             size = min(int(rng.lognormvariate(6.5, 1.0)), 9000)
-            drafts.append({"type": "tool.result", "payload": {"toolCallId": tool["id"],
-                           "content": gen.chars(size), "isError": rng.random() < 0.05}})  # fmt: skip
+            drafts.append(
+                {
+                    "type": "tool.result",
+                    "payload": {
+                        "toolCallId": tool["id"],
+                        "content": gen.chars(size),
+                        "isError": rng.random() < 0.05,
+                    },
+                }
+            )
         if tools:
-            drafts.append({"type": "message.assistant",
-                           "payload": assistant_payload(gen, turn, rng.randint(50, 600))})  # fmt: skip
+            drafts.append(
+                {
+                    "type": "message.assistant",
+                    "payload": assistant_payload(gen, turn, rng.randint(50, 600)),
+                }
+            )
         if rng.random() < 0.01:
-            drafts.append({"type": "config.model_switch",
-                           "payload": {"previousModel": "a", "newModel": f"model-{turn}"}})  # fmt: skip
+            drafts.append(
+                {
+                    "type": "config.model_switch",
+                    "payload": {"previousModel": "a", "newModel": f"model-{turn}"},
+                }
+            )
         if rng.random() < 0.01:
             level = rng.choice(["low", "medium", "high"])
             drafts.append({"type": "config.reasoning_level", "payload": {"newLevel": level}})
@@ -615,9 +806,11 @@ def build_state_db(path: Path, n_events: int, rewinds: int, forks: int) -> dict[
         if any(before <= x < total for x in rewind_at):
             path_now = store.get_ancestors(store.get_session(sid).head_event_id)
             back = rng.randint(5, 40)
-            targets = [e for e in path_now[-back - 10 : -back]
-                       if e.type == "message.assistant" and not e.payload.get("stopReason")
-                       == "tool_use"]  # fmt: skip
+            targets = [
+                e
+                for e in path_now[-back - 10 : -back]
+                if e.type == "message.assistant" and e.payload.get("stopReason") != "tool_use"
+            ]
             if targets:
                 store.rewind(sid, targets[-1].id)
                 done_rewinds += 1
@@ -631,11 +824,18 @@ def build_state_db(path: Path, n_events: int, rewinds: int, forks: int) -> dict[
         cur.execute("SELECT count(*), sum(type IN ('tool.call', 'tool.result')) FROM events")
         stored, tool_events = cur.fetchone()
     store.close()
-    meta = {"version": STATE_DB_VERSION, "session_id": sid, "head": session.head_event_id,
-            "stored_events": stored, "tool_events": tool_events, "path_len": len(path_events),
-            "sessions_on_path": len({e.session_id for e in path_events}),
-            "positions": [e.position for e in path_events], "rewinds": done_rewinds,
-            "forks": done_forks}  # fmt: skip
+    meta = {
+        "version": STATE_DB_VERSION,
+        "session_id": sid,
+        "head": session.head_event_id,
+        "stored_events": stored,
+        "tool_events": tool_events,
+        "path_len": len(path_events),
+        "sessions_on_path": len({e.session_id for e in path_events}),
+        "positions": [e.position for e in path_events],
+        "rewinds": done_rewinds,
+        "forks": done_forks,
+    }
     path.with_suffix(".json").write_text(json.dumps(meta))
     return meta
 
@@ -648,10 +848,19 @@ def state_floor(conn: sqlite3.Connection, positions_json: str) -> list[Any]:
 def cold(mode: str, path: Path, meta: dict[str, Any], positions_json: str) -> dict[str, float]:
     t0 = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, str(HERE / "_cold_state.py"), mode, str(path), meta["session_id"],
-         meta["head"], positions_json],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(HERE / "_cold_state.py"),
+            mode,
+            str(path),
+            meta["session_id"],
+            meta["head"],
+            positions_json,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t0
     res: dict[str, float] = json.loads(out.stdout)
     res["process"] = wall
@@ -682,23 +891,56 @@ def bench_state(args: argparse.Namespace) -> dict[str, Any]:
         "naive": lambda: naive_state(conn, head),
         "tron_get_ancestors_only": lambda: store.get_ancestors(head),
     }
+    if args.prototypes:
+        from prototypes import fast_path
+        from tron_events.reconstruct import build_state
+
+        pconn = floor_connection(path)
+        pconn.execute("PRAGMA cache_size = -32000")
+        cache: dict[str, Event] = {}
+
+        def proto(**kw: Any) -> Callable[[], Any]:
+            def run() -> Any:
+                pconn.execute("BEGIN")
+                try:
+                    (h,) = pconn.execute(
+                        "SELECT head_event_id FROM sessions WHERE id = ?", (sid,)
+                    ).fetchone()
+                    ev = fast_path._get_event(pconn, h)
+                    assert ev is not None
+                    p = fast_path.get_path(pconn, ev, **kw)
+                finally:
+                    pconn.execute("COMMIT")
+                return build_state(p)
+
+            return run
+
+        contenders["proto_narrow_path"] = proto()
+        contenders["proto_cached_events"] = proto(cache=cache)
+        for name in ("proto_narrow_path", "proto_cached_events"):
+            assert contenders[name]() == state, name
     times: dict[str, list[float]] = {k: [] for k in contenders}
     for _, order in rotations(list(contenders), args.rounds):
         for name in order:
             collect()
             times[name].append(timed(contenders[name]))
     m = {k: median(v) for k, v in times.items()}
-    ratio = {k: median([times[k][i] / times["floor"][i] for i in range(args.rounds)])
-             for k in contenders}  # fmt: skip
-    print(f"\n## get_state_at_head: {meta['stored_events']:,} stored events "
-          f"({meta['tool_events'] / meta['stored_events']:.0%} tool events, {meta['rewinds']} "
-          f"rewinds, {meta['forks']} forks); path of {meta['path_len']:,} events over "
-          f"{meta['sessions_on_path']} sessions → {len(state.messages):,} messages")  # fmt: skip
+    ratio = {
+        k: median([times[k][i] / times["floor"][i] for i in range(args.rounds)]) for k in contenders
+    }
+    print(
+        f"\n## get_state_at_head: {meta['stored_events']:,} stored events "
+        f"({meta['tool_events'] / meta['stored_events']:.0%} tool events, {meta['rewinds']} "
+        f"rewinds, {meta['forks']} forks); path of {meta['path_len']:,} events over "
+        f"{meta['sessions_on_path']} sessions → {len(state.messages):,} messages"
+    )
     print(f"  warm, {args.rounds} rounds (median; × = time / floor time, same round)")
     for k in contenders:
         print(f"  {k:28s} {fmt_ms(m[k]):>10s}  {ratio[k]:5.2f}× the floor")
-    print(f"  tron within 1.5× the floor: {ratio['tron']:.2f}×"
-          + ("  ✅" if ratio["tron"] <= 1.5 else "  ❌"))
+    print(
+        f"  tron within 1.5× the floor: {ratio['tron']:.2f}×"
+        + ("  ✅" if ratio["tron"] <= 1.5 else "  ❌")
+    )
     store.close()
     conn.close()
     print(f"  cold: a new process (`python _cold_state.py`), {args.cold_rounds} rounds, median")
@@ -706,21 +948,31 @@ def bench_state(args: argparse.Namespace) -> dict[str, Any]:
     for _, order in rotations(list(cold_t), args.cold_rounds):
         for name in order:
             cold_t[name].append(cold(name, path, meta, positions_json))
-    print(f"  {'':10s} {'imports':>9s} {'open':>9s} {'1st call':>9s} {'2nd call':>9s} "
-          f"{'open+1st':>9s} {'process':>9s}")  # fmt: skip
+    print(
+        f"  {'':10s} {'imports':>9s} {'open':>9s} {'1st call':>9s} {'2nd call':>9s} "
+        f"{'open+1st':>9s} {'process':>9s}"
+    )
     cm = {}
     for k, runs in cold_t.items():
-        c = {f: median([r[f] for r in runs]) for f in ("import", "open", "first", "second",
-                                                         "process")}  # fmt: skip
+        c = {
+            f: median([r[f] for r in runs])
+            for f in ("import", "open", "first", "second", "process")
+        }
         c["open_first"] = median([r["open"] + r["first"] for r in runs])
         cm[k] = c
-        print(f"  {k:10s} {fmt_ms(c['import']):>9s} {fmt_ms(c['open']):>9s} "
-              f"{fmt_ms(c['first']):>9s} {fmt_ms(c['second']):>9s} {fmt_ms(c['open_first']):>9s} "
-              f"{fmt_ms(c['process']):>9s}")  # fmt: skip
+        print(
+            f"  {k:10s} {fmt_ms(c['import']):>9s} {fmt_ms(c['open']):>9s} "
+            f"{fmt_ms(c['first']):>9s} {fmt_ms(c['second']):>9s} {fmt_ms(c['open_first']):>9s} "
+            f"{fmt_ms(c['process']):>9s}"
+        )
     r1 = cm["tron"]["open_first"] / cm["floor"]["open_first"]
     print(f"  cold tron (open + first call) / floor (connect + first call): {r1:.2f}×")
-    return {"warm": m, "ratio": ratio, "cold": cm, "meta": {k: v for k, v in meta.items()
-                                                          if k != "positions"}}  # fmt: skip
+    return {
+        "warm": m,
+        "ratio": ratio,
+        "cold": cm,
+        "meta": {k: v for k, v in meta.items() if k != "positions"},
+    }
 
 
 # --- entry point ----------------------------------------------------------------------
@@ -732,23 +984,37 @@ def main() -> None:
     sp = sub.add_parser("append")
     sp.add_argument("--n", type=int, default=2000)
     sp.add_argument("--rounds", type=int, default=7)
+    sp.add_argument("--no-prototypes", dest="prototypes", action="store_false")
     sp = sub.add_parser("batch")
     sp.add_argument("--n", type=int, default=10_000)
     sp.add_argument("--rounds", type=int, default=7)
     sp = sub.add_parser("ancestors")
     sp.add_argument("--n", type=int, default=10_000)
     sp.add_argument("--rounds", type=int, default=21)
+    sp.add_argument("--no-prototypes", dest="prototypes", action="store_false")
     sp = sub.add_parser("search")
     sp.add_argument("--events", type=int, default=1_000_000)
     sp.add_argument("--reps", type=int, default=30)
     sp.add_argument("--plain-reps", type=int, default=5)
+    sp.add_argument(
+        "--candidates",
+        type=int,
+        default=1000,
+        help="also measure the store with this SEARCH_CANDIDATES (0: skip)",
+    )
     sp.add_argument("--rebuild", action="store_true")
     sp = sub.add_parser("state")
     sp.add_argument("--events", type=int, default=10_000)
     sp.add_argument("--rounds", type=int, default=21)
     sp.add_argument("--cold-rounds", type=int, default=7)
+    sp.add_argument("--no-prototypes", dest="prototypes", action="store_false")
     sp.add_argument("--rebuild", action="store_true")
+    sub.add_parser("all", help="every benchmark above, each in its own process")
     args = p.parse_args()
+    if args.cmd == "all":
+        for cmd in ("append", "batch", "ancestors", "search", "state"):
+            subprocess.run([sys.executable, __file__, cmd], check=True)
+        return
     print(f"# {args.cmd} — {machine()}")
     {
         "append": bench_append,
