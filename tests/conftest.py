@@ -79,3 +79,8 @@ def store(store_url: str) -> Iterator[EventStore]:
         yield s
     finally:
         s.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

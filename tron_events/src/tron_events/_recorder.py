@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ._changes import ChangeSignal
 from .errors import InvalidCursor
 from .models import Event, EventPage, SearchHit, Session, Workspace
 
@@ -99,6 +100,12 @@ class Recorder(abc.ABC):
 
     def __init__(self, url: str) -> None:
         self.url = url
+        #: Wake-ups for live subscriptions (see ``_changes.py``).
+        self.changes = ChangeSignal()
+
+    def start_change_listener(self) -> None:  # noqa: B027 - PostgreSQL's is being added
+        """Start (once) noticing commits made by other processes and bumping
+        ``self.changes`` for them. Commits of this process bump it directly."""
 
     def sql(self, text: str) -> str:
         if self.placeholder == "?":
@@ -258,6 +265,21 @@ class Recorder(abc.ABC):
         params.append(limit + 1)
         cur.execute(self.sql(sql), params)
         return _page([event_from_row(row) for row in cur.fetchall()], limit)
+
+    def current_position(self, cur: Cursor) -> int:
+        """Where a live position feed starts: everything up to here counts as past."""
+        bound = self.feed_upper_bound(cur)
+        if bound is not None:
+            return bound
+        cur.execute("SELECT COALESCE(MAX(position), 0) FROM events")
+        return int(cur.fetchone()[0])
+
+    def last_sequence(self, cur: Cursor, session_id: str) -> int:
+        cur.execute(
+            self.sql("SELECT COALESCE(MAX(sequence), -1) FROM events WHERE session_id = ?"),
+            (session_id,),
+        )
+        return int(cur.fetchone()[0])
 
     def resolve_cursor(self, cur: Cursor, event_id: str) -> Event:
         event = self.get_event(cur, event_id)

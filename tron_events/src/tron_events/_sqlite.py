@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ._changes import ANY
 from ._recorder import SESSION_COLUMNS, Cursor, NewEvent, Recorder, session_from_row
 from .errors import InvalidQuery, StoreBusy, StoreClosed
 from .models import SearchHit, Session
@@ -31,6 +32,8 @@ BUSY_GIVE_UP_S = 300.0
 #: page of a term found in most of a million events still comes back fast.
 SEARCH_CANDIDATES = 2_000
 SNIPPET_OPEN, SNIPPET_CLOSE = "«", "»"
+#: How often subscribers' listener looks for commits by other processes.
+CHANGE_POLL_S = 0.02
 
 
 def sqlite_path(url: str) -> str:
@@ -58,6 +61,7 @@ class SQLiteRecorder(Recorder):
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._listener: threading.Thread | None = None
 
     # -- connections ------------------------------------------------------
 
@@ -138,6 +142,33 @@ class SQLiteRecorder(Recorder):
 
     def read(self) -> Any:
         return self._transaction("BEGIN")
+
+    def start_change_listener(self) -> None:
+        with self._lock:
+            if self._listener is not None or self._closed:
+                return
+            self._listener = threading.Thread(
+                target=self._watch_data_version, name="tron-sqlite-changes", daemon=True
+            )
+            self._listener.start()
+
+    def _watch_data_version(self) -> None:
+        # PRAGMA data_version changes when another connection (another process
+        # included) commits: a cheap way to notice foreign writers.
+        conn = sqlite3.connect(self.path, check_same_thread=False)
+        try:
+            last = None
+            while not self._closed:
+                try:
+                    version = conn.execute("PRAGMA data_version").fetchone()[0]
+                except sqlite3.OperationalError:  # busy: look again shortly
+                    version = last
+                if last is not None and version != last:
+                    self.changes.bump(ANY)
+                last = version
+                time.sleep(CHANGE_POLL_S)
+        finally:
+            conn.close()
 
     # -- backend-specific operations --------------------------------------
 

@@ -7,7 +7,7 @@ than on the database lock), reads several at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from . import migrate
 from .models import Event, EventPage, ForkResult, SearchHit, Session, Workspace
-from .store import EventDraft, EventStore
+from .store import ALL_EVENTS, EventDraft, EventStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -183,6 +183,57 @@ class AsyncEventStore:
             self.sync.search, query, workspace_id=workspace_id, session_id=session_id,
             types=types, limit=limit, raw=raw,
         )  # fmt: skip
+
+    def subscribe(
+        self,
+        session_id: str | None = None,
+        workspace_id: str | None = None,
+        after: str | int | None = None,
+        *,
+        page_size: int = 500,
+        poll_interval: float = 1.0,
+    ) -> AsyncIterator[Event]:
+        """Newly committed events, in order, without gaps or duplicates.
+
+        Of one session (in ``sequence`` order), one workspace or everything
+        (in ``position`` order). ``after`` is the cursor: an event id, a
+        sequence/position number (-1 for a session from its root, 0 for a
+        feed from its start), or None for "from this call on". The iterator
+        first catches up from the store, then goes live; commits by other
+        processes are noticed too (SQLite: polling ``data_version``;
+        PostgreSQL: LISTEN/NOTIFY). Wake-ups carry no events: every event is
+        read from the store after the cursor, so none is lost at the seam.
+
+        The cursor is resolved here, before iteration starts (one short read),
+        so "from now" means now and a bad cursor raises at once.
+        """
+        if session_id is not None and workspace_id is not None:
+            raise ValueError("subscribe to a session or a workspace, not both")
+        self.sync.recorder.start_change_listener()
+        start = self.sync.feed_start(session_id=session_id, workspace_id=workspace_id, after=after)
+        return self._follow(session_id, workspace_id, start, page_size, poll_interval)
+
+    async def _follow(
+        self,
+        session_id: str | None,
+        workspace_id: str | None,
+        cursor: int,
+        page_size: int,
+        poll_interval: float,
+    ) -> AsyncIterator[Event]:
+        keys = frozenset({session_id or workspace_id or ALL_EVENTS})
+        changes = self.sync.recorder.changes
+        while True:
+            seen = changes.version(keys)  # before reading: no commit slips between
+            page = await self._read(
+                self.sync.feed_page, session_id=session_id, workspace_id=workspace_id,
+                after=cursor, limit=page_size,
+            )  # fmt: skip
+            for event in page.events:
+                cursor = event.sequence if session_id is not None else event.position
+                yield event
+            if not page.has_more:
+                await changes.wait(keys, seen, poll_interval)
 
     async def get_messages_at(self, event_id: str) -> list[Message]:
         return await self._read(self.sync.get_messages_at, event_id)

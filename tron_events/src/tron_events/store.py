@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from .messages import Message
     from .reconstruct import SessionState
 
+#: The change-signal key of the feed of every event.
+ALL_EVENTS = "all-events"
 DELETABLE_TYPES = frozenset({"message.user", "message.assistant", "tool.result"})
 MESSAGE_TYPES = frozenset({"message.user", "message.assistant"})
 
@@ -171,7 +173,8 @@ class EventStore:
             self._rec.insert_session(cur, session)
             self._rec.insert_events(cur, [root])
             self._rec.touch_workspace(cur, ws.id, when)
-            return session
+        self._committed(session)
+        return session
 
     def get_session(self, session_id: str) -> Session:
         with self._rec.read() as cur:
@@ -198,7 +201,8 @@ class EventStore:
             session = self._active_session(cur, session_id)
             [event] = self._append_chain(cur, session, [("session.end", payload, None)], None)
             self._rec.mark_ended(cur, session_id, event.timestamp)
-            return event
+        self._committed(session)
+        return event
 
     def delete_session(self, session_id: str, *, cascade: bool = False) -> None:
         """Delete a session, its own events and their search rows.
@@ -220,6 +224,10 @@ class EventStore:
                 order.append(sid)
                 stack.extend(self._rec.fork_ids(cur, sid))
             self._rec.delete_sessions(cur, list(reversed(order)))
+
+    def _committed(self, session: Session) -> None:
+        """Wake live subscribers of this session and workspace (after commit)."""
+        self._rec.changes.bump(session.id, session.workspace_id, ALL_EVENTS)
 
     # -- appending --------------------------------------------------------
 
@@ -253,7 +261,9 @@ class EventStore:
             parent = None
             if parent_id is not None:
                 parent = self._parent_on_tree(cur, session, parent_id)
-            return self._append_chain(cur, session, [(type, data, event_id)], parent)[0]
+            events = self._append_chain(cur, session, [(type, data, event_id)], parent)
+        self._committed(session)
+        return events[0]
 
     def append_many(
         self,
@@ -286,7 +296,9 @@ class EventStore:
                         raise EventIdConflict(eid, "an event stored earlier")
             session = self._active_session(cur, session_id)
             self._check_head(session, expected_head)
-            return self._append_chain(cur, session, items, None)
+            events = self._append_chain(cur, session, items, None)
+        self._committed(session)
+        return events
 
     def _draft(self, d: EventDraft | Mapping[str, Any]) -> tuple[str, dict[str, Any], str | None]:
         if isinstance(d, EventDraft):
@@ -492,6 +504,45 @@ class EventStore:
                 position = cursor.position
             return self._rec.position_feed(cur, workspace_id, position, limit)
 
+    # -- live feeds (used by AsyncEventStore.subscribe) ---------------------
+
+    def feed_start(
+        self, *, session_id: str | None, workspace_id: str | None, after: str | int | None
+    ) -> int:
+        """Resolve a subscription cursor: a sequence for a session feed, a
+        position otherwise. ``after`` is an event id, a number (sequence or
+        position; -1 / 0 for "from the beginning") or None ("from now")."""
+        with self._rec.read() as cur:
+            if session_id is not None:
+                if self._rec.get_session(cur, session_id) is None:
+                    raise SessionNotFound(session_id)
+                if after is None:
+                    return self._rec.last_sequence(cur, session_id)
+                if isinstance(after, int):
+                    return after
+                cursor = self._rec.resolve_cursor(cur, after)
+                if cursor.session_id != session_id:
+                    raise InvalidCursor(f"cursor {after!r} belongs to another session")
+                return cursor.sequence
+            if after is None:
+                return self._rec.current_position(cur)
+            if isinstance(after, int):
+                return after
+            cursor = self._rec.resolve_cursor(cur, after)
+            if workspace_id is not None and cursor.workspace_id != workspace_id:
+                raise InvalidCursor(f"cursor {after!r} belongs to another workspace")
+            return cursor.position
+
+    def feed_page(
+        self, *, session_id: str | None, workspace_id: str | None, after: int, limit: int
+    ) -> EventPage:
+        """The page after a number returned by :meth:`feed_start` (or the last
+        event's sequence / position)."""
+        with self._rec.read() as cur:
+            if session_id is not None:
+                return self._rec.session_feed(cur, session_id, after, limit)
+            return self._rec.position_feed(cur, workspace_id, after, limit)
+
     # -- fork and rewind --------------------------------------------------
 
     def fork(
@@ -540,7 +591,8 @@ class EventStore:
                 workspace_id=source.workspace_id, sequence=0, depth=row.depth,
                 type="session.fork", timestamp=when, payload=payload, position=position,
             )  # fmt: skip
-            return ForkResult(session=session, fork_event=fork_event)
+        self._committed(session)
+        return ForkResult(session=session, fork_event=fork_event)
 
     def rewind(self, session_id: str, to_event_id: str) -> Session:
         """Move the head back to an ancestor of the current head (or the head).

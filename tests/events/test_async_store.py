@@ -1,0 +1,153 @@
+"""AsyncEventStore, and live subscriptions on each backend."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+
+import anyio
+import pytest
+from tron_events.models import Event
+
+from tron_events import AsyncEventStore, EventStore, InvalidCursor, SessionNotFound
+
+pytestmark = pytest.mark.anyio
+
+
+async def take(it: object, n: int, timeout: float = 20.0) -> list[Event]:
+    out: list[Event] = []
+    with anyio.fail_after(timeout):
+        async for e in it:  # type: ignore[attr-defined]
+            out.append(e)
+            if len(out) == n:
+                break
+    return out
+
+
+async def test_async_methods_mirror_the_store(store: EventStore) -> None:
+    a = AsyncEventStore(store)
+    s = await a.create_session(working_directory="/a", model="m", provider="p")
+    e = await a.append(s.id, "message.user", {"content": "async words", "turn": 1})
+    [e2] = await a.append_many(s.id, [{"type": "message.user", "payload": {"content": "b"}}])
+    assert (await a.get_session(s.id)).head_event_id == e2.id
+    assert [x.id for x in await a.get_ancestors(e2.id)] == [s.root_event_id, e.id, e2.id]
+    assert [h.event_id for h in await a.search("async")] == [e.id]
+    f = await a.fork(e.id)
+    assert (await a.rewind(s.id, e.id)).head_event_id == e.id
+    assert (await a.get_children(e.id))[0].id in {e2.id, f.fork_event.id}
+    page = await a.get_since(session_id=s.id)
+    assert [x.sequence for x in page.events] == [0, 1, 2]
+    await a.end_session(f.session.id)
+    await a.delete_session(s.id, cascade=True)
+    with pytest.raises(SessionNotFound):
+        await a.get_session(s.id)
+
+
+async def test_concurrent_async_writers_serialize(store: EventStore) -> None:
+    a = AsyncEventStore(store)
+    s = await a.create_session(working_directory="/a", model="m", provider="p")
+
+    async def writer(k: int) -> None:
+        for i in range(20):
+            await a.append(s.id, "message.user", {"content": f"{k}-{i}"})
+
+    async with anyio.create_task_group() as tg:
+        for k in range(5):
+            tg.start_soon(writer, k)
+    events = await a.get_events(s.id)
+    assert [e.sequence for e in events] == list(range(101))
+    assert all(b.parent_id == a_.id for a_, b in itertools.pairwise(events))
+
+
+async def test_subscribe_catches_up_then_goes_live(store: EventStore) -> None:
+    a = AsyncEventStore(store)
+    s = await a.create_session(working_directory="/a", model="m", provider="p")
+    old = [await a.append(s.id, "message.user", {"content": f"old {i}"}) for i in range(3)]
+    it = a.subscribe(session_id=s.id, after=old[0].id)
+    got = await take(it, 2)
+    assert [e.id for e in got] == [o.id for o in old[1:]]
+    new = [await a.append(s.id, "message.user", {"content": f"new {i}"}) for i in range(3)]
+    got = await take(it, 3)
+    assert [e.id for e in got] == [n.id for n in new]
+
+
+async def test_subscribe_from_now_and_bad_cursors(store: EventStore) -> None:
+    a = AsyncEventStore(store)
+    s = await a.create_session(working_directory="/a", model="m", provider="p")
+    other = await a.create_session(working_directory="/b", model="m", provider="p")
+    await a.append(s.id, "message.user", {"content": "before"})
+    it = a.subscribe(session_id=s.id)
+
+    async def later() -> None:
+        await anyio.sleep(0.05)
+        await a.append(s.id, "message.user", {"content": "after"})
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(later)
+        [e] = await take(it, 1)
+    assert e.payload["content"] == "after"
+    with pytest.raises(InvalidCursor):
+        a.subscribe(session_id=s.id, after="evt_unknown")
+    with pytest.raises(InvalidCursor):
+        a.subscribe(session_id=s.id, after=other.root_event_id)
+    with pytest.raises(SessionNotFound):
+        a.subscribe(session_id="sess_missing")
+
+
+async def test_subscribe_seam_under_concurrent_writes(store: EventStore) -> None:
+    """Start subscribing at a cursor while a writer keeps appending: every event
+    after the cursor arrives exactly once, in order."""
+    a = AsyncEventStore(store)
+    s = await a.create_session(working_directory="/seam", model="m", provider="p")
+    total = 150
+    written: list[Event] = []
+
+    async def writer() -> None:
+        for i in range(total):
+            written.append(await a.append(s.id, "message.user", {"content": f"seam {i}"}))
+            if i % 10 == 0:
+                await anyio.sleep(0)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer)
+        while len(written) < 20:
+            await anyio.sleep(0.001)
+        cursor = written[10]
+        got = await take(a.subscribe(session_id=s.id, after=cursor.id), total - 11)
+    assert [e.id for e in got] == [e.id for e in written[11:]]
+
+
+async def test_workspace_and_global_subscriptions(store: EventStore) -> None:
+    a = AsyncEventStore(store)
+    s1 = await a.create_session(working_directory="/w1", model="m", provider="p")
+    s2 = await a.create_session(working_directory="/w2", model="m", provider="p")
+    ws_it = a.subscribe(workspace_id=s1.workspace_id)
+    all_it = a.subscribe()
+    e1 = await a.append(s1.id, "message.user", {"content": "one"})
+    await a.append(s2.id, "message.user", {"content": "two"})
+    s3 = await a.create_session(working_directory="/w1", model="m", provider="p")
+    assert [e.id for e in await take(ws_it, 2)] == [e1.id, s3.root_event_id]
+    got = await take(all_it, 3)
+    assert [e.session_id for e in got] == [s1.id, s2.id, s3.id]
+    assert [e.position for e in got] == sorted(e.position for e in got)
+
+
+async def test_subscribe_sees_another_process(store: EventStore) -> None:
+    a = AsyncEventStore(store)
+    s = await a.create_session(working_directory="/x", model="m", provider="p")
+    count = 30
+    # poll_interval=120: only the cross-process listener can wake it in time.
+    it = a.subscribe(session_id=s.id, after=s.root_event_id, poll_interval=120)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = await anyio.open_process(
+        [sys.executable, "-m", "tests.events._feed_writer", store.url, s.id, str(count), "0.005"],
+        env=env,
+    )
+    try:
+        got = await take(it, count, timeout=30)
+    finally:
+        await proc.wait()
+    assert proc.returncode == 0
+    assert [e.sequence for e in got] == list(range(1, count + 1))
+    assert len({e.id for e in got}) == count

@@ -1,0 +1,66 @@
+"""Wake-ups for live subscriptions.
+
+A ``ChangeSignal`` carries no events, only "something was committed for this
+session / workspace". Subscribers always read the events themselves from the
+store after their cursor, so a lost, late or duplicated wake-up can delay a
+delivery but never lose or repeat an event.
+
+Commits in this process bump the signal directly; a backend listener thread
+bumps it for commits made by other processes (SQLite: ``PRAGMA data_version``
+polling; PostgreSQL: LISTEN/NOTIFY).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from dataclasses import dataclass, field
+
+import anyio
+
+#: Wake everyone (a commit whose session/workspace is unknown to the listener).
+ANY = "*"
+
+
+@dataclass(eq=False)
+class _Waiter:
+    keys: frozenset[str]
+    loop: asyncio.AbstractEventLoop
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class ChangeSignal:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._versions: dict[str, int] = {}
+        self._waiters: set[_Waiter] = set()
+
+    def version(self, keys: frozenset[str]) -> int:
+        """A number that grows whenever one of ``keys`` (or ANY) is bumped."""
+        with self._lock:
+            return sum(self._versions.get(k, 0) for k in keys) + self._versions.get(ANY, 0)
+
+    def bump(self, *keys: str) -> None:
+        """Record a commit touching ``keys``; safe from any thread."""
+        with self._lock:
+            for k in keys:
+                self._versions[k] = self._versions.get(k, 0) + 1
+            woken = [w for w in self._waiters if ANY in keys or w.keys.intersection(keys)]
+        for w in woken:
+            with contextlib.suppress(RuntimeError):  # a closed loop: its subscriber is gone
+                w.loop.call_soon_threadsafe(w.event.set)
+
+    async def wait(self, keys: frozenset[str], seen: int, timeout: float) -> None:
+        """Return once ``version(keys)`` differs from ``seen``, or after ``timeout``."""
+        waiter = _Waiter(keys, asyncio.get_running_loop())
+        with self._lock:
+            self._waiters.add(waiter)
+        try:
+            if self.version(keys) != seen:
+                return
+            with anyio.move_on_after(timeout):
+                await waiter.event.wait()
+        finally:
+            with self._lock:
+                self._waiters.discard(waiter)
