@@ -11,6 +11,7 @@ from typing import Any
 
 from alembic import context
 from sqlalchemy import create_engine
+
 from tron_events.schema import metadata
 
 # Backend-specific search objects (FTS5 and its shadow tables; the PostgreSQL

@@ -8,9 +8,9 @@ import sys
 
 import anyio
 import pytest
-from tron_events.models import Event
 
 from tron_events import AsyncEventStore, EventStore, InvalidCursor, SessionNotFound
+from tron_events.models import Event
 
 pytestmark = pytest.mark.anyio
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from tron_events.models import Event, Session
 
 from tron_events import (
     ConcurrencyConflict,
@@ -23,6 +22,7 @@ from tron_events import (
     UnknownEventType,
     register_event_type,
 )
+from tron_events.models import Event, Session
 
 ID = re.compile(
     r"^(evt|sess|ws)_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
