@@ -186,6 +186,9 @@ def test_client_event_id_makes_retries_idempotent(store: EventStore) -> None:
     assert snapshot(store)[0] == sorted(
         before[0] + [(e.id, e.session_id, e.sequence, e.type) for e in store.get_events(other.id)]
     )
+    # A retry that arrives after the session ended still gets its stored event.
+    store.end_session(s.id)
+    assert user(store, s.id, "hello", event_id="evt_client-1") == first
 
 
 def test_payload_validation_and_unknown_types(store: EventStore) -> None:

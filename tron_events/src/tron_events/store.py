@@ -252,11 +252,14 @@ class EventStore:
         if event_id is not None:
             ids.check_client_event_id(event_id)
         with self._rec.write() as cur:
+            # Lock the session before looking for the id: a retry racing its
+            # original then sees the stored event instead of a duplicate key.
+            session = self._locked_session(cur, session_id)
             if event_id is not None:
                 existing = self._existing(cur, event_id, session_id, type, data)
                 if existing is not None:
                     return existing
-            session = self._active_session(cur, session_id)
+            self._check_active(session)
             self._check_head(session, expected_head)
             parent = None
             if parent_id is not None:
@@ -281,6 +284,7 @@ class EventStore:
         if not items:
             return []
         with self._rec.write() as cur:
+            session = self._locked_session(cur, session_id)
             if all(eid is not None for _, _, eid in items):
                 stored = [self._existing(cur, eid, session_id, t, p) for t, p, eid in items]  # type: ignore[arg-type]
                 if all(e is not None for e in stored):
@@ -294,7 +298,7 @@ class EventStore:
                 for t, p, eid in items:
                     if eid is not None and self._existing(cur, eid, session_id, t, p):
                         raise EventIdConflict(eid, "an event stored earlier")
-            session = self._active_session(cur, session_id)
+            self._check_active(session)
             self._check_head(session, expected_head)
             events = self._append_chain(cur, session, items, None)
         self._committed(session)
@@ -335,12 +339,20 @@ class EventStore:
             )
         return stored
 
-    def _active_session(self, cur: Cursor, session_id: str) -> Session:
+    def _locked_session(self, cur: Cursor, session_id: str) -> Session:
         session = self._rec.lock_session(cur, session_id)
         if session is None:
             raise SessionNotFound(session_id)
+        return session
+
+    @staticmethod
+    def _check_active(session: Session) -> None:
         if session.status != "active":
-            raise SessionNotActive(session_id, session.status)
+            raise SessionNotActive(session.id, session.status)
+
+    def _active_session(self, cur: Cursor, session_id: str) -> Session:
+        session = self._locked_session(cur, session_id)
+        self._check_active(session)
         return session
 
     @staticmethod
