@@ -6,11 +6,15 @@ import copy
 import json
 import logging
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+from tron_events import payloads
 from tron_events.normalize import (
     MAX_TOOL_INPUT_CHARS,
     MAX_TOOL_RESULT_CHARS,
@@ -20,8 +24,6 @@ from tron_events.normalize import (
     normalize_tool_result_payload,
     truncation_marker,
 )
-
-from tron_events import payloads
 
 MARKER = re.compile(r"\n\n\.\.\. \[truncated (\d+) characters\]$")
 
@@ -228,3 +230,16 @@ def test_install_normalizers_makes_the_registry_normalize() -> None:
         "tool.call", {"toolCallId": "t", "name": "w", "arguments": {"blob": "z" * 7_000}}
     )
     assert call["arguments"] == {"blob": "z" * 7_000}  # tool.call keeps the full arguments
+
+
+def test_the_store_registry_installs_the_normalizers_by_itself() -> None:
+    # A fresh interpreter: nothing in the test suite may have installed them.
+    code = (
+        "from tron_events import payloads, normalize\n"
+        "assert payloads.get_event_type('message.assistant').normalizer"
+        " is normalize.normalize_assistant_payload\n"
+        "assert payloads.get_event_type('tool.result').normalizer"
+        " is normalize.normalize_tool_result_payload\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
