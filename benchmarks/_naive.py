@@ -8,6 +8,7 @@ import sqlite3
 from typing import Any
 
 import orjson
+
 from tron_events.models import Event
 from tron_events.payloads import validate_payload
 from tron_events.reconstruct import SessionState, build_state

@@ -48,10 +48,10 @@ from _workload import (
     rotations,
     timed,
 )
-from tron_events._recorder import EVENT_COLUMNS, event_from_row
-from tron_events.models import Event
 
 from tron_events import EventStore
+from tron_events._recorder import EVENT_COLUMNS, event_from_row
+from tron_events.models import Event
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / ".data"
@@ -533,6 +533,7 @@ def build_search_db(path: Path, n_events: int, sessions: int, workspaces: int) -
     import random
 
     from _workload import TextGen
+
     from tron_events.search_text import search_text
 
     t0 = time.perf_counter()
@@ -893,6 +894,7 @@ def bench_state(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.prototypes:
         from prototypes import fast_path
+
         from tron_events.reconstruct import build_state
 
         pconn = floor_connection(path)
