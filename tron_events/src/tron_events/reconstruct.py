@@ -323,19 +323,9 @@ def _first_pass(path: Sequence[Event]) -> tuple[dict[str, Any], set[str]]:
     return tool_args, deleted
 
 
-def _close(
-    entries: list[list[Any]], asst: int, uses: list[str], results: dict[str, Any], ids: list[str]
-) -> None:
-    """Place an assistant entry's results, synthetic where missing, in the user entry
-    after it (created if the assistant entry is the last one), before its blocks."""
-    blocks = [results.get(u) or _interrupted(u) for u in uses]
-    if asst + 1 == len(entries):
-        entries.append(["user", blocks, ids])
-    else:
-        entry = entries[asst + 1]
-        entry[1] = blocks + entry[1]
-        # A user message carrying tool_result blocks is also a source of results.
-        entry[2] = ids + [i for i in entry[2] if i not in ids]
+def _results_of(uses: list[str], results: dict[str, Any]) -> list[Any]:
+    """One result per tool_use, in tool_use order; synthetic where none was recorded."""
+    return [results.get(u) or _interrupted(u) for u in uses]
 
 
 class _State:
@@ -426,17 +416,22 @@ def _second_pass(
 ) -> list[Message]:
     """Build the messages (and fold the state, if given) in one walk of the path.
 
-    ``entries`` alternate roles by construction: ``[role, blocks, event_ids]``.
-    The last assistant entry (index ``asst``) is open while its ``tool_use`` ids
-    (``uses``) collect results; it closes (:func:`_close`) when another assistant
-    message starts, when the history is reset, or at the end of the path.
+    ``messages`` alternate roles by construction. A message's ``content`` and
+    ``event_ids`` lists are filled in place while it is the last one (merges
+    extend them), so each Message is built once. The last assistant message is
+    open while its ``tool_use`` ids (``uses``) collect results; it closes when
+    another assistant message starts, when the history is reset, or at the end
+    of the path: its results (synthetic where missing) then go at the front of
+    the user message after it, created if there is none.
 
     Deliberately one flat loop over locals: it runs over every event of a session
-    on each resume, and method calls and attribute lookups per event add up.
+    on each resume, and calls and attribute lookups per event add up.
     """
-    entries: list[list[Any]] = []
-    asst = -1  # index of the open assistant entry
-    uses: list[str] = []  # its tool_use ids, in order
+    messages: list[Message] = []
+    last_role = ""  # role of messages[-1]
+    last_content: list[Any] = []  # its content and event ids, filled in place
+    last_ids: list[str] = []
+    uses: list[str] = []  # tool_use ids of the open assistant message, in order
     results: dict[str, Any] = {}  # tool_use id -> result block
     result_ids: list[str] = []  # events the results came from
     seen_uses: set[str] = set()  # every tool_use id in the projection
@@ -444,6 +439,7 @@ def _second_pass(
     # until that message arrives.
     pending: dict[str, tuple[Any, str]] = {}
     ack_event: str | None = None  # a compaction summary that may need its ack
+    new_message = _new_message
 
     for event in path:
         kind = event.type
@@ -468,20 +464,35 @@ def _second_pass(
             if not blocks:
                 continue
             ack_event = None
-            if not entries:
+            if not messages:
                 continue  # a history starts with a user message: leading assistants go
-            last = entries[-1]
-            if last[0] == "assistant" and not uses:
+            if last_role == "assistant" and not uses:
                 # Consecutive assistant messages merge, unless the earlier one holds
                 # tool_use blocks: those are answered before anything else is said.
-                last[1].extend(blocks)
-                last[2].append(event_id)
+                last_content.extend(blocks)
+                last_ids.append(event_id)
             else:
                 if uses:
-                    _close(entries, asst, uses, results, result_ids)
+                    # Close the open assistant message: its results lead the user
+                    # message after it (created if it is the last message).
+                    if last_role == "assistant":
+                        last_content = _results_of(uses, results)
+                        last_ids = result_ids
+                        messages.append(
+                            new_message(
+                                {"role": "user", "content": last_content, "event_ids": last_ids}
+                            )
+                        )
+                    else:
+                        last_content[0:0] = _results_of(uses, results)
+                        last_ids[:] = result_ids + [i for i in last_ids if i not in result_ids]
                     uses, results, result_ids = [], {}, []
-                entries.append(["assistant", blocks, [event_id]])
-                asst = len(entries) - 1
+                last_role = "assistant"
+                last_content = blocks
+                last_ids = [event_id]
+                messages.append(
+                    new_message({"role": "assistant", "content": blocks, "event_ids": last_ids})
+                )
             if new_uses:
                 uses.extend(new_uses)
                 seen_uses.update(new_uses)
@@ -529,25 +540,26 @@ def _second_pass(
             if ack_event is not None:
                 # A user message right after a compaction summary: acknowledge the
                 # summary so that it stays a message of its own.
-                entries.append(
-                    [
-                        "assistant",
-                        [_new_text({"type": "text", "text": COMPACTION_ACK})],
-                        [ack_event],
-                    ]
+                ack = _new_text({"type": "text", "text": COMPACTION_ACK})
+                messages.append(
+                    new_message({"role": "assistant", "content": [ack], "event_ids": [ack_event]})
                 )
-                asst = len(entries) - 1
+                last_role = "assistant"
                 ack_event = None
-            if entries and entries[-1][0] == "user":
-                last = entries[-1]
-                last[1].extend(blocks)
-                last[2].append(event_id)
+            if last_role == "user":
+                last_content.extend(blocks)
+                last_ids.append(event_id)
             else:
-                entries.append(["user", blocks, [event_id]])
+                last_role = "user"
+                last_content = blocks
+                last_ids = [event_id]
+                messages.append(
+                    new_message({"role": "user", "content": blocks, "event_ids": last_ids})
+                )
 
         elif kind == "compact.summary" or kind == "context.cleared":
-            entries = []
-            asst = -1
+            messages = []
+            last_role = ""
             uses, results, result_ids = [], {}, []
             seen_uses = set()
             pending = {}
@@ -555,19 +567,30 @@ def _second_pass(
             if kind == "compact.summary":
                 summary = event.payload.get("summary")
                 if type(summary) is str and summary.strip():
-                    text = _new_text({"type": "text", "text": SUMMARY_PREFIX + summary})
-                    entries.append(["user", [text], [event.id]])
+                    last_role = "user"
+                    last_content = [_new_text({"type": "text", "text": SUMMARY_PREFIX + summary})]
+                    last_ids = [event.id]
+                    messages.append(
+                        new_message(
+                            {"role": "user", "content": last_content, "event_ids": last_ids}
+                        )
+                    )
                     ack_event = event.id
 
         elif state is not None and kind in _STATE_TYPES:
             state.other(kind, event.payload)
 
     if uses:
-        _close(entries, asst, uses, results, result_ids)
-    return [
-        _new_message({"role": role, "content": blocks, "event_ids": ids})
-        for role, blocks, ids in entries
-    ]
+        if last_role == "assistant":
+            messages.append(
+                new_message(
+                    {"role": "user", "content": _results_of(uses, results), "event_ids": result_ids}
+                )
+            )
+        else:
+            last_content[0:0] = _results_of(uses, results)
+            last_ids[:] = result_ids + [i for i in last_ids if i not in result_ids]
+    return messages
 
 
 @contextmanager
