@@ -107,3 +107,24 @@ def test_demo_runs(store_url: str) -> None:
     result = tron_db("demo", "--database-url", store_url)
     assert result.returncode == 0, result.stderr
     assert "forked" in result.stdout and "README" in result.stdout
+
+
+def test_head_constant_matches_the_revisions() -> None:
+    from tron_events._urls import HEAD_REVISION
+
+    assert HEAD_REVISION == migrate.head_revision()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_opening_a_current_store_does_not_load_alembic(store: EventStore) -> None:
+    import sys
+
+    script = (
+        "import sys\nfrom tron_events import EventStore\n"
+        f"s = EventStore.open({store.url!r})\n"
+        "s.get_since(limit=1)\n"
+        "assert 'alembic' not in sys.modules, 'alembic imported'\n"
+        "assert 'sqlalchemy' not in sys.modules, 'sqlalchemy imported'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ._changes import ChangeSignal
+from ._path_cache import PathCache
 from .errors import InvalidCursor
 from .models import Event, EventPage, SearchHit, Session, Workspace
 
@@ -39,6 +40,10 @@ SESSION_COLUMNS = (
     "output_tokens, cache_read_tokens, cache_creation_tokens, cost"
 )
 WORKSPACE_COLUMNS = "id, path, name, created_at, last_activity_at"
+#: The path cache's row shape (session and workspace are the same for a session).
+NARROW_COLUMNS = "position, id, parent_id, sequence, depth, type, timestamp, payload"
+
+_new = object.__new__
 
 
 def event_from_row(row: Sequence[Any]) -> Event:
@@ -54,6 +59,17 @@ def event_from_row(row: Sequence[Any]) -> Event:
         timestamp=row[8],
         raw_payload=row[9],
     )
+
+
+def _event(row: Sequence[Any], session_id: str, workspace_id: str) -> Event:
+    """An Event from a NARROW_COLUMNS row, without keyword-argument overhead
+    (ancestor walks build thousands of them)."""
+    e: Event = _new(Event)
+    e.position, e.id, e.parent_id, e.sequence, e.depth, e.type, e.timestamp, e._raw = row
+    e._payload = None
+    e.session_id = session_id
+    e.workspace_id = workspace_id
+    return e
 
 
 def session_from_row(row: Sequence[Any]) -> Session:
@@ -102,6 +118,8 @@ class Recorder(abc.ABC):
         self.url = url
         #: Wake-ups for live subscriptions (see ``_changes.py``).
         self.changes = ChangeSignal()
+        #: Sessions' immutable rows for ancestor walks (see ``_path_cache.py``).
+        self.path_cache = PathCache()
 
     def start_change_listener(self) -> None:  # noqa: B027 - PostgreSQL's is being added
         """Start (once) noticing commits made by other processes and bumping
@@ -172,9 +190,10 @@ class Recorder(abc.ABC):
     def get_path(self, cur: Cursor, event: Event) -> list[Event]:
         """Ancestors of ``event``, root first, the event last, crossing forks.
 
-        One indexed range read per session on the path (not one query per
-        step): a session's rows up to the needed sequence come in one scan and
-        the walk follows ``parent_id`` in memory. Cycle-safe.
+        Not one query per step: per session on the path, one lookup of the
+        entry event and (unless the path cache has them) one indexed range
+        read of the session's rows up to it; the walk follows ``parent_id`` in
+        memory. Cycle-safe.
         """
         path: list[Event] = [event]
         seen = {event.id}
@@ -182,30 +201,60 @@ class Recorder(abc.ABC):
         while current.parent_id is not None:
             # The parent is usually in the same session; a fork's root (or an
             # event appended after rewinding into inherited history) points
-            # into the source session. Either way: find it, then read its
-            # session up to it in one scan and walk in memory.
+            # into the source session. Reading it from the database also
+            # proves its session exists, which keeps the cache honest.
             parent = self.get_event(cur, current.parent_id)
             if parent is None or parent.id in seen:
                 break
-            cur.execute(
-                self.sql(
-                    f"SELECT {EVENT_COLUMNS} FROM events "
-                    "WHERE session_id = ? AND sequence < ? ORDER BY sequence"
-                ),
-                (parent.session_id, parent.sequence),
-            )
-            by_id = {row[1]: row for row in cur.fetchall()}
+            rows = self._session_rows(cur, parent.session_id, parent.workspace_id, parent.sequence)
+            sid, wid = parent.session_id, parent.workspace_id
             step = parent
             while True:
                 seen.add(step.id)
                 path.append(step)
                 current = step
-                row = by_id.get(step.parent_id) if step.parent_id is not None else None
+                row = rows.get(step.parent_id) if step.parent_id is not None else None
                 if row is None or row[1] in seen:
                     break
-                step = event_from_row(row)
+                step = _event(row, sid, wid)
         path.reverse()
         return path
+
+    def _session_rows(
+        self, cur: Cursor, session_id: str, workspace_id: str, sequence: int
+    ) -> dict[str, tuple[Any, ...]]:
+        """A session's rows (by id) up to at least ``sequence``."""
+        entry = self.path_cache.get(session_id)
+        have = entry.max_sequence if entry is not None else -1
+        if have < sequence:
+            cur.execute(
+                self.sql(
+                    f"SELECT {NARROW_COLUMNS} FROM events "
+                    "WHERE session_id = ? AND sequence > ? AND sequence <= ? ORDER BY sequence"
+                ),
+                (session_id, have, sequence),
+            )
+            entry = self.path_cache.extend(session_id, workspace_id, have, cur.fetchall())
+        assert entry is not None
+        return entry.by_id
+
+    def remember(self, events: Sequence[Event]) -> None:
+        """Cache events this process committed (extends a cached session prefix).
+
+        Call after the commit, never before: a rolled-back row must not be cached.
+        """
+        if not events:
+            return
+        first = events[0]
+        self.path_cache.extend(
+            first.session_id,
+            first.workspace_id,
+            first.sequence - 1,
+            [
+                (e.position, e.id, e.parent_id, e.sequence, e.depth, e.type, e.timestamp, e._raw)
+                for e in events
+            ],
+        )
 
     def get_events(
         self,

@@ -30,7 +30,7 @@ BUSY_TIMEOUT_MS = 10_000
 BUSY_GIVE_UP_S = 300.0
 #: Common terms are ranked among their most recent matches only, so the first
 #: page of a term found in most of a million events still comes back fast.
-SEARCH_CANDIDATES = 2_000
+SEARCH_CANDIDATES = 1_000
 SNIPPET_OPEN, SNIPPET_CLOSE = "«", "»"
 #: How often subscribers' listener looks for commits by other processes.
 CHANGE_POLL_S = 0.02

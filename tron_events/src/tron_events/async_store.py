@@ -15,7 +15,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel
 
-from . import migrate
+from . import _urls
 from .models import Event, EventPage, ForkResult, SearchHit, Session, Workspace
 from .store import ALL_EVENTS, EventDraft, EventStore
 
@@ -40,7 +40,7 @@ class AsyncEventStore:
 
     @classmethod
     async def open(
-        cls, url: str = migrate.DEFAULT_DATABASE_URL, *, readers: int = DEFAULT_READERS
+        cls, url: str = _urls.DEFAULT_DATABASE_URL, *, readers: int = DEFAULT_READERS
     ) -> AsyncEventStore:
         store = await anyio.to_thread.run_sync(EventStore.open, url)
         return cls(store, readers=readers)

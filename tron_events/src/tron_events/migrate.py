@@ -23,9 +23,11 @@ from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import NullPool
 
+from ._urls import DEFAULT_DATABASE_URL, HEAD_REVISION, normalize_url
 from .schema import metadata
 
-DEFAULT_DATABASE_URL = "sqlite:///" + str(Path("~/.tron/database/prod.db").expanduser())
+__all__ = ["DEFAULT_DATABASE_URL", "HEAD_REVISION", "normalize_url"]
+
 
 
 def migrations_dir() -> Path:
@@ -38,19 +40,6 @@ def migrations_dir() -> Path:
     if (repo / "env.py").is_file():
         return repo
     raise RuntimeError(f"tron_events migrations not found (looked in {packaged} and {repo})")
-
-
-def normalize_url(url: str) -> str:
-    """Accept a bare file path as a SQLite database; expand ``~``."""
-    if "://" not in url:
-        return "sqlite:///" + str(Path(url).expanduser().resolve())
-    if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///") :]
-        if path and path != ":memory:":
-            return "sqlite:///" + str(Path(path).expanduser())
-    if url.startswith("postgresql://"):
-        return "postgresql+psycopg://" + url[len("postgresql://") :]
-    return url
 
 
 def make_engine(url: str) -> Engine:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import BaseModel
 
-from . import ids, migrate
+from . import _urls, ids
 from ._recorder import Cursor, NewEvent, Recorder, SessionDelta
 from .errors import (
     ConcurrencyConflict,
@@ -82,14 +82,16 @@ class EventStore:
         self._rec = recorder
 
     @classmethod
-    def open(cls, url: str = migrate.DEFAULT_DATABASE_URL, *, upgrade: bool = True) -> EventStore:
+    def open(cls, url: str = _urls.DEFAULT_DATABASE_URL, *, upgrade: bool = True) -> EventStore:
         """Open the store at ``url``, creating or upgrading the schema to head.
 
         ``url`` is ``sqlite:///path/to.db`` (a bare path works too) or
         ``postgresql+psycopg://user@host/db``.
         """
-        url = migrate.normalize_url(url)
-        if upgrade:
+        url = _urls.normalize_url(url)
+        if upgrade and not _urls.sqlite_is_current(url):
+            from . import migrate  # Alembic and SQLAlchemy load only when needed
+
             migrate.ensure_head(url)
         return cls(_open_recorder(url))
 
@@ -201,7 +203,7 @@ class EventStore:
             session = self._active_session(cur, session_id)
             [event] = self._append_chain(cur, session, [("session.end", payload, None)], None)
             self._rec.mark_ended(cur, session_id, event.timestamp)
-        self._committed(session)
+        self._committed(session, [event])
         return event
 
     def delete_session(self, session_id: str, *, cascade: bool = False) -> None:
@@ -224,9 +226,12 @@ class EventStore:
                 order.append(sid)
                 stack.extend(self._rec.fork_ids(cur, sid))
             self._rec.delete_sessions(cur, list(reversed(order)))
+        self._rec.path_cache.forget(order)
 
-    def _committed(self, session: Session) -> None:
-        """Wake live subscribers of this session and workspace (after commit)."""
+    def _committed(self, session: Session, events: Sequence[Event] = ()) -> None:
+        """After a commit: cache the new rows for ancestor walks and wake live
+        subscribers of this session and workspace."""
+        self._rec.remember(events)
         self._rec.changes.bump(session.id, session.workspace_id, ALL_EVENTS)
 
     # -- appending --------------------------------------------------------
@@ -265,7 +270,7 @@ class EventStore:
             if parent_id is not None:
                 parent = self._parent_on_tree(cur, session, parent_id)
             events = self._append_chain(cur, session, [(type, data, event_id)], parent)
-        self._committed(session)
+        self._committed(session, events)
         return events[0]
 
     def append_many(
@@ -301,7 +306,7 @@ class EventStore:
             self._check_active(session)
             self._check_head(session, expected_head)
             events = self._append_chain(cur, session, items, None)
-        self._committed(session)
+        self._committed(session, events)
         return events
 
     def _draft(self, d: EventDraft | Mapping[str, Any]) -> tuple[str, dict[str, Any], str | None]:
@@ -408,7 +413,7 @@ class EventStore:
                 Event(
                     id=row.id, parent_id=parent_id, session_id=session.id,
                     workspace_id=session.workspace_id, sequence=sequence, depth=depth,
-                    type=t, timestamp=when, payload=data,
+                    type=t, timestamp=when, payload=data, raw_payload=row.payload_json,
                 )
             )  # fmt: skip
             _count(delta, t, data)
