@@ -427,8 +427,16 @@ def bench_ancestors(args: argparse.Namespace) -> dict[str, Any]:
     want = cte_ancestors(conn, head)
     assert [e.id for e in got] == [e.id for e in want] and len(got) == n, (len(got), len(want))
     assert got == want
+    from tron_events._path_cache import PathCache
+
+    def tron_cold_cache() -> list[Event]:
+        # As the first call of a new process: the path cache starts empty.
+        store.recorder.path_cache = PathCache()
+        return store.get_ancestors(head)
+
     contenders: dict[str, Callable[[], Any]] = {
         "tron": lambda: store.get_ancestors(head),
+        "tron_cold_cache": tron_cold_cache,
         "recursive_cte": lambda: cte_ancestors(conn, head),
     }
     if args.prototypes:
@@ -470,6 +478,12 @@ def bench_ancestors(args: argparse.Namespace) -> dict[str, Any]:
     for k in contenders:
         print(f"  {k:28s} {fmt_ms(m[k]):>10s}")
     print(ratio_line("tron speed-up over the CTE", m["tron"], m["recursive_cte"], 2.0, False))
+    print(
+        ratio_line(
+            "tron (empty path cache) speed-up over the CTE",
+            m["tron_cold_cache"], m["recursive_cte"], 2.0, False,
+        )
+    )  # fmt: skip
     for k in contenders:
         if k.startswith("proto"):
             print(
