@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+
 from tron_events.messages import (
     ImageBlock,
     Message,

@@ -25,9 +25,18 @@ Two structural rules make the output valid by construction:
   ``tool_result`` per ``tool_use`` of that message, in ``tool_use`` order; the
   user's own blocks follow.
 
-Speed matters (the state at a session's head is read on every resume): the loop
-works on plain dicts and lists, and the pydantic objects are built once at the end
-without re-validation (every field was checked on the way in).
+Other details: a compaction summary becomes a user message (``SUMMARY_PREFIX`` +
+summary), followed by an assistant acknowledgement (``COMPACTION_ACK``) only when
+the next message is the user's; a synthetic result says ``INTERRUPTED_RESULT``
+with ``is_error``; block types a provider would not take in that role (unknown
+types, images from the assistant, tool_use from the user) are left out of the
+projection (they stay in the events); ``tool_result`` blocks found inside a
+``message.user`` are placed like ``tool.result`` events.
+
+Speed matters (the state at a session's head is read on every resume): one flat
+loop over plain dicts and lists, pydantic objects built once each without
+re-validation (every field is checked on the way in), and the cyclic garbage
+collector paused while they are built.
 """
 
 from __future__ import annotations
