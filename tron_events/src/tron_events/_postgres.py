@@ -14,25 +14,29 @@ Commit order of positions (the feed's high-water mark)
     ``position`` comes from a sequence, so two transactions can take 10 and 11
     and commit 11 first; a reader following ``position`` that saw 11 and
     moved its cursor past 10 would skip 10 forever. The ``eventsourcing``
-    library prevents this with ``LOCK TABLE … IN EXCLUSIVE MODE`` before its
-    insert; Marten instead lets a daemon compute a high-water mark below which
-    no gap can still fill (and gives up on a gap after a timeout, which can
-    skip). A precise high-water mark needs to know which positions in-flight
-    transactions hold, which a snapshot cannot tell (their rows are
-    invisible), so it needs a side channel that every reader would scan.
+    library prevents this by serializing inserts (``LOCK TABLE … IN EXCLUSIVE
+    MODE`` until commit), which makes every writer wait for every other
+    writer's commit. Marten lets a daemon compute a high-water mark and gives
+    up on a gap after a timeout, which can skip. We compute an exact
+    high-water mark instead, and writers never wait on each other:
 
-    We take the eventsourcing approach, narrowed to the tail of the
-    transaction: the statement that inserts events first takes a
-    transaction-level advisory lock (``pg_advisory_xact_lock``), and the lock
-    is released when the transaction ends. Positions are therefore allocated
-    and committed in the same order: PostgreSQL makes a transaction visible
-    before it releases its locks, so a snapshot that sees position 11 sees
-    10 too (unless 10 was rolled back, leaving a permanent gap). Any snapshot
-    shows a prefix of the committed positions and :meth:`feed_upper_bound` has
-    nothing to cut (``None``). The lock is held only from the event insert to
-    the commit (the insert, the session-row update and COMMIT); locking the
-    session, reading the head, validation and everything a writer does before
-    that still run in parallel across sessions.
+    * A writer *registers* before it takes positions: the statement that
+      inserts events first takes a shared transaction-level advisory lock whose
+      key is ``REGISTRATION_NAMESPACE + c``, where ``c`` is the sequence's
+      ``last_value`` read at that moment; every position it then takes is
+      ``>= c``. The lock goes away when its transaction commits or rolls back
+      (or its connection dies). Shared locks never conflict with each other.
+    * A reader (:meth:`feed_upper_bound`) reads (1) the sequence's
+      ``last_value`` L, then (2) the lowest registration key R still held
+      (``pg_locks``), and cuts the feed at ``min(L, R - 1)``.
+
+    Why nothing is skipped: take a position p <= L whose transaction T has not
+    finished at (2). T took p before (1), so it registered before (1), and its
+    lock is still held at (2) with a key <= p, hence the cut is below p. A
+    position taken after (1) is > L. Every other position <= the cut belongs
+    to a transaction that had committed or rolled back before (2); the feed
+    query then reads with a snapshot taken after (2) (``position_feed`` runs
+    in READ COMMITTED for that reason), so it sees all of them that committed.
 
 Errors
     psycopg errors are translated into the store's typed errors: a unique
@@ -41,9 +45,10 @@ Errors
     hold, are an :class:`InvalidPayload`; a pool that hands out no connection is
     :class:`StoreBusy`. Deadlocks and serialization failures cannot be retried
     from inside a ``with`` block (the block cannot be run again), so the locking
-    order is designed to make them impossible: appends lock one session row and
-    then the advisory lock and nothing after it; deletions lock all their
-    session rows in id order before touching events. Should one still occur it
+    order is designed to make them impossible: an append locks one session row
+    and no other row (foreign-key checks take only key-share locks, which row
+    updates by appenders do not block); deletions lock all their session rows
+    in id order before touching events. Should one still occur it
     surfaces as :class:`TransientConflict` (a :class:`StoreBusy`), which a
     caller may retry.
 """
@@ -52,16 +57,20 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 import psycopg.errors
+from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 from sqlalchemy.engine import make_url
 
+from ._changes import ANY
 from ._recorder import SESSION_COLUMNS, Cursor, NewEvent, Recorder, session_from_row
 from .errors import (
     EventIdConflict,
@@ -74,13 +83,16 @@ from .errors import (
     StoreClosed,
     TronEventsError,
 )
-from .models import SearchHit, Session
+from .models import EventPage, SearchHit, Session
 
 log = logging.getLogger(__name__)
 
-#: Key of the transaction-level advisory lock that orders position allocation
-#: with commits (the migration lock in ``migrate.py`` is 7262700001).
-POSITION_LOCK_KEY = 7262700002
+#: Writers register with an advisory lock whose int8 key is this namespace plus
+#: a lower bound of the positions they are about to take (keys below 2**48
+#: positions; the migration lock in ``migrate.py`` is 7262700001, far below).
+REGISTRATION_NAMESPACE = 0x7262 << 48
+#: The sequence behind ``events.position`` (a BIGSERIAL made by revision 0001).
+POSITION_SEQUENCE = "events_position_seq"
 #: Common terms are ranked among their most recent matches only (as on SQLite),
 #: so the first page of a term found in most of a million events stays fast.
 SEARCH_CANDIDATES = 2_000
@@ -93,6 +105,8 @@ SNIPPET_OPTIONS = (
 MAX_INDEXED_CHARS = 200_000
 #: How long a caller waits for a pooled connection before StoreBusy.
 POOL_TIMEOUT_S = 60.0
+#: LISTEN/NOTIFY channel; a payload is "session_id workspace_id[;…]".
+CHANNEL = "tron_events"
 POOL_MAX_SIZE = 10
 
 _DUPLICATE_KEY = re.compile(r"Key \(id\)=\((?P<id>[^)]*)\)")
@@ -177,6 +191,13 @@ class PostgresRecorder(Recorder):
         super().__init__(url)
         self.conninfo = conninfo_from_url(url)
         self._closed = False
+        #: ids of the cursors of open REPEATABLE READ transactions (see position_feed).
+        self._snapshot_cursors: set[int] = set()
+        #: (session, workspace) pairs written by open write transactions, by cursor id:
+        #: announced with NOTIFY once the transaction has committed.
+        self._written: dict[int, set[tuple[str, str]]] = {}
+        self._listener: threading.Thread | None = None
+        self._listener_lock = threading.Lock()
         # autocommit: we issue BEGIN with the isolation level we want ourselves.
         self._pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = ConnectionPool(
             self.conninfo,
@@ -191,6 +212,9 @@ class PostgresRecorder(Recorder):
     def close(self) -> None:
         self._closed = True
         self._pool.close()
+        listener = self._listener
+        if listener is not None and listener is not threading.current_thread():
+            listener.join(timeout=5)
 
     # -- transactions -----------------------------------------------------
 
@@ -224,11 +248,17 @@ class PostgresRecorder(Recorder):
     def _transaction(self, begin: str) -> Iterator[Cursor]:
         with self._connection(begin) as conn:
             cur = conn.cursor()
+            if "REPEATABLE READ" in begin:
+                self._snapshot_cursors.add(id(cur))
             try:
                 try:
                     yield cur
                     conn.execute("COMMIT")
+                    written = self._written.pop(id(cur), None)
+                    if written:
+                        self._announce(conn, written)
                 except BaseException as exc:
+                    self._written.pop(id(cur), None)
                     self._rollback(conn)
                     if isinstance(exc, psycopg.Error):
                         translated = _translate(exc)
@@ -236,6 +266,7 @@ class PostgresRecorder(Recorder):
                             raise translated from exc
                     raise
             finally:
+                self._snapshot_cursors.discard(id(cur))
                 cur.close()
 
     @staticmethod
@@ -253,6 +284,60 @@ class PostgresRecorder(Recorder):
     def read(self) -> Any:
         return self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
+    # -- live subscriptions across processes --------------------------------
+
+    def _announce(
+        self, conn: psycopg.Connection[tuple[Any, ...]], written: set[tuple[str, str]]
+    ) -> None:
+        """Tell listening processes that events were committed (a wake-up only).
+
+        Sent after the data's COMMIT, in a transaction of its own without a
+        WAL flush: a NOTIFY inside the write transaction would make commits
+        queue on PostgreSQL's global notification lock while they flush, which
+        serializes writers; a lost wake-up only delays a subscriber until its
+        next poll, and the events are already durable.
+        """
+        payload = ";".join(f"{sid} {wid}" for sid, wid in sorted(written))
+        statement = sql.SQL(
+            "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_notify({}, {}); COMMIT"
+        ).format(sql.Literal(CHANNEL), sql.Literal(payload))
+        try:
+            conn.execute(statement.as_string(conn))
+        except psycopg.Error:
+            log.warning("could not send a change notification", exc_info=True)
+            self._rollback(conn)
+
+    def start_change_listener(self) -> None:
+        with self._listener_lock:
+            if self._listener is not None or self._closed:
+                return
+            self._listener = threading.Thread(
+                target=self._listen, name="tron-postgres-changes", daemon=True
+            )
+            self._listener.start()
+
+    def _listen(self) -> None:
+        from .store import ALL_EVENTS  # the store imports this module lazily
+
+        while not self._closed:
+            try:
+                with psycopg.connect(self.conninfo, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    # Commits made while we were not listening: wake everyone.
+                    self.changes.bump(ANY)
+                    while not self._closed:
+                        for note in conn.notifies(timeout=0.5):
+                            keys: set[str] = {ALL_EVENTS}
+                            for pair in note.payload.split(";"):
+                                keys.update(pair.split(" "))
+                            self.changes.bump(*keys)
+            except psycopg.Error:
+                if self._closed:
+                    return
+                log.warning("change listener lost its connection; reconnecting", exc_info=True)
+                self.changes.bump(ANY)
+                time.sleep(1.0)
+
     # -- backend-specific operations --------------------------------------
 
     def lock_session(self, cur: Cursor, session_id: str) -> Session | None:
@@ -263,23 +348,36 @@ class PostgresRecorder(Recorder):
         row = cur.fetchone()
         return session_from_row(row) if row else None
 
-    # One statement for any number of events: take the position lock, insert
-    # the chain in order (positions follow ``ord``), add the search rows.
-    # The lock's CTE is volatile, so it is evaluated (once) before any row
+    # One statement for any number of events: register (see the module
+    # docstring), insert the chain in order (positions follow ``ord``), add the
+    # search rows. ``r`` is volatile, so it is evaluated once, before any row
     # reaches the INSERT and its nextval().
     _INSERT_EVENTS = (
-        f"WITH l AS (SELECT pg_advisory_xact_lock({POSITION_LOCK_KEY})), "
+        f"WITH r AS (SELECT pg_advisory_xact_lock_shared({REGISTRATION_NAMESPACE} + last_value) "
+        f"FROM {POSITION_SEQUENCE}), "
         "d AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
         "%s::int[], %s::int[], %s::text[], %s::text[], %s::text[], %s::text[]) "
         "WITH ORDINALITY AS d(id, parent_id, session_id, workspace_id, sequence, depth, "
         "type, timestamp, payload, search, ord)), "
         "ins AS (INSERT INTO events (id, parent_id, session_id, workspace_id, sequence, depth, "
         "type, timestamp, payload) SELECT d.id, d.parent_id, d.session_id, d.workspace_id, "
-        "d.sequence, d.depth, d.type, d.timestamp, d.payload FROM d, l ORDER BY d.ord "
+        "d.sequence, d.depth, d.type, d.timestamp, d.payload FROM d, r ORDER BY d.ord "
         "RETURNING id, position), "
         "s AS (INSERT INTO events_search (position, text) SELECT ins.position, d.search "
         "FROM ins JOIN d ON d.id = ins.id WHERE d.search <> '') "
         "SELECT id, position FROM ins"
+    )
+
+    # (1) the sequence's last value L, then (2) the lowest registration still
+    # held; the correlated subquery makes (2) run after (1).
+    _HIGH_WATER_MARK = (
+        "SELECT l.last_value, (SELECT min(((k.classid::bigint << 32) | k.objid::bigint)) "
+        f"- {REGISTRATION_NAMESPACE} FROM pg_locks k WHERE k.locktype = 'advisory' "
+        "AND k.objsubid = 1 AND k.database = (SELECT oid FROM pg_database "
+        "WHERE datname = current_database()) "
+        f"AND k.classid::bigint >> 16 = {REGISTRATION_NAMESPACE >> 48} "
+        "AND l.last_value IS NOT NULL) "
+        f"FROM (SELECT last_value FROM {POSITION_SEQUENCE} OFFSET 0) l"
     )
 
     def insert_events(self, cur: Cursor, rows: Sequence[NewEvent]) -> list[int]:
@@ -301,6 +399,9 @@ class PostgresRecorder(Recorder):
             ),
         )
         by_id = {row[0]: int(row[1]) for row in cur.fetchall()}
+        self._written.setdefault(id(cur), set()).update(
+            (r.session_id, r.workspace_id) for r in rows
+        )
         return [by_id[r.id] for r in rows]
 
     def delete_search_rows(self, cur: Cursor, session_ids: Sequence[str]) -> None:
@@ -326,9 +427,24 @@ class PostgresRecorder(Recorder):
         )
 
     def feed_upper_bound(self, cur: Cursor) -> int | None:
-        # Positions are allocated and committed in one order (see the module
-        # docstring): every snapshot shows a prefix, there is nothing to cut.
-        return None
+        cur.execute(self._HIGH_WATER_MARK)
+        last, lowest_registered = cur.fetchone()
+        if lowest_registered is None:
+            return int(last)
+        return min(int(last), int(lowest_registered) - 1)
+
+    def position_feed(
+        self, cur: Cursor, workspace_id: str | None, after_position: int, limit: int
+    ) -> EventPage:
+        # The feed must read with a snapshot taken AFTER its high-water mark
+        # (a transaction that commits between an older snapshot and the mark
+        # would be invisible yet below the mark, and skipped). A read
+        # transaction's snapshot is older, so end it (it only read) and go on
+        # in READ COMMITTED, where every statement takes a new snapshot.
+        if id(cur) in self._snapshot_cursors:
+            cur.execute("COMMIT")
+            cur.execute("BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY")
+        return super().position_feed(cur, workspace_id, after_position, limit)
 
     def search(
         self,
