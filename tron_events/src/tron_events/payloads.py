@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from .errors import InvalidPayload, UnknownEventType
+from .normalize import normalize_assistant_payload, normalize_tool_result_payload
 
 ReasoningLevel = Literal["low", "medium", "high", "xhigh"]
 Normalizer = Callable[[dict[str, Any]], dict[str, Any]]
@@ -227,7 +228,13 @@ def validate_payload(event_type: str, payload: Any) -> dict[str, Any]:
     return data
 
 
+# Content normalization (DESIGN §4) runs on append, so every writer gets it.
+_NORMALIZERS: dict[str, Normalizer] = {
+    "message.assistant": normalize_assistant_payload,
+    "tool.result": normalize_tool_result_payload,
+}
+
 for _name, _model in _TYPED.items():
-    register_event_type(_name, _model)
+    register_event_type(_name, _model, normalizer=_NORMALIZERS.get(_name))
 for _name in _UNTYPED:
     register_event_type(_name, AnyPayload)
