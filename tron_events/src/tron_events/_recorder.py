@@ -41,7 +41,7 @@ SESSION_COLUMNS = (
 )
 WORKSPACE_COLUMNS = "id, path, name, created_at, last_activity_at"
 #: The path cache's row shape (session and workspace are the same for a session).
-NARROW_COLUMNS = "position, id, parent_id, sequence, depth, type, timestamp, payload"
+NARROW_COLUMNS = "position, id, parent_id, sequence, depth, type, timestamp, payload, NULL"
 
 _new = object.__new__
 
@@ -65,8 +65,9 @@ def _event(row: Sequence[Any], session_id: str, workspace_id: str) -> Event:
     """An Event from a NARROW_COLUMNS row, without keyword-argument overhead
     (ancestor walks build thousands of them)."""
     e: Event = _new(Event)
-    e.position, e.id, e.parent_id, e.sequence, e.depth, e.type, e.timestamp, e._raw = row
-    e._payload = None
+    e.position, e.id, e.parent_id, e.sequence, e.depth, e.type, e.timestamp, e._raw, e._payload = (
+        row
+    )
     e.session_id = session_id
     e.workspace_id = workspace_id
     return e
@@ -251,7 +252,17 @@ class Recorder(abc.ABC):
             first.workspace_id,
             first.sequence - 1,
             [
-                (e.position, e.id, e.parent_id, e.sequence, e.depth, e.type, e.timestamp, e._raw)
+                (
+                    e.position,
+                    e.id,
+                    e.parent_id,
+                    e.sequence,
+                    e.depth,
+                    e.type,
+                    e.timestamp,
+                    e._raw,
+                    e._payload,
+                )
                 for e in events
             ],
         )

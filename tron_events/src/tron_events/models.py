@@ -15,7 +15,12 @@ SessionStatus = Literal["active", "ended"]
 
 
 class Event:
-    """One immutable event. ``payload`` is decoded from JSON on first access."""
+    """One immutable event.
+
+    ``payload`` is decoded from JSON on first access. Treat it as read-only:
+    the store shares decoded payloads between the events it hands out (events
+    never change, so neither do their payloads); copy it before modifying.
+    """
 
     __slots__ = (
         "_payload",

@@ -41,13 +41,12 @@ collector paused while they are built.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ._gc import gc_paused
 from .messages import (
     Base64ImageSource,
     ImageBlock,
@@ -602,28 +601,9 @@ def _second_pass(
     return messages
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a history is built.
-
-    Building allocates tens of thousands of objects that all stay reachable, so
-    every collection the allocations trigger is pure cost (it doubled the time of
-    a 10,000-event resume). Only re-enabled if it was enabled: an application that
-    turned the collector off keeps it off.
-    """
-    was_enabled = gc.isenabled()
-    if was_enabled:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def build_messages(path: Sequence[Event]) -> list[Message]:
     """The provider-ready history at the last event of ``path`` (root first)."""
-    with _gc_paused():
+    with gc_paused():
         tool_args, deleted = _first_pass(path)
         return _second_pass(path, tool_args, deleted, None)
 
@@ -637,7 +617,7 @@ def build_state(path: Sequence[Event]) -> SessionState:
     if not path:
         raise ValueError("build_state needs a non-empty ancestor path")
     state = _State()
-    with _gc_paused():
+    with gc_paused():
         tool_args, deleted = _first_pass(path)
         messages = _second_pass(path, tool_args, deleted, state)
     result: SessionState = _new_state(

@@ -16,6 +16,7 @@ import orjson
 from pydantic import BaseModel
 
 from . import _urls, ids
+from ._gc import gc_paused
 from ._recorder import Cursor, NewEvent, Recorder, SessionDelta
 from .errors import (
     ConcurrencyConflict,
@@ -465,7 +466,7 @@ class EventStore:
 
     def get_ancestors(self, event_id: str) -> list[Event]:
         """The path from the root to ``event_id`` (root first), crossing forks."""
-        with self._rec.read() as cur:
+        with gc_paused(), self._rec.read() as cur:
             return self._path(cur, event_id)
 
     def _path(self, cur: Cursor, event_id: str) -> list[Event]:
@@ -670,23 +671,26 @@ class EventStore:
         """The message history an LLM API accepts, as of ``event_id``."""
         from .reconstruct import build_messages
 
-        return build_messages(self.get_ancestors(event_id))
+        with gc_paused():
+            return build_messages(self.get_ancestors(event_id))
 
     def get_state_at(self, event_id: str) -> SessionState:
         """Messages, model, prompt, reasoning level, tokens and turns at ``event_id``."""
         from .reconstruct import build_state
 
-        return build_state(self.get_ancestors(event_id))
+        with gc_paused():
+            return build_state(self.get_ancestors(event_id))
 
     def get_state_at_head(self, session_id: str) -> SessionState:
         from .reconstruct import build_state
 
-        with self._rec.read() as cur:
-            session = self._rec.get_session(cur, session_id)
-            if session is None:
-                raise SessionNotFound(session_id)
-            path = self._path(cur, session.head_event_id)
-        return build_state(path)
+        with gc_paused():
+            with self._rec.read() as cur:
+                session = self._rec.get_session(cur, session_id)
+                if session is None:
+                    raise SessionNotFound(session_id)
+                path = self._path(cur, session.head_event_id)
+            return build_state(path)
 
 
 def _count(delta: SessionDelta, type: str, data: dict[str, Any]) -> None:
