@@ -107,6 +107,10 @@ MAX_INDEXED_CHARS = 200_000
 POOL_TIMEOUT_S = 60.0
 #: LISTEN/NOTIFY channel; a payload is "session_id workspace_id[;…]".
 CHANNEL = "tron_events"
+#: application_name of listener connections: writers send NOTIFYs only while one
+#: is connected to the database (looked up at most every LISTENERS_RECHECK_S).
+LISTENER_APPLICATION = "tron-events-listener"
+LISTENERS_RECHECK_S = 0.2
 POOL_MAX_SIZE = 10
 
 _DUPLICATE_KEY = re.compile(r"Key \(id\)=\((?P<id>[^)]*)\)")
@@ -198,6 +202,11 @@ class PostgresRecorder(Recorder):
         self._written: dict[int, set[tuple[str, str]]] = {}
         self._listener: threading.Thread | None = None
         self._listener_lock = threading.Lock()
+        self._notify_cond = threading.Condition()
+        self._to_announce: set[tuple[str, str]] = set()
+        self._notifier: threading.Thread | None = None
+        self._listeners_seen = False
+        self._listeners_checked_at = -1e9
         # autocommit: we issue BEGIN with the isolation level we want ourselves.
         self._pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = ConnectionPool(
             self.conninfo,
@@ -210,11 +219,13 @@ class PostgresRecorder(Recorder):
         )
 
     def close(self) -> None:
-        self._closed = True
+        with self._notify_cond:
+            self._closed = True  # the notifier sends what is pending, then stops
+            self._notify_cond.notify()
         self._pool.close()
-        listener = self._listener
-        if listener is not None and listener is not threading.current_thread():
-            listener.join(timeout=5)
+        for thread in (self._notifier, self._listener):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=5)
 
     # -- transactions -----------------------------------------------------
 
@@ -256,7 +267,7 @@ class PostgresRecorder(Recorder):
                     conn.execute("COMMIT")
                     written = self._written.pop(id(cur), None)
                     if written:
-                        self._announce(conn, written)
+                        self._announce(written)
                 except BaseException as exc:
                     self._written.pop(id(cur), None)
                     self._rollback(conn)
@@ -286,18 +297,60 @@ class PostgresRecorder(Recorder):
 
     # -- live subscriptions across processes --------------------------------
 
-    def _announce(
-        self, conn: psycopg.Connection[tuple[Any, ...]], written: set[tuple[str, str]]
-    ) -> None:
+    def _announce(self, written: set[tuple[str, str]]) -> None:
         """Tell listening processes that events were committed (a wake-up only).
 
-        Sent after the data's COMMIT, in a transaction of its own without a
-        WAL flush: a NOTIFY inside the write transaction would make commits
-        queue on PostgreSQL's global notification lock while they flush, which
-        serializes writers; a lost wake-up only delays a subscriber until its
-        next poll, and the events are already durable.
+        Not in the write transaction: a NOTIFY there makes every commit queue
+        on PostgreSQL's global notification lock while it flushes the WAL,
+        which serializes writers. Not even on the writer's path: a notifier
+        thread sends them from its own connection, coalescing what several
+        commits wrote while it was busy, so a process appending fast sends far
+        fewer NOTIFYs than it commits. A lost or late wake-up only delays a
+        subscriber until its next poll; the events are already durable.
         """
-        payload = ";".join(f"{sid} {wid}" for sid, wid in sorted(written))
+        with self._notify_cond:
+            self._to_announce.update(written)
+            if self._notifier is None and not self._closed:
+                self._notifier = threading.Thread(
+                    target=self._notify_loop, name="tron-postgres-notify", daemon=True
+                )
+                self._notifier.start()
+            self._notify_cond.notify()
+
+    def _notify_loop(self) -> None:
+        conn: psycopg.Connection[tuple[Any, ...]] | None = None
+        try:
+            while True:
+                with self._notify_cond:
+                    while not self._to_announce and not self._closed:
+                        self._notify_cond.wait()
+                    batch, self._to_announce = self._to_announce, set()
+                    stop = self._closed
+                if batch:
+                    conn = self._send_notify(conn, batch)
+                if stop:
+                    return
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def _send_notify(
+        self, conn: psycopg.Connection[tuple[Any, ...]] | None, batch: set[tuple[str, str]]
+    ) -> psycopg.Connection[tuple[Any, ...]] | None:
+        try:
+            if conn is None or conn.closed:
+                conn = psycopg.connect(self.conninfo, autocommit=True)
+            if not self._anyone_listening(conn):
+                return conn
+        except psycopg.Error:
+            log.warning("could not look for change listeners", exc_info=True)
+            if conn is not None:
+                conn.close()
+            return None
+        payload = ";".join(f"{sid} {wid}" for sid, wid in sorted(batch))
+        if len(payload) > 7_900:  # NOTIFY payloads are capped at 8000 bytes
+            payload = ANY  # wake every subscriber of this database
+        # One transaction without a WAL flush (the wake-up needs no durability).
         statement = sql.SQL(
             "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_notify({}, {}); COMMIT"
         ).format(sql.Literal(CHANNEL), sql.Literal(payload))
@@ -305,7 +358,26 @@ class PostgresRecorder(Recorder):
             conn.execute(statement.as_string(conn))
         except psycopg.Error:
             log.warning("could not send a change notification", exc_info=True)
-            self._rollback(conn)
+            if conn is not None:
+                conn.close()
+            return None
+        return conn
+
+    def _anyone_listening(self, conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
+        """Is a listener connected to this database? A NOTIFY costs a small
+        transaction on both sides; without listeners it is skipped. A listener
+        that connects just after a "no" misses at most LISTENERS_RECHECK_S of
+        wake-ups, and it wakes its subscribers itself when it connects."""
+        now = time.monotonic()
+        if now >= self._listeners_checked_at + LISTENERS_RECHECK_S:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_stat_activity "
+                "WHERE datname = current_database() AND application_name = %s)",
+                (LISTENER_APPLICATION,),
+            ).fetchone()
+            self._listeners_seen = bool(row and row[0])
+            self._listeners_checked_at = now
+        return self._listeners_seen
 
     def start_change_listener(self) -> None:
         with self._listener_lock:
@@ -321,7 +393,8 @@ class PostgresRecorder(Recorder):
 
         while not self._closed:
             try:
-                with psycopg.connect(self.conninfo, autocommit=True) as conn:
+                info = make_conninfo(self.conninfo, application_name=LISTENER_APPLICATION)
+                with psycopg.connect(info, autocommit=True) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     # Commits made while we were not listening: wake everyone.
                     self.changes.bump(ANY)
