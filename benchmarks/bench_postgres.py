@@ -1,0 +1,210 @@
+"""Append throughput with concurrent writer processes, PostgreSQL next to SQLite.
+
+    uv run python benchmarks/bench_postgres.py [--writers 1,2,4,8,16] [--seconds 4] [--rounds 3]
+
+Each writer is its own process with its own store and its own session (so on
+PostgreSQL writers never wait on each other's session lock), appending one
+~700-byte message per transaction (``store.append``, per-commit durability:
+synchronous_commit on PostgreSQL, WAL + synchronous=NORMAL on SQLite) for a
+fixed time after all writers passed a barrier. Throughput = appends committed
+by all writers / seconds. Every (backend, writers) cell gets a fresh database;
+each round runs every cell once, in a rotated order, and the figure is the
+median over rounds.
+
+PostgreSQL: the local service (``TRON_BENCH_PG_DSN``, default
+postgresql://postgres@127.0.0.1:5432/test); a scratch database is created and
+dropped per cell. Results go to stdout as a Markdown table (and JSON with --json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _workload import machine, median, message_stream
+
+from tron_events import EventStore
+
+HERE = Path(__file__).resolve().parent
+ADMIN_DSN = os.environ.get("TRON_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _pg_admin() -> Any:
+    import psycopg
+
+    return psycopg.connect(ADMIN_DSN, autocommit=True)
+
+
+@contextmanager
+def database(backend: str) -> Iterator[str]:
+    """A fresh, migrated database URL for ``backend``; removed afterwards."""
+    if backend == "sqlite":
+        (HERE / ".data").mkdir(exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="pgbench-", dir=HERE / ".data"))
+        try:
+            url = f"sqlite:///{tmp / 'events.db'}"
+            EventStore.open(url).close()
+            yield url
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
+    name = f"tron_bench_{uuid.uuid4().hex[:8]}"
+    with _pg_admin() as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        base = ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
+        url = f"{base}/{name}"
+        EventStore.open(url).close()
+        yield url
+    finally:
+        with _pg_admin() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def writer(url: str, session_id: str, seconds: float, seed: int, barrier: Any) -> tuple[int, float]:
+    """Append to one session until the time is up; (appends, seconds taken)."""
+    stream = message_stream(4_000, seed=seed)
+    with EventStore.open(url, upgrade=False) as store:
+        store.append(session_id, *stream[0])  # warm up the connection and caches
+        barrier.wait()
+        start = time.perf_counter()
+        deadline = start + seconds
+        n = 0
+        while time.perf_counter() < deadline:
+            kind, payload = stream[(n + 1) % len(stream)]
+            store.append(session_id, kind, payload)
+            n += 1
+        return n, time.perf_counter() - start
+
+
+def cpu_per_append(n: int = 2_000) -> dict[str, float]:
+    """One PostgreSQL writer: wall time and CPU per append, client and server.
+
+    Shows the ceiling of scaling on this machine: with C cores, W writers can
+    at best reach C x wall / (client CPU + server CPU) times one writer.
+    """
+    stream = message_stream(n + 100, seed=3)
+    with database("postgres") as url, EventStore.open(url, upgrade=False) as store:
+        s = store.create_session(working_directory="/bench/cpu", model="m", provider="p")
+        for kind, payload in stream[:100]:
+            store.append(s.id, kind, payload)
+        dbname = url.rsplit("/", 1)[1]
+        with _pg_admin() as conn:
+            pids = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = %s", (dbname,)
+                )
+            ]
+
+        def server_cpu() -> float:
+            total = 0
+            for pid in pids:
+                with open(f"/proc/{pid}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+            return total / os.sysconf("SC_CLK_TCK")
+
+        wall0, cpu0, srv0 = time.perf_counter(), time.process_time(), server_cpu()
+        for kind, payload in stream[100:]:
+            store.append(s.id, kind, payload)
+        wall = time.perf_counter() - wall0
+        cpu = time.process_time() - cpu0
+        srv = server_cpu() - srv0
+    return {
+        "wall_us": wall / n * 1e6,
+        "client_cpu_us": cpu / n * 1e6,
+        "server_cpu_us": srv / n * 1e6,
+    }
+
+
+def measure(backend: str, writers: int, seconds: float) -> float:
+    """Appends per second of ``writers`` processes on separate sessions."""
+    ctx = multiprocessing.get_context("spawn")
+    with database(backend) as url:
+        with EventStore.open(url, upgrade=False) as store:
+            sessions = [
+                store.create_session(working_directory=f"/bench/{i}", model="m", provider="p").id
+                for i in range(writers)
+            ]
+        manager = ctx.Manager()
+        try:
+            barrier = manager.Barrier(writers)
+            with ctx.Pool(writers) as pool:
+                results = pool.starmap(
+                    writer,
+                    [(url, sid, seconds, i + 1, barrier) for i, sid in enumerate(sessions)],
+                )
+        finally:
+            manager.shutdown()
+    total = sum(n for n, _ in results)
+    elapsed = max(t for _, t in results)
+    return total / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--writers", default="1,2,4,8,16")
+    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--backends", default="postgres,sqlite")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--cpu", action="store_true", help="only: CPU per append of one PostgreSQL writer"
+    )
+    args = parser.parse_args()
+    if args.cpu:
+        figures = [cpu_per_append() for _ in range(args.rounds)]
+        for key in figures[0]:
+            print(f"{key}: {median([f[key] for f in figures]):.0f}")
+        return
+    counts = [int(x) for x in args.writers.split(",")]
+    backends = args.backends.split(",")
+    cells = [(b, n) for n in counts for b in backends]
+    results: dict[tuple[str, int], list[float]] = {cell: [] for cell in cells}
+    for r in range(args.rounds):
+        order = cells[r % len(cells) :] + cells[: r % len(cells)]
+        for backend, n in order:
+            rate = measure(backend, n, args.seconds)
+            results[(backend, n)].append(rate)
+            print(
+                f"round {r + 1}: {backend:8} {n:2} writers {rate:8.0f} appends/s", file=sys.stderr
+            )
+    pg_version = ""
+    if "postgres" in backends:
+        with _pg_admin() as conn:
+            pg_version = conn.execute("SHOW server_version").fetchone()[0]
+    print(f"\n{machine()}, PostgreSQL {pg_version}; {args.rounds} rounds x {args.seconds:g} s\n")
+    header = "| writers | " + " | ".join(f"{b} appends/s" for b in backends)
+    header += " | " + " | ".join(f"{b} vs 1 writer" for b in backends) + " |"
+    print(header)
+    print("|" + "---|" * (1 + 2 * len(backends)))
+    for n in counts:
+        rates = [median(results[(b, n)]) for b in backends]
+        scale = [median(results[(b, n)]) / median(results[(b, counts[0])]) for b in backends]
+        print(
+            f"| {n} | "
+            + " | ".join(f"{x:,.0f}" for x in rates)
+            + " | "
+            + " | ".join(f"{x:.2f}x" for x in scale)
+            + " |"
+        )
+    if args.json:
+        print(json.dumps({f"{b}:{n}": v for (b, n), v in results.items()}))
+
+
+if __name__ == "__main__":
+    main()
