@@ -131,6 +131,43 @@ def cpu_per_append(n: int = 2_000) -> dict[str, float]:
     }
 
 
+def search_million() -> None:
+    """Search latency over 1,000,000 indexed events on PostgreSQL (synthetic text:
+    'common' in 90 % of events, 'rareword' in 0.5 %, 'word42' in 0.02 %)."""
+    with database("postgres") as url, EventStore.open(url, upgrade=False) as store:
+        s = store.create_session(working_directory="/bench/search", model="m", provider="p")
+        import psycopg
+
+        with psycopg.connect(store.recorder.conninfo, autocommit=True) as conn:  # type: ignore[attr-defined]
+            conn.execute(
+                "INSERT INTO events (id, parent_id, session_id, workspace_id, sequence, depth, "
+                "type, timestamp, payload) SELECT 'evt_b' || g, NULL, %s, %s, g, g, "
+                "'message.user', '2026-01-01T00:00:00.000Z', '{}' "
+                "FROM generate_series(1, 1000000) g",
+                (s.id, s.workspace_id),
+            )
+            conn.execute(
+                "INSERT INTO events_search (position, text) SELECT position, "
+                "(CASE WHEN position %% 10 <> 0 THEN 'common function value ' ELSE '' END) || "
+                "(CASE WHEN position %% 200 = 0 THEN 'rareword ' ELSE '' END) || "
+                "'word' || (position %% 5000) || ' filler text about code and tests ' "
+                "|| md5(position::text) FROM events WHERE session_id = %s AND sequence > 0",
+                (s.id,),
+            )
+            conn.execute("ANALYZE")
+        for query, kwargs in [
+            ("common", {}), ("common function", {}), ("rareword", {}), ("word42", {}),
+            ("nomatchatall", {}), ("common", {"session_id": s.id}),
+        ]:  # fmt: skip
+            times = []
+            for _ in range(11):
+                t0 = time.perf_counter()
+                hits = store.search(query, **kwargs)  # type: ignore[arg-type]
+                times.append(time.perf_counter() - t0)
+            label = query + (" (session filter)" if kwargs else "")
+            print(f"| {label} | {median(times) * 1e3:.1f} ms | {len(hits)} |")
+
+
 def measure(backend: str, writers: int, seconds: float) -> float:
     """Appends per second of ``writers`` processes on separate sessions."""
     ctx = multiprocessing.get_context("spawn")
@@ -165,7 +202,11 @@ def main() -> None:
     parser.add_argument(
         "--cpu", action="store_true", help="only: CPU per append of one PostgreSQL writer"
     )
+    parser.add_argument("--search", action="store_true", help="only: search latency over 1M events")
     args = parser.parse_args()
+    if args.search:
+        search_million()
+        return
     if args.cpu:
         figures = [cpu_per_append() for _ in range(args.rounds)]
         for key in figures[0]:
