@@ -112,7 +112,7 @@ def test_demo_runs(store_url: str) -> None:
 def test_head_constant_matches_the_revisions() -> None:
     from tron_events._urls import HEAD_REVISION
 
-    assert HEAD_REVISION == migrate.head_revision()
+    assert migrate.head_revision() == HEAD_REVISION
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

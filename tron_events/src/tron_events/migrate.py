@@ -29,7 +29,6 @@ from .schema import metadata
 __all__ = ["DEFAULT_DATABASE_URL", "HEAD_REVISION", "normalize_url"]
 
 
-
 def migrations_dir() -> Path:
     """Where the Alembic environment is: inside the installed wheel, or the
     repository's ``migrations/`` for an editable (development) install."""
