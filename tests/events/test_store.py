@@ -598,3 +598,31 @@ def test_search_literal_operators_and_raw_mode(store: EventStore) -> None:
     assert {h.event_id for h in raw} == {both.id, only.id}
     with pytest.raises(InvalidQuery):
         store.search("apples AND (" if sqlite else "apples & (", raw=True)
+
+
+def test_transient_conflicts_are_retried_then_surface(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deadlock/serialization abort (fault-injected here) reruns the whole write."""
+    from tron_events.errors import TransientConflict
+    from tron_events.store import TRANSIENT_ATTEMPTS
+
+    s = new_session(store)
+    real_write = store.recorder.write
+    failures = {"left": 2}
+
+    def flaky_write():  # type: ignore[no-untyped-def]
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise TransientConflict("deadlock detected (injected)")
+        return real_write()
+
+    monkeypatch.setattr(store.recorder, "write", flaky_write)
+    e = user(store, s.id, "retried")
+    assert failures["left"] == 0
+    assert [x.id for x in store.get_events(s.id)] == [s.root_event_id, e.id]
+    failures["left"] = TRANSIENT_ATTEMPTS
+    before = snapshot(store)
+    with pytest.raises(TransientConflict):
+        user(store, s.id, "gives up")
+    assert snapshot(store) == before

@@ -81,7 +81,7 @@ from .errors import (
     SessionNotFound,
     StoreBusy,
     StoreClosed,
-    TronEventsError,
+    TransientConflict,
 )
 from .models import EventPage, SearchHit, Session
 
@@ -114,19 +114,6 @@ LISTENERS_RECHECK_S = 0.2
 POOL_MAX_SIZE = 10
 
 _DUPLICATE_KEY = re.compile(r"Key \(id\)=\((?P<id>[^)]*)\)")
-
-
-class TransientConflict(StoreBusy):
-    """A deadlock or serialization failure that PostgreSQL resolved by aborting
-    this transaction. Nothing was written; running the operation again is safe."""
-
-    def __init__(self, detail: str) -> None:
-        # StoreBusy's own message is about SQLite's lock; say what happened.
-        TronEventsError.__init__(
-            self,
-            f"the transaction was aborted by PostgreSQL ({detail}); nothing was written, "
-            "retry the operation",
-        )
 
 
 def conninfo_from_url(url: str) -> str:

@@ -122,7 +122,8 @@ class Recorder(abc.ABC):
         #: Sessions' immutable rows for ancestor walks (see ``_path_cache.py``).
         self.path_cache = PathCache()
 
-    def start_change_listener(self) -> None:  # noqa: B027 - PostgreSQL's is being added
+    @abc.abstractmethod
+    def start_change_listener(self) -> None:
         """Start (once) noticing commits made by other processes and bumping
         ``self.changes`` for them. Commits of this process bump it directly."""
 

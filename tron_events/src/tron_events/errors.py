@@ -103,6 +103,20 @@ class StoreBusy(TronEventsError):
         )
 
 
+class TransientConflict(StoreBusy):
+    """A deadlock or serialization failure that the database resolved by aborting
+    this transaction. Nothing was written; the store retries it itself a few
+    times before letting it through."""
+
+    def __init__(self, detail: str) -> None:
+        # StoreBusy's own message is about a stuck writer; say what happened.
+        TronEventsError.__init__(
+            self,
+            f"the transaction was aborted by the database ({detail}); nothing was written, "
+            "retry the operation",
+        )
+
+
 class StoreClosed(TronEventsError):
     def __init__(self) -> None:
         super().__init__("the event store is closed")
@@ -122,6 +136,7 @@ __all__ = [
     "SessionNotFound",
     "StoreBusy",
     "StoreClosed",
+    "TransientConflict",
     "TronEventsError",
     "UnknownEventType",
 ]

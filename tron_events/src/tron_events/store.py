@@ -6,11 +6,14 @@ backend (``_sqlite.py``, ``_postgres.py``) only stores and finds rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import orjson
 from pydantic import BaseModel
@@ -29,6 +32,7 @@ from .errors import (
     SessionHasForks,
     SessionNotActive,
     SessionNotFound,
+    TransientConflict,
 )
 from .models import Event, EventPage, ForkResult, SearchHit, Session, Workspace
 from .payloads import STORE_ONLY_TYPES, validate_payload
@@ -76,6 +80,31 @@ def _dumps(payload: dict[str, Any]) -> str:
     return orjson.dumps(payload).decode()
 
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+#: Attempts of one write before a TransientConflict reaches the caller.
+TRANSIENT_ATTEMPTS = 5
+
+
+def _retry_transient(method: Callable[_P, _T]) -> Callable[_P, _T]:
+    """Run a whole write again when the database aborted it (deadlock,
+    serialization failure): nothing was written, and a transaction block cannot
+    be retried from inside."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        for attempt in range(TRANSIENT_ATTEMPTS):
+            try:
+                return method(*args, **kwargs)
+            except TransientConflict:
+                if attempt == TRANSIENT_ATTEMPTS - 1:
+                    raise
+                time.sleep(random.uniform(0, 0.01 * 2**attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    return wrapper
+
+
 class EventStore:
     """The event store. Thread-safe; open one per process with :meth:`open`."""
 
@@ -115,6 +144,7 @@ class EventStore:
 
     # -- workspaces and sessions ------------------------------------------
 
+    @_retry_transient
     def get_or_create_workspace(self, path: str, name: str | None = None) -> Workspace:
         with self._rec.write() as cur:
             return self._workspace(cur, path, name)
@@ -135,6 +165,7 @@ class EventStore:
         assert ws is not None
         return ws
 
+    @_retry_transient
     def create_session(
         self,
         *,
@@ -193,6 +224,7 @@ class EventStore:
         with self._rec.read() as cur:
             return self._rec.list_sessions(cur, workspace_id, status, limit)
 
+    @_retry_transient
     def end_session(
         self, session_id: str, *, reason: str = "completed", summary: str | None = None
     ) -> Event:
@@ -207,6 +239,7 @@ class EventStore:
         self._committed(session, [event])
         return event
 
+    @_retry_transient
     def delete_session(self, session_id: str, *, cascade: bool = False) -> None:
         """Delete a session, its own events and their search rows.
 
@@ -237,6 +270,7 @@ class EventStore:
 
     # -- appending --------------------------------------------------------
 
+    @_retry_transient
     def append(
         self,
         session_id: str,
@@ -274,6 +308,7 @@ class EventStore:
         self._committed(session, events)
         return events[0]
 
+    @_retry_transient
     def append_many(
         self,
         session_id: str,
@@ -563,6 +598,7 @@ class EventStore:
 
     # -- fork and rewind --------------------------------------------------
 
+    @_retry_transient
     def fork(
         self, from_event_id: str, *, name: str | None = None, model: str | None = None
     ) -> ForkResult:
@@ -612,6 +648,7 @@ class EventStore:
         self._committed(session)
         return ForkResult(session=session, fork_event=fork_event)
 
+    @_retry_transient
     def rewind(self, session_id: str, to_event_id: str) -> Session:
         """Move the head back to an ancestor of the current head (or the head).
 
