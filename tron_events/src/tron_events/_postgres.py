@@ -71,7 +71,15 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from sqlalchemy.engine import make_url
 
 from ._changes import ANY
-from ._recorder import SESSION_COLUMNS, Cursor, NewEvent, Recorder, session_from_row
+from ._recorder import (
+    SESSION_AND_HEAD,
+    SESSION_COLUMNS,
+    Cursor,
+    NewEvent,
+    Recorder,
+    session_and_head_from_row,
+    session_from_row,
+)
 from .errors import (
     EventIdConflict,
     EventNotFound,
@@ -83,7 +91,7 @@ from .errors import (
     StoreClosed,
     TransientConflict,
 )
-from .models import EventPage, SearchHit, Session
+from .models import Event, EventPage, SearchHit, Session
 
 log = logging.getLogger(__name__)
 
@@ -400,13 +408,29 @@ class PostgresRecorder(Recorder):
 
     # -- backend-specific operations --------------------------------------
 
-    def lock_session(self, cur: Cursor, session_id: str) -> Session | None:
+    def lock_session(self, cur: Cursor, session_id: str) -> tuple[Session, Event] | None:
+        # One statement in the common case. FOR NO KEY UPDATE OF s: the session
+        # row only, and forks referencing the session are not blocked.
+        cur.execute(self.sql(f"SELECT {SESSION_AND_HEAD} FOR NO KEY UPDATE OF s"), (session_id,))
+        row = cur.fetchone()
+        if row is not None:
+            return session_and_head_from_row(row)
+        # No row: the session does not exist, or another writer moved its head
+        # while we waited for the lock (READ COMMITTED rechecks the join against
+        # the new session row but the old head row, and drops it). Lock alone,
+        # then read the new head.
         cur.execute(
             f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s FOR NO KEY UPDATE",
             (session_id,),
         )
-        row = cur.fetchone()
-        return session_from_row(row) if row else None
+        srow = cur.fetchone()
+        if srow is None:
+            return None
+        session = session_from_row(srow)
+        head = self.get_event(cur, session.head_event_id)
+        if head is None:  # pragma: no cover - a head always exists
+            raise EventNotFound(session.head_event_id)
+        return session, head
 
     # One statement for any number of events: register (see the module
     # docstring), insert the chain in order (positions follow ``ord``), add the

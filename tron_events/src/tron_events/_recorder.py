@@ -40,6 +40,20 @@ SESSION_COLUMNS = (
     "output_tokens, cache_read_tokens, cache_creation_tokens, cost"
 )
 WORKSPACE_COLUMNS = "id, path, name, created_at, last_activity_at"
+#: A session row followed by its head event's row (lock_session).
+SESSION_AND_HEAD = (
+    ", ".join("s." + c.strip() for c in SESSION_COLUMNS.split(","))
+    + ", "
+    + ", ".join("e." + c.strip() for c in EVENT_COLUMNS.split(","))
+    + " FROM sessions s JOIN events e ON e.id = s.head_event_id WHERE s.id = ?"
+)
+_SESSION_WIDTH = len(SESSION_COLUMNS.split(","))
+
+
+def session_and_head_from_row(row: Sequence[Any]) -> tuple[Session, Event]:
+    return Session(*row[:_SESSION_WIDTH]), event_from_row(row[_SESSION_WIDTH:])
+
+
 #: The path cache's row shape (session and workspace are the same for a session).
 NARROW_COLUMNS = "position, id, parent_id, sequence, depth, type, timestamp, payload, NULL"
 
@@ -147,8 +161,9 @@ class Recorder(abc.ABC):
     def close(self) -> None: ...
 
     @abc.abstractmethod
-    def lock_session(self, cur: Cursor, session_id: str) -> Session | None:
-        """Read a session row and hold it against concurrent appends until commit."""
+    def lock_session(self, cur: Cursor, session_id: str) -> tuple[Session, Event] | None:
+        """Read a session row and its head event in one statement, and hold the
+        session against concurrent appends until commit."""
 
     @abc.abstractmethod
     def insert_events(self, cur: Cursor, rows: Sequence[NewEvent]) -> list[int]:

@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from ._changes import ANY
-from ._recorder import SESSION_COLUMNS, Cursor, NewEvent, Recorder, session_from_row
+from ._recorder import SESSION_AND_HEAD, Cursor, NewEvent, Recorder, session_and_head_from_row
 from .errors import InvalidQuery, StoreBusy, StoreClosed
-from .models import SearchHit, Session
+from .models import Event, SearchHit, Session
 from .search_text import fts5_literal_query
 
 log = logging.getLogger(__name__)
@@ -172,11 +172,11 @@ class SQLiteRecorder(Recorder):
 
     # -- backend-specific operations --------------------------------------
 
-    def lock_session(self, cur: Cursor, session_id: str) -> Session | None:
+    def lock_session(self, cur: Cursor, session_id: str) -> tuple[Session, Event] | None:
         # BEGIN IMMEDIATE already holds the database's write lock.
-        cur.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+        cur.execute(f"SELECT {SESSION_AND_HEAD}", (session_id,))
         row = cur.fetchone()
-        return session_from_row(row) if row else None
+        return session_and_head_from_row(row) if row else None
 
     def insert_events(self, cur: Cursor, rows: Sequence[NewEvent]) -> list[int]:
         positions: list[int] = []

@@ -233,8 +233,8 @@ class EventStore:
         if summary is not None:
             payload["summary"] = summary
         with self._rec.write() as cur:
-            session = self._active_session(cur, session_id)
-            [event] = self._append_chain(cur, session, [("session.end", payload, None)], None)
+            session, head = self._active_session(cur, session_id)
+            [event] = self._append_chain(cur, session, [("session.end", payload, None)], head)
             self._rec.mark_ended(cur, session_id, event.timestamp)
         self._committed(session, [event])
         return event
@@ -294,15 +294,15 @@ class EventStore:
         with self._rec.write() as cur:
             # Lock the session before looking for the id: a retry racing its
             # original then sees the stored event instead of a duplicate key.
-            session = self._locked_session(cur, session_id)
+            session, head = self._locked_session(cur, session_id)
             if event_id is not None:
                 existing = self._existing(cur, event_id, session_id, type, data)
                 if existing is not None:
                     return existing
             self._check_active(session)
             self._check_head(session, expected_head)
-            parent = None
-            if parent_id is not None:
+            parent = head
+            if parent_id is not None and parent_id != head.id:
                 parent = self._parent_on_tree(cur, session, parent_id)
             events = self._append_chain(cur, session, [(type, data, event_id)], parent)
         self._committed(session, events)
@@ -325,7 +325,7 @@ class EventStore:
         if not items:
             return []
         with self._rec.write() as cur:
-            session = self._locked_session(cur, session_id)
+            session, head = self._locked_session(cur, session_id)
             if all(eid is not None for _, _, eid in items):
                 stored = [self._existing(cur, eid, session_id, t, p) for t, p, eid in items]  # type: ignore[arg-type]
                 if all(e is not None for e in stored):
@@ -341,7 +341,7 @@ class EventStore:
                         raise EventIdConflict(eid, "an event stored earlier")
             self._check_active(session)
             self._check_head(session, expected_head)
-            events = self._append_chain(cur, session, items, None)
+            events = self._append_chain(cur, session, items, head)
         self._committed(session, events)
         return events
 
@@ -380,21 +380,22 @@ class EventStore:
             )
         return stored
 
-    def _locked_session(self, cur: Cursor, session_id: str) -> Session:
-        session = self._rec.lock_session(cur, session_id)
-        if session is None:
+    def _locked_session(self, cur: Cursor, session_id: str) -> tuple[Session, Event]:
+        """The session and its head event, locked against other writers."""
+        locked = self._rec.lock_session(cur, session_id)
+        if locked is None:
             raise SessionNotFound(session_id)
-        return session
+        return locked
 
     @staticmethod
     def _check_active(session: Session) -> None:
         if session.status != "active":
             raise SessionNotActive(session.id, session.status)
 
-    def _active_session(self, cur: Cursor, session_id: str) -> Session:
-        session = self._locked_session(cur, session_id)
-        self._check_active(session)
-        return session
+    def _active_session(self, cur: Cursor, session_id: str) -> tuple[Session, Event]:
+        locked = self._locked_session(cur, session_id)
+        self._check_active(locked[0])
+        return locked
 
     @staticmethod
     def _check_head(session: Session, expected_head: str | None) -> None:
@@ -423,12 +424,8 @@ class EventStore:
         cur: Cursor,
         session: Session,
         items: Sequence[tuple[str, dict[str, Any], str | None]],
-        parent: Event | None,
+        parent: Event,
     ) -> list[Event]:
-        if parent is None:
-            parent = self._rec.get_event(cur, session.head_event_id)
-            if parent is None:  # pragma: no cover - the head always exists
-                raise EventNotFound(session.head_event_id)
         for t, data, _ in items:
             if t == "message.deleted":
                 self._check_deletion(cur, parent, data)
@@ -656,12 +653,10 @@ class EventStore:
         from ``to_event_id``.
         """
         with self._rec.write() as cur:
-            session = self._active_session(cur, session_id)
+            _, head = self._active_session(cur, session_id)
             target = self._rec.get_event(cur, to_event_id)
             if target is None:
                 raise InvalidRewind(f"rewind target {to_event_id!r} does not exist")
-            head = self._rec.get_event(cur, session.head_event_id)
-            assert head is not None
             if target.id != head.id and (
                 target.depth >= head.depth
                 or all(e.id != target.id for e in self._rec.get_path(cur, head))
