@@ -33,7 +33,7 @@ BUSY_GIVE_UP_S = 300.0
 SEARCH_CANDIDATES = 1_000
 SNIPPET_OPEN, SNIPPET_CLOSE = "«", "»"
 #: How often subscribers' listener looks for commits by other processes.
-CHANGE_POLL_S = 0.02
+CHANGE_POLL_S = 0.005
 
 
 def sqlite_path(url: str) -> str:
