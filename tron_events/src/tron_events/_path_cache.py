@@ -5,9 +5,10 @@ change, so once read (or written by this process) they can serve every later
 walk: resuming a session each turn then costs one query instead of reading the
 whole path again.
 
-Payloads are kept decoded, so a resume does not parse the same JSON again;
-the dicts are shared by every Event built from the cache, which is why
-``Event.payload`` is documented as read-only.
+Payloads are decoded lazily and at most once per process: every Event built
+from a cached row shares the row's ``SharedPayload``, so a resume does not
+parse the same JSON again; that sharing is why ``Event.payload`` is
+documented as read-only.
 
 Staleness is impossible by construction: a walk enters a session only through
 an event just read from the database (which proves the session still exists),
@@ -22,9 +23,9 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
+from .models import SharedPayload
 
-#: (position, id, parent_id, sequence, depth, type, timestamp, raw payload, decoded payload)
+#: (position, id, parent_id, sequence, depth, type, timestamp, SharedPayload)
 Row = tuple[Any, ...]
 
 DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024
@@ -71,12 +72,14 @@ class PathCache:
             for row in rows:
                 if row[3] != entry.max_sequence + 1:
                     break  # never leave a gap in a cached prefix
-                if row[8] is None:
-                    row = (*row[:8], orjson.loads(row[7]))
+                shared = row[7]
+                if type(shared) is not SharedPayload:
+                    shared = SharedPayload(shared)
+                    row = (*row[:7], shared)
                 entry.by_id[row[1]] = row
                 entry.max_sequence = row[3]
-                # Decoded JSON takes a few times the bytes of its text.
-                added += 4 * len(row[7]) + 300
+                # Decoded JSON (once someone reads it) takes a few times its text.
+                added += 4 * len(shared.raw) + 300
             entry.nbytes += added
             self._nbytes += added
             self._evict()

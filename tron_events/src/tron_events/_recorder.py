@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from ._changes import ChangeSignal
 from ._path_cache import PathCache
 from .errors import InvalidCursor
-from .models import Event, EventPage, SearchHit, Session, Workspace
+from .models import Event, EventPage, SearchHit, Session, SharedPayload, Workspace
 
 
 class Cursor(Protocol):
@@ -55,7 +55,7 @@ def session_and_head_from_row(row: Sequence[Any]) -> tuple[Session, Event]:
 
 
 #: The path cache's row shape (session and workspace are the same for a session).
-NARROW_COLUMNS = "position, id, parent_id, sequence, depth, type, timestamp, payload, NULL"
+NARROW_COLUMNS = "position, id, parent_id, sequence, depth, type, timestamp, payload"
 
 _new = object.__new__
 
@@ -79,9 +79,8 @@ def _event(row: Sequence[Any], session_id: str, workspace_id: str) -> Event:
     """An Event from a NARROW_COLUMNS row, without keyword-argument overhead
     (ancestor walks build thousands of them)."""
     e: Event = _new(Event)
-    e.position, e.id, e.parent_id, e.sequence, e.depth, e.type, e.timestamp, e._raw, e._payload = (
-        row
-    )
+    e.position, e.id, e.parent_id, e.sequence, e.depth, e.type, e.timestamp, e._raw = row
+    e._payload = None
     e.session_id = session_id
     e.workspace_id = workspace_id
     return e
@@ -276,8 +275,7 @@ class Recorder(abc.ABC):
                     e.depth,
                     e.type,
                     e.timestamp,
-                    e._raw,
-                    e._payload,
+                    SharedPayload(e._raw, e._payload),  # type: ignore[arg-type]
                 )
                 for e in events
             ],

@@ -14,6 +14,23 @@ import orjson
 SessionStatus = Literal["active", "ended"]
 
 
+class SharedPayload:
+    """A payload's JSON text, decoded at most once for every Event sharing it
+    (the store's path cache hands these to the events it builds)."""
+
+    __slots__ = ("raw", "value")
+
+    def __init__(self, raw: str | bytes, value: dict[str, Any] | None = None) -> None:
+        self.raw = raw
+        self.value = value
+
+    def get(self) -> dict[str, Any]:
+        value = self.value
+        if value is None:
+            value = self.value = orjson.loads(self.raw)
+        return value
+
+
 class Event:
     """One immutable event.
 
@@ -58,7 +75,7 @@ class Event:
         type: str,
         timestamp: str,
         payload: dict[str, Any] | None = None,
-        raw_payload: str | bytes | None = None,
+        raw_payload: str | bytes | SharedPayload | None = None,
         position: int = 0,
     ) -> None:
         self.id = id
@@ -76,8 +93,11 @@ class Event:
     @property
     def payload(self) -> dict[str, Any]:
         if self._payload is None:
-            raw = self._raw if self._raw is not None else b"{}"
-            self._payload = orjson.loads(raw)
+            raw = self._raw
+            if type(raw) is SharedPayload:
+                self._payload = raw.get()
+            else:
+                self._payload = orjson.loads(raw if raw is not None else b"{}")  # type: ignore[arg-type]
         return self._payload
 
     def to_dict(self) -> dict[str, Any]:
