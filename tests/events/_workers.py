@@ -1,18 +1,34 @@
-"""Code run in child processes by the concurrency and crash tests."""
+"""Code run in child processes by the concurrency and crash tests, and the
+check they share."""
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 
 from tron_events import ConcurrencyConflict, EventStore
 
 
+def assert_linear(store: EventStore, session_id: str) -> list[str]:
+    """One chain: sequences 0..n-1 without gaps, each event the child of the last."""
+    events = store.get_events(session_id)
+    assert [e.sequence for e in events] == list(range(len(events)))
+    for prev, cur in itertools.pairwise(events):
+        assert cur.parent_id == prev.id, "an accidental branch"
+        assert cur.depth == prev.depth + 1
+    session = store.get_session(session_id)
+    assert session.head_event_id == events[-1].id
+    assert session.event_count == len(events)
+    return [e.id for e in events]
+
+
 def append_shared(url: str, session_id: str, count: int, worker: int) -> tuple[list[str], int]:
-    """Append ``count`` events to a shared session with compare-and-append."""
+    """Append ``count`` events to a shared session with compare-and-append,
+    retrying on conflicts; (acknowledged ids, conflicts seen)."""
     acknowledged: list[str] = []
     conflicts = 0
-    with EventStore.open(url) as store:
+    with EventStore.open(url, upgrade=False) as store:
         for i in range(count):
             while True:
                 head = store.get_session(session_id).head_event_id

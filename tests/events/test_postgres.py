@@ -8,7 +8,6 @@ processes can import them.
 
 from __future__ import annotations
 
-import itertools
 import multiprocessing
 import shutil
 import subprocess
@@ -21,7 +20,8 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from tests import pg
-from tron_events import ConcurrencyConflict, EventIdConflict, EventStore, migrate
+from tests.events._workers import append_shared, assert_linear
+from tron_events import EventIdConflict, EventStore, migrate
 from tron_events._postgres import MAX_INDEXED_CHARS, conninfo_from_url
 
 pytestmark = pytest.mark.postgres
@@ -44,27 +44,6 @@ def pg_store(pg_url: str) -> Iterator[EventStore]:
 
 
 # -- workers (run in spawned processes) -----------------------------------
-
-
-def _append_shared(url: str, session_id: str, count: int, worker: int) -> tuple[list[str], int]:
-    """Compare-and-append to one shared session, retrying on conflicts."""
-    acknowledged: list[str] = []
-    conflicts = 0
-    with EventStore.open(url, upgrade=False) as store:
-        for i in range(count):
-            while True:
-                head = store.get_session(session_id).head_event_id
-                try:
-                    e = store.append(
-                        session_id, "message.user", {"content": f"w{worker} n{i}", "turn": i},
-                        expected_head=head,
-                    )  # fmt: skip
-                except ConcurrencyConflict:
-                    conflicts += 1
-                    continue
-                acknowledged.append(e.id)
-                break
-    return acknowledged, conflicts
 
 
 def _append_own(url: str, session_id: str, count: int) -> list[str]:
@@ -122,19 +101,6 @@ def _run_at_once(fn: Callable[..., Any], jobs: list[tuple[Any, ...]]) -> list[An
 # -- helpers ----------------------------------------------------------------
 
 
-def assert_linear(store: EventStore, session_id: str) -> list[str]:
-    """One chain: sequences 0..n-1 without gaps, each event the child of the last."""
-    events = store.get_events(session_id)
-    assert [e.sequence for e in events] == list(range(len(events)))
-    for prev, cur in itertools.pairwise(events):
-        assert cur.parent_id == prev.id, "an accidental branch"
-        assert cur.depth == prev.depth + 1
-    session = store.get_session(session_id)
-    assert session.head_event_id == events[-1].id
-    assert session.event_count == len(events)
-    return [e.id for e in events]
-
-
 # -- many processes -----------------------------------------------------------
 
 
@@ -143,7 +109,7 @@ def test_eight_processes_share_one_session_with_expected_head(pg_store: EventSto
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(PROCESSES) as pool:
         results = pool.starmap(
-            _append_shared, [(pg_store.url, s.id, PER_PROCESS, w) for w in range(PROCESSES)]
+            append_shared, [(pg_store.url, s.id, PER_PROCESS, w) for w in range(PROCESSES)]
         )
     acknowledged = [eid for ids, _ in results for eid in ids]
     assert len(acknowledged) == len(set(acknowledged)) == PROCESSES * PER_PROCESS

@@ -6,7 +6,6 @@ crash test kills writers with SIGKILL and checks what survives.
 
 from __future__ import annotations
 
-import itertools
 import multiprocessing
 import os
 import random
@@ -19,23 +18,13 @@ from pathlib import Path
 import pytest
 
 from tests.events import _workers
+from tests.events._workers import assert_linear
 from tron_events import EventStore
 
 pytestmark = pytest.mark.slow
 
 PROCESSES = 4
 PER_PROCESS = 40
-
-
-def assert_linear(store: EventStore, session_id: str) -> list[str]:
-    """The session is one chain: sequences 0..n-1, each event the child of the last."""
-    events = store.get_events(session_id)
-    assert [e.sequence for e in events] == list(range(len(events)))
-    for prev, cur in itertools.pairwise(events):
-        assert cur.parent_id == prev.id, "an accidental branch"
-        assert cur.depth == prev.depth + 1
-    assert store.get_session(session_id).head_event_id == events[-1].id
-    return [e.id for e in events]
 
 
 def test_processes_share_one_session_with_expected_head(store: EventStore) -> None:

@@ -548,20 +548,11 @@ class PostgresRecorder(Recorder):
         # (websearch_to_tsquery would interpret OR, - and quotes), so it cannot
         # fail on any string. raw: to_tsquery's syntax, which raises on bad input.
         parse = "to_tsquery" if raw else "plainto_tsquery"
-        where = "s.tsv @@ q.q"
-        params: list[Any] = [text]
-        join = ""
-        if workspace_id is not None or session_id is not None or types:
-            join = " JOIN events e ON e.position = s.position"
-            if workspace_id is not None:
-                where += " AND e.workspace_id = %s"
-                params.append(workspace_id)
-            if session_id is not None:
-                where += " AND e.session_id = %s"
-                params.append(session_id)
-            if types:
-                where += " AND e.type = ANY(%s)"
-                params.append(list(types))
+        join, filters, filter_params = self.search_filters(
+            "s.position", workspace_id, session_id, types
+        )
+        where = "s.tsv @@ q.q" + filters
+        params: list[Any] = [text, *filter_params]
         try:
             # Phase 1: rank the most recent candidates (newest positions first,
             # so the planner can walk the primary key backwards and stop early

@@ -184,6 +184,31 @@ class Recorder(abc.ABC):
         limit: int,
     ) -> list[SearchHit]: ...
 
+    def search_filters(
+        self,
+        position: str,
+        workspace_id: str | None,
+        session_id: str | None,
+        types: Sequence[str] | None,
+    ) -> tuple[str, str, list[Any]]:
+        """The JOIN and the extra WHERE conditions (in this backend's
+        placeholders) that restrict a search whose index rows are keyed by the
+        event's ``position`` expression; empty when nothing restricts it."""
+        if workspace_id is None and session_id is None and not types:
+            return "", "", []
+        where = ""
+        params: list[Any] = []
+        if workspace_id is not None:
+            where += " AND e.workspace_id = ?"
+            params.append(workspace_id)
+        if session_id is not None:
+            where += " AND e.session_id = ?"
+            params.append(session_id)
+        if types:
+            where += " AND e.type IN (" + ", ".join("?" for _ in types) + ")"
+            params.extend(types)
+        return f" JOIN events e ON e.position = {position}", self.sql(where), params
+
     @abc.abstractmethod
     def feed_upper_bound(self, cur: Cursor) -> int | None:
         """The highest position a workspace feed may hand out now (None: no limit).

@@ -220,20 +220,11 @@ class SQLiteRecorder(Recorder):
         match = query if raw else fts5_literal_query(query)
         if not match.strip():
             return []
-        where = "events_fts MATCH ?"
-        params: list[Any] = [match]
-        join = ""
-        if workspace_id is not None or session_id is not None or types:
-            join = " JOIN events e ON e.position = f.rowid"
-            if workspace_id is not None:
-                where += " AND e.workspace_id = ?"
-                params.append(workspace_id)
-            if session_id is not None:
-                where += " AND e.session_id = ?"
-                params.append(session_id)
-            if types:
-                where += " AND e.type IN (" + ", ".join("?" for _ in types) + ")"
-                params.extend(types)
+        join, filters, filter_params = self.search_filters(
+            "f.rowid", workspace_id, session_id, types
+        )
+        where = "events_fts MATCH ?" + filters
+        params: list[Any] = [match, *filter_params]
         try:
             # Phase 1: rank the most recent candidates by bm25 (lower is better).
             # FTS5 walks a term's matches in rowid order, so the LIMIT stops early
