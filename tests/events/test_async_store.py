@@ -151,3 +151,29 @@ async def test_subscribe_sees_another_process(store: EventStore) -> None:
     assert proc.returncode == 0
     assert [e.sequence for e in got] == list(range(1, count + 1))
     assert len({e.id for e in got}) == count
+
+
+async def test_subscribe_seam_with_another_process_writing(store: EventStore) -> None:
+    """The subscriber starts at a cursor while another process keeps appending:
+    it catches up from the store, then goes live, losing and repeating nothing."""
+    a = AsyncEventStore(store)
+    s = await a.create_session(working_directory="/seam-x", model="m", provider="p")
+    count = 120
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = await anyio.open_process(
+        [sys.executable, "-m", "tests.events._feed_writer", store.url, s.id, str(count), "0.002"],
+        env=env,
+    )
+    try:
+        with anyio.fail_after(30):
+            while len(await a.get_events(s.id)) < 30:  # the writer is mid-stream
+                await anyio.sleep(0.01)
+        cursor = (await a.get_events(s.id))[10]
+        it = a.subscribe(session_id=s.id, after=cursor.id, poll_interval=120)
+        got = await take(it, count - cursor.sequence, timeout=30)
+    finally:
+        await proc.wait()
+    assert proc.returncode == 0
+    assert [e.sequence for e in got] == list(range(cursor.sequence + 1, count + 1))
+    stored = [e.id for e in await a.get_events(s.id)]
+    assert [e.id for e in got] == stored[cursor.sequence + 1 :]
