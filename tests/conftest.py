@@ -13,10 +13,10 @@ from tests import pg
 from tron_events import EventStore
 
 settings.register_profile(
-    "ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile(
-    "dev", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "dev", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
