@@ -101,7 +101,7 @@ class Event:
         return self._payload
 
     def to_dict(self) -> dict[str, Any]:
-        """The event as JSON-ready camelCase-free dict (what the server sends to clients)."""
+        """The event as a JSON-ready dict with camelCase keys (what clients receive)."""
         return {
             "id": self.id,
             "parentId": self.parent_id,
