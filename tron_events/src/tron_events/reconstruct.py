@@ -180,27 +180,29 @@ def _image(block: dict[str, Any]) -> Any:
     return None
 
 
+def _text_or_image(part: Any) -> Any:
+    """The text or image block model of a stored part, or None (empty text,
+    other kinds, malformed parts)."""
+    if type(part) is str:
+        return _new_text({"type": "text", "text": part}) if part.strip() else None
+    if type(part) is dict:
+        kind = part.get("type")
+        if kind == "text":
+            text = part.get("text")
+            if type(text) is str and text.strip():
+                return _new_text({"type": "text", "text": text})
+        elif kind == "image":
+            return _image(part)
+    return None
+
+
 def _result_content(content: Any) -> Any:
     """A tool result's content: a string, or a list of text/image part models."""
     if type(content) is str:
         return content
     if type(content) is not list:
         return "" if content is None else str(content)
-    parts: list[Any] = []
-    for part in content:
-        if type(part) is str:
-            if part.strip():
-                parts.append(_new_text({"type": "text", "text": part}))
-        elif type(part) is dict:
-            kind = part.get("type")
-            if kind == "text":
-                text = part.get("text")
-                if type(text) is str and text.strip():
-                    parts.append(_new_text({"type": "text", "text": text}))
-            elif kind == "image":
-                image = _image(part)
-                if image is not None:
-                    parts.append(image)
+    parts = [block for block in map(_text_or_image, content) if block is not None]
     # An empty list would be an empty result either way; a string is accepted everywhere.
     return parts if parts else ""
 
@@ -274,27 +276,16 @@ def _user_blocks(content: Any) -> tuple[list[Any], list[tuple[str, Any]]]:
     if type(content) is not list:
         return blocks, results
     for block in content:
-        if type(block) is str:
-            if block.strip():
-                blocks.append(_new_text({"type": "text", "text": block}))
-            continue
-        if type(block) is not dict:
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            text = block.get("text")
-            if type(text) is str and text.strip():
-                blocks.append(_new_text({"type": "text", "text": text}))
-        elif kind == "image":
-            image = _image(block)
-            if image is not None:
-                blocks.append(image)
-        elif kind == "tool_result":
+        if type(block) is dict and block.get("type") == "tool_result":
             use_id = block.get("tool_use_id")
             if type(use_id) is str:
                 results.append(
                     (use_id, _result(use_id, block.get("content"), block.get("is_error")))
                 )
+            continue
+        part = _text_or_image(block)
+        if part is not None:
+            blocks.append(part)
     return blocks, results
 
 
