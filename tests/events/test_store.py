@@ -626,3 +626,27 @@ def test_transient_conflicts_are_retried_then_surface(
     with pytest.raises(TransientConflict):
         user(store, s.id, "gives up")
     assert snapshot(store) == before
+
+
+def test_message_deleted_targets_only_messages_on_the_path(store: EventStore) -> None:
+    s = new_session(store)
+    u1 = user(store, s.id, "first")
+    call = store.append(s.id, "tool.call", {"toolCallId": "t", "name": "n", "arguments": {}})
+    result = store.append(s.id, "tool.result", {"toolCallId": "t", "content": "ok"})
+    u2 = user(store, s.id, "second")
+    store.rewind(s.id, u2.id)
+    off_path = user(store, s.id, "off", parent_id=u1.id)
+    store.rewind(s.id, u1.id)
+    store.append(s.id, "message.user", {"content": "back on track", "turn": 2})
+    before = snapshot(store)
+    # a tool.call, the session.start, messages on other branches, nothing at all
+    for target in [call.id, s.root_event_id, u2.id, off_path.id, "evt_missing"]:
+        with pytest.raises(InvalidPayload):
+            store.append(s.id, "message.deleted", {"targetEventId": target})
+    assert snapshot(store) == before
+    target = {"targetEventId": u1.id, "targetType": "message.user"}
+    d1 = store.append(s.id, "message.deleted", target)
+    d2 = store.append(s.id, "message.deleted", {"targetEventId": u1.id})  # twice: harmless
+    assert d2.parent_id == d1.id
+    assert all(u1.id not in m.event_ids for m in store.get_messages_at(d2.id))
+    assert result.id not in {e.id for e in store.get_ancestors(d2.id)}
