@@ -49,5 +49,6 @@ def run_demo(url: str) -> None:
         store.rewind(s.id, user.id)
         print(f"rewound {s.id} to the user message; later events stay searchable:")
         for hit in store.search("README"):
-            print(f"  {hit.type} {hit.event_id}: {hit.snippet}")
+            snippet = hit.snippet.replace("\n", " ")
+            print(f"  {hit.type} {hit.event_id}: {snippet}")
         print(f"{len(store.list_sessions())} session(s) in the database")
