@@ -9,27 +9,26 @@ from typing import Any
 
 import orjson
 
+from tron_events._recorder import EVENT_COLUMNS
 from tron_events.models import Event
 from tron_events.payloads import validate_payload
 from tron_events.reconstruct import SessionState, build_state
 
-COLUMNS = (
-    "position, id, parent_id, session_id, workspace_id, sequence, depth, type, timestamp, payload"
-)
-
-CTE = f"""
-WITH RECURSIVE anc({COLUMNS}) AS (
-    SELECT {COLUMNS} FROM events WHERE id = ?
+#: The plain recursive CTE over ``parent_id``: the event, then its ancestors
+#: (head first). The ancestors benchmark measures the store against it too.
+CTE_ANCESTORS = f"""
+WITH RECURSIVE anc({EVENT_COLUMNS}) AS (
+    SELECT {EVENT_COLUMNS} FROM events WHERE id = ?
     UNION ALL
-    SELECT {", ".join("e." + c.strip() for c in COLUMNS.split(","))}
+    SELECT {", ".join("e." + c.strip() for c in EVENT_COLUMNS.split(","))}
     FROM events e JOIN anc ON e.id = anc.parent_id
 )
-SELECT {COLUMNS} FROM anc
+SELECT {EVENT_COLUMNS} FROM anc
 """
 
 
 def naive_path(conn: sqlite3.Connection, head_id: str) -> list[Event]:
-    rows: list[Any] = conn.execute(CTE, (head_id,)).fetchall()
+    rows: list[Any] = conn.execute(CTE_ANCESTORS, (head_id,)).fetchall()
     rows.reverse()
     return [
         Event(

@@ -37,6 +37,7 @@ import uuid_utils
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _naive import CTE_ANCESTORS
 from _workload import (
     collect,
     fmt_ms,
@@ -381,16 +382,6 @@ def bench_batch(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # --- ancestors ------------------------------------------------------------------------
-
-CTE_ANCESTORS = f"""
-WITH RECURSIVE anc({EVENT_COLUMNS}) AS (
-    SELECT {EVENT_COLUMNS} FROM events WHERE id = ?
-    UNION ALL
-    SELECT {", ".join("e." + c.strip() for c in EVENT_COLUMNS.split(","))}
-    FROM events e JOIN anc ON e.id = anc.parent_id
-)
-SELECT {EVENT_COLUMNS} FROM anc
-"""
 
 
 def cte_ancestors(conn: sqlite3.Connection, event_id: str) -> list[Event]:
