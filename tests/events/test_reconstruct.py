@@ -580,3 +580,35 @@ def test_gc_state_is_restored() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# -- other providers' replay fields -------------------------------------------------
+
+
+def test_provider_replay_fields_survive_storage_and_stay_out_of_anthropic_wire() -> None:
+    stored = [
+        ThinkingBlock(thinking="plan", signature="enc", provider="openai", item_id="rs_1"),
+        TextBlock(text="", signature="sig_empty"),
+        TextBlock(text="answer", signature="sig_text"),
+        ToolUseBlock(id="c1", name="bash", input={"cmd": "ls"}, signature="sig_call"),
+    ]
+    p = Path()
+    p.user("hi")
+    p.assistant(*[b.to_payload() for b in stored])
+    p.call("c1", {"cmd": "ls"})
+    p.result("c1")
+    msgs = p.messages()
+    assert msgs[1].content == stored  # every field, the signed empty part included
+    assert wire(msgs)[1] == A(
+        {"type": "thinking", "thinking": "plan", "signature": "enc"},
+        text(""),
+        text("answer"),
+        tu("c1", {"cmd": "ls"}),
+    )
+
+
+def test_unsigned_empty_text_is_still_dropped() -> None:
+    p = Path()
+    p.user("hi")
+    p.assistant(text(""), text("ok"))
+    assert wire(p.messages())[1] == A(text("ok"))

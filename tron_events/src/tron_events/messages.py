@@ -9,7 +9,7 @@ alone, and an import-linter contract keeps the database out of it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,8 +38,19 @@ class _Block(BaseModel):
     # edited in place behind the caller's back.
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    # Fields other providers need replayed (Gemini's part signatures, OpenAI's reasoning
+    # item ids, who produced a thinking block) that the Anthropic API would reject.
+    _NOT_ANTHROPIC: ClassVar[frozenset[str]] = frozenset()
+
     def to_wire(self) -> dict[str, Any]:
         """The block as an Anthropic-shaped JSON dict (``None`` fields omitted)."""
+        data = self.model_dump(mode="json", exclude_none=True)
+        for name in self._NOT_ANTHROPIC:
+            data.pop(name, None)
+        return data
+
+    def to_payload(self) -> dict[str, Any]:
+        """The block as stored in an event payload: every set field, ``None`` omitted."""
         return self.model_dump(mode="json", exclude_none=True)
 
 
@@ -48,6 +59,11 @@ class TextBlock(_Block):
 
     type: Literal["text"] = "text"
     text: str
+    signature: str | None = None
+    """Gemini's ``thoughtSignature`` on this exact part (replayed as is; may sign empty
+    text). Never sent to Anthropic."""
+
+    _NOT_ANTHROPIC: ClassVar[frozenset[str]] = frozenset({"signature"})
 
 
 class ThinkingBlock(_Block):
@@ -56,6 +72,15 @@ class ThinkingBlock(_Block):
     type: Literal["thinking"] = "thinking"
     thinking: str
     signature: str | None = None
+    """Anthropic's signature, OpenAI's ``encrypted_content`` or Gemini's
+    ``thoughtSignature``: opaque, replayed only to the provider that made it."""
+    provider: str | None = None
+    """Who produced this block (``anthropic``, ``openai``, ``google``); ``None`` means
+    Anthropic. Another provider receives the thinking as plain text."""
+    item_id: str | None = None
+    """The OpenAI Responses reasoning item id."""
+
+    _NOT_ANTHROPIC: ClassVar[frozenset[str]] = frozenset({"provider", "item_id"})
 
 
 class RedactedThinkingBlock(_Block):
@@ -97,6 +122,10 @@ class ToolUseBlock(_Block):
     id: str
     name: str
     input: dict[str, Any]
+    signature: str | None = None
+    """Gemini's ``thoughtSignature`` on the functionCall part. Never sent to Anthropic."""
+
+    _NOT_ANTHROPIC: ClassVar[frozenset[str]] = frozenset({"signature"})
 
 
 ToolResultPart = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
@@ -129,6 +158,11 @@ class Message(BaseModel):
     def to_anthropic(self) -> dict[str, Any]:
         """The message as an Anthropic Messages API ``MessageParam`` dict."""
         return {"role": self.role, "content": [block.to_wire() for block in self.content]}
+
+    def to_payload(self) -> list[dict[str, Any]]:
+        """The content as stored in a ``message.*`` event payload (keeps every
+        provider's replay fields)."""
+        return [block.to_payload() for block in self.content]
 
     def tool_use_ids(self) -> list[str]:
         """Ids of the ``tool_use`` blocks in this message, in order."""

@@ -156,6 +156,10 @@ _new_state = _constructor(SessionState)
 # reaching a provider.
 
 
+def _opt_str(value: Any) -> str | None:
+    return value if type(value) is str else None
+
+
 def _image(block: dict[str, Any]) -> Any:
     """The image block model of a stored image block, or None if it is not sendable."""
     source = block.get("source")
@@ -184,13 +188,15 @@ def _text_or_image(part: Any) -> Any:
     """The text or image block model of a stored part, or None (empty text,
     other kinds, malformed parts)."""
     if type(part) is str:
-        return _new_text({"type": "text", "text": part}) if part.strip() else None
+        return (
+            _new_text({"type": "text", "text": part, "signature": None}) if part.strip() else None
+        )
     if type(part) is dict:
         kind = part.get("type")
         if kind == "text":
             text = part.get("text")
             if type(text) is str and text.strip():
-                return _new_text({"type": "text", "text": text})
+                return _new_text({"type": "text", "text": text, "signature": None})
         elif kind == "image":
             return _image(part)
     return None
@@ -226,16 +232,17 @@ def _assistant_blocks(
     uses: list[str] = []
     if type(content) is not list:
         if type(content) is str and content.strip():
-            blocks.append(_new_text({"type": "text", "text": content}))
+            blocks.append(_new_text({"type": "text", "text": content, "signature": None}))
         return blocks, uses
     for block in content:
         if type(block) is not dict:
             continue
         kind = block.get("type")
         if kind == "text":
-            text = block.get("text")
-            if type(text) is str and text.strip():
-                blocks.append(_new_text({"type": "text", "text": text}))
+            text, signature = block.get("text"), _opt_str(block.get("signature"))
+            # Gemini may sign an empty part; the signature must go back on that part.
+            if type(text) is str and (text.strip() or signature):
+                blocks.append(_new_text({"type": "text", "text": text, "signature": signature}))
         elif kind == "tool_use":
             use_id, name, tool_input = block.get("id"), block.get("name"), block.get("input")
             if type(use_id) is not str or not use_id or type(name) is not str:
@@ -249,14 +256,28 @@ def _assistant_blocks(
                 tool_input = tool_args.get(use_id, tool_input)
             uses.append(use_id)
             blocks.append(
-                _new_tool_use({"type": "tool_use", "id": use_id, "name": name, "input": tool_input})
+                _new_tool_use(
+                    {
+                        "type": "tool_use",
+                        "id": use_id,
+                        "name": name,
+                        "input": tool_input,
+                        "signature": _opt_str(block.get("signature")),
+                    }
+                )
             )
         elif kind == "thinking":
             thinking, signature = block.get("thinking"), block.get("signature")
             if type(thinking) is str and (signature is None or type(signature) is str):
                 blocks.append(
                     _new_thinking(
-                        {"type": "thinking", "thinking": thinking, "signature": signature}
+                        {
+                            "type": "thinking",
+                            "thinking": thinking,
+                            "signature": signature,
+                            "provider": _opt_str(block.get("provider")),
+                            "item_id": _opt_str(block.get("item_id")),
+                        }
                     )
                 )
         elif kind == "redacted_thinking":
@@ -270,7 +291,8 @@ def _assistant_blocks(
 def _user_blocks(content: Any) -> tuple[list[Any], list[tuple[str, Any]]]:
     """The blocks of a message.user payload, and the tool results found in it."""
     if type(content) is str:
-        return ([_new_text({"type": "text", "text": content})] if content.strip() else []), []
+        text = _new_text({"type": "text", "text": content, "signature": None})
+        return ([text] if content.strip() else []), []
     blocks: list[Any] = []
     results: list[tuple[str, Any]] = []
     if type(content) is not list:
@@ -539,7 +561,7 @@ def _second_pass(
             if ack_event is not None:
                 # A user message right after a compaction summary: acknowledge the
                 # summary so that it stays a message of its own.
-                ack = _new_text({"type": "text", "text": COMPACTION_ACK})
+                ack = _new_text({"type": "text", "text": COMPACTION_ACK, "signature": None})
                 messages.append(
                     new_message({"role": "assistant", "content": [ack], "event_ids": [ack_event]})
                 )
@@ -567,7 +589,11 @@ def _second_pass(
                 summary = event.payload.get("summary")
                 if type(summary) is str and summary.strip():
                     last_role = "user"
-                    last_content = [_new_text({"type": "text", "text": SUMMARY_PREFIX + summary})]
+                    last_content = [
+                        _new_text(
+                            {"type": "text", "text": SUMMARY_PREFIX + summary, "signature": None}
+                        )
+                    ]
                     last_ids = [event.id]
                     messages.append(
                         new_message(

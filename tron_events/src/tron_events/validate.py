@@ -74,7 +74,9 @@ def validate_history(messages: list[Message]) -> list[Violation]:
             where = f"block {position}"
             if isinstance(block, TextBlock):
                 seen_other = True
-                if not block.text.strip():
+                # A signed empty part is Gemini's and must be replayed; adapters for
+                # other providers drop it.
+                if not block.text.strip() and block.signature is None:
                     out.append(Violation(index, "empty_text", f"{where}: empty text"))
             elif isinstance(block, ToolResultBlock):
                 if role != "user":
