@@ -1,0 +1,243 @@
+"""What every HTTP adapter shares: the key, the client, retries, errors, SSE."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import httpx
+
+from tron_events.messages import Message
+
+from ._retry import RetryPolicy, parse_retry_after
+from ._sse import ServerSentEvent, iter_sse
+from ._types import Done, ErrorEvent, LLMRequest, StreamEvent, Usage
+from .errors import AuthenticationError, LLMError, NetworkError, error_for_status
+
+__all__ = ["HTTPCall", "HTTPProvider", "StreamParser"]
+
+log = logging.getLogger("tron_llm")
+
+# Streams of long thinking can go quiet for minutes; connecting should not.
+DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+
+
+@dataclass
+class HTTPCall:
+    """One request to send: a path (joined to ``base_url``), a JSON body, headers."""
+
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
+
+
+class StreamParser(ABC):
+    """Turns one response's server-sent events into stream events (one per call)."""
+
+    @abstractmethod
+    def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
+        """The stream events for one SSE event; raises ``LLMError`` for an error event."""
+
+    @abstractmethod
+    def finish(self) -> Done:
+        """The final result once the stream ended; raises ``LLMError`` if incomplete."""
+
+    def partial(self) -> Message | None:
+        """What streamed so far as an assistant message (for an error), or None."""
+        return None
+
+    def usage(self) -> Usage:
+        """The usage reported so far."""
+        return Usage()
+
+
+class HTTPProvider(ABC):
+    """Base of the adapters: subclasses build the request and parse the stream.
+
+    ``api_key`` defaults to the first of ``api_key_env`` that is set. The key is kept
+    out of ``repr``, logs and error messages. Pass ``client`` to supply your own
+    ``httpx.AsyncClient`` (a proxy, a test transport); it is then yours to close.
+    """
+
+    name: ClassVar[str]
+    default_base_url: ClassVar[str]
+    api_key_env: ClassVar[tuple[str, ...]] = ()
+    requires_api_key: ClassVar[bool] = True
+    price_provider: str | None = None
+    """The ``genai-prices`` provider id used for cost (None: cost unknown)."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: httpx.AsyncClient | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if api_key is None:
+            api_key = next((os.environ[n] for n in self.api_key_env if os.environ.get(n)), None)
+        self._api_key = api_key
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self._own_client = client is None
+        self._client = client or httpx.AsyncClient(timeout=timeout)
+        self.retry = retry or RetryPolicy()
+        self._extra_headers = dict(headers or {})
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r})"
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this adapter created it."""
+        if self._own_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> HTTPProvider:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # --- what adapters provide -------------------------------------------------------
+
+    @abstractmethod
+    def build_call(self, request: LLMRequest) -> HTTPCall:
+        """The HTTP request for ``request`` (without authentication headers)."""
+
+    @abstractmethod
+    def new_parser(self, request: LLMRequest) -> StreamParser:
+        """A fresh parser for one response."""
+
+    @abstractmethod
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        """The headers carrying the key."""
+
+    def error_from_response(self, status: int, headers: Mapping[str, str], body: bytes) -> LLMError:
+        """The typed error of a non-2xx response (``{"error": {"message", "type"}}``
+        bodies, optionally wrapped in a list as Gemini does)."""
+        message, error_type = _error_text(body)
+        return error_for_status(
+            status,
+            message or f"HTTP {status}",
+            retry_after=parse_retry_after(headers),
+            provider=self.name,
+            error_type=error_type,
+        )
+
+    # --- the protocol ----------------------------------------------------------------
+
+    async def complete(self, request: LLMRequest) -> Done:
+        """The final result of ``request``; raises the typed ``LLMError`` on failure."""
+        async for event in self.stream(request):
+            if isinstance(event, Done):
+                return event
+            if isinstance(event, ErrorEvent):
+                raise event.error
+        raise NetworkError("the stream ended without a result", provider=self.name)
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        """Stream ``request``; ends with exactly one ``Done`` or ``ErrorEvent``.
+
+        Retryable errors are retried with backoff while nothing has been yielded yet.
+        Cancelling the caller's scope closes the HTTP stream at once.
+        """
+        attempt = 0
+        while True:
+            parser = self.new_parser(request)
+            streamed = False
+            try:
+                async for event in self._attempt(request, parser):
+                    streamed = True
+                    yield event
+                yield parser.finish()
+                return
+            except LLMError as error:
+                failure = error
+            except httpx.TimeoutException as exc:
+                failure = NetworkError(f"timed out: {type(exc).__name__}", provider=self.name)
+            except httpx.TransportError as exc:
+                failure = NetworkError(
+                    f"connection failed: {self._redact(str(exc)) or type(exc).__name__}",
+                    provider=self.name,
+                )
+            failure.message = self._redact(failure.message)
+            failure.args = (failure.message,)
+            attempt += 1
+            delay = (
+                self.retry.delay(attempt, failure.retry_after)
+                if failure.retryable and not streamed
+                else None
+            )
+            if delay is None:
+                log.warning("%s call failed: %s (%s)", self.name, failure.category, failure.message)
+                yield ErrorEvent(error=failure, message=parser.partial(), usage=parser.usage())
+                return
+            log.info(
+                "%s call failed (%s); retry %d in %.2fs",
+                self.name,
+                failure.category,
+                attempt,
+                delay,
+            )
+            await self.retry.sleep(delay)
+
+    async def _attempt(
+        self, request: LLMRequest, parser: StreamParser
+    ) -> AsyncIterator[StreamEvent]:
+        if self._api_key is None and self.requires_api_key:
+            names = " or ".join(self.api_key_env) or "api_key"
+            raise AuthenticationError(f"no API key: set {names}", provider=self.name)
+        call = self.build_call(request)
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            **self._extra_headers,
+            **call.headers,
+        }
+        if self._api_key is not None:
+            headers.update(self.auth_headers(self._api_key))
+        async with self._client.stream(
+            "POST",
+            self.base_url + call.path,
+            content=json.dumps(call.body, ensure_ascii=False).encode(),
+            headers=headers,
+            params=call.params or None,
+        ) as response:
+            if response.status_code >= 400:
+                body = await response.aread()
+                raise self.error_from_response(response.status_code, response.headers, body)
+            async for sse in iter_sse(response.aiter_bytes()):
+                for event in parser.feed(sse):
+                    yield event
+
+    def _redact(self, text: str) -> str:
+        if self._api_key and len(self._api_key) >= 6:
+            text = text.replace(self._api_key, "***")
+        return text
+
+
+def _error_text(body: bytes) -> tuple[str, str | None]:
+    try:
+        data: Any = json.loads(body)
+    except ValueError:
+        return body.decode("utf-8", "replace").strip()[:2000], None
+    if isinstance(data, list) and data:
+        data = data[0]
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict):
+            message = error.get("message")
+            kind = error.get("type") or error.get("status") or error.get("code")
+            return (str(message) if message is not None else json.dumps(error)[:2000]), (
+                str(kind) if kind is not None else None
+            )
+        if isinstance(error, str):
+            return error, None
+    return json.dumps(data)[:2000], None
