@@ -1,0 +1,53 @@
+"""Server settings, read from ``TRON_*`` environment variables and the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_home() -> Path:
+    return Path.home() / ".tron"
+
+
+class Settings(BaseSettings):
+    """Everything the server needs to start.
+
+    ``database_url`` None means SQLite at ``home/database/prod.db``, created and
+    migrated on start. The ``*_base_url`` fields override provider endpoints
+    (tests point ``anthropic_base_url`` at a scripted LLM).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="TRON_", extra="ignore")
+
+    home: Path = Field(default_factory=_default_home)
+    host: str = "127.0.0.1"
+    port: int = 8420
+    database_url: str | None = None
+    log_level: str = "info"
+    allow_remote: bool = False
+    default_provider: str = "anthropic"
+    default_model: str = "claude-sonnet-4-5"
+    anthropic_base_url: str | None = None
+    openai_base_url: str | None = None
+    google_base_url: str | None = None
+    openai_compatible_base_url: str | None = None
+    auto_compact_threshold: float = 0.8
+    max_frame_bytes: int = 4 * 1024 * 1024
+    outgoing_queue_limit: int = 10_000
+
+    @property
+    def token_path(self) -> Path:
+        """Where the per-launch token is written (mode 0600)."""
+        return self.home / "server-token"
+
+    def resolved_database_url(self) -> str:
+        """The database URL to open: the configured one, or SQLite under ``home``."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.home / 'database' / 'prod.db'}"
+
+
+__all__ = ["Settings"]
