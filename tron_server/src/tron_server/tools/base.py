@@ -1,0 +1,163 @@
+"""The tool contract: what a tool is, what it receives, what it returns.
+
+A tool is a typed definition (name, description, a pydantic ``Params`` model that
+gives the JSON schema) plus an async ``run``. The :class:`ToolRegistry` validates
+the model's arguments, runs the tool and turns every failure into an error
+result the model can read and correct — it never raises for a tool failure.
+Cancellation (the runtime cancelling the calling task on abort) is the one
+exception: it propagates, after the tool has cleaned up (Bash kills its process group).
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from tron_llm import ToolSpec
+
+from ._schema import params_schema
+
+__all__ = [
+    "OutputCallback",
+    "RecordCallback",
+    "Tool",
+    "ToolContext",
+    "ToolRegistry",
+    "ToolResult",
+]
+
+log = logging.getLogger(__name__)
+
+OutputCallback = Callable[[str], None]
+"""Receives streamed output chunks (Bash stdout/stderr) as they come; must not block."""
+
+RecordCallback = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""``(event_type, payload)``: appends e.g. ``file.read`` / ``todo.write`` to the session."""
+
+
+def _no_output(_chunk: str) -> None:
+    return None
+
+
+async def _no_record(_type: str, _payload: dict[str, Any]) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Everything a tool run knows about where it runs."""
+
+    session_id: str
+    working_directory: Path
+    tool_call_id: str
+    on_output: OutputCallback = field(default=_no_output)
+    record: RecordCallback = field(default=_no_record)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What the model sees: text, or text/image parts in the Anthropic shape."""
+
+    content: str | list[dict[str, Any]]
+    is_error: bool = False
+    details: dict[str, Any] | None = None
+
+
+P = TypeVar("P", bound=BaseModel)
+
+
+class Tool(ABC, Generic[P]):
+    """One tool. Subclasses set ``name``, ``description`` and ``Params`` and implement ``run``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Params: ClassVar[type[BaseModel]]
+
+    def spec(self) -> ToolSpec:
+        """The definition sent to the model (JSON schema generated from ``Params``)."""
+        return ToolSpec(
+            name=self.name,
+            description=self.description,
+            input_schema=params_schema(self.Params),
+        )
+
+    @abstractmethod
+    async def run(self, params: P, ctx: ToolContext) -> ToolResult:
+        """Run with validated parameters. Failures the model should see → ``is_error`` results."""
+
+
+def format_validation_error(tool: str, exc: ValidationError) -> str:
+    """A message listing each invalid field, so the model can correct its call."""
+    lines = [f"Invalid arguments for tool {tool}:"]
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(part) for part in err.get("loc", ())) or "(arguments)"
+        msg = err.get("msg", "invalid")
+        if err.get("type") == "extra_forbidden":
+            msg = "unknown parameter"
+        lines.append(f"- {loc}: {msg}")
+    return "\n".join(lines)
+
+
+class ToolRegistry:
+    """The tools offered to the model, by name."""
+
+    def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool[Any]) -> None:
+        """Add (or replace) a tool under its ``name``."""
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool[Any] | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        """Tool names in registration order."""
+        return list(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        """Definitions of every tool, in registration order."""
+        return [tool.spec() for tool in self._tools.values()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    async def execute(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Validate ``arguments`` and run tool ``name``; never raises except on cancellation."""
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self._tools) or "none"
+            return ToolResult(
+                content=f"Unknown tool {name!r}. Available tools: {known}.", is_error=True
+            )
+        if not isinstance(arguments, dict):
+            return ToolResult(
+                content=f"Invalid arguments for tool {name}: expected a JSON object, "
+                f"got {type(arguments).__name__}.",
+                is_error=True,
+            )
+        try:
+            params = tool.Params.model_validate(arguments)
+        except ValidationError as exc:
+            return ToolResult(content=format_validation_error(name, exc), is_error=True)
+        try:
+            return await tool.run(params, ctx)
+        except Exception as exc:  # cancellation is a BaseException and propagates
+            log.exception("tool %s failed (call %s)", name, ctx.tool_call_id)
+            return ToolResult(
+                content=f"Tool {name} failed: {type(exc).__name__}: {exc}",
+                is_error=True,
+                details={"exception": type(exc).__name__},
+            )
