@@ -1,0 +1,373 @@
+"""Guardrails: the built-in PreToolUse hook that refuses writes outside allowed paths and
+clearly destructive shell commands.
+
+What it checks
+--------------
+- **Write / Edit** (and MultiEdit / NotebookEdit, by their ``file_path``): the path, relative
+  paths taken from the working directory, is resolved with symlinks followed; it must lie in
+  the working directory (or below) or in one of ``guardrails.allowedWritePaths``. A symlink
+  inside the working directory that points outside is therefore refused. The settings files
+  themselves (``<workdir>/.tron/settings.json``, ``<home>/settings.json``) are refused too while
+  ``guardrails.protectSettingsFiles`` is true, so the agent cannot switch its own guardrails or
+  hooks off.
+- **Bash** (``command``): the command is split like a shell would (quotes respected, ``;``,
+  ``&&``, ``||``, ``|``, subshells, ``sudo``/``env`` wrappers, ``sh -c "…"`` and ``eval``
+  looked into) and each simple command is checked against a short list of rules, each with a
+  name (``DEFAULT_BASH_RULES``): recursive ``rm`` of ``/`` or the home directory, ``mkfs``,
+  ``dd`` onto a disk device, a redirection onto a disk device, recursive ``chmod``/``chown``
+  of ``/``, a fork bomb, and ``shutdown``/``reboot``/``halt``/``poweroff``. Quoted text is
+  data (``echo "rm -rf /"`` passes) and ordinary cleanups (``rm -rf ./build``) pass.
+  ``guardrails.deniedBashPatterns`` adds regular expressions searched in the raw command.
+
+Configuration (``settings.json``, see :mod:`tron_server.hooks.settings`)::
+
+    {"guardrails": {"enabled": true,
+                    "allowedWritePaths": ["/tmp/scratch", "~/notes"],
+                    "deniedBashPatterns": ["git\\s+push\\s+(-f|--force)"],
+                    "disabledBashRules": ["power"],
+                    "protectSettingsFiles": true}}
+
+Guardrails run with the lowest priority, after every other PreToolUse hook, so they judge the
+final (possibly modified) input. They are a net against accidents, not a sandbox: a shell
+command can still write anywhere the user can.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .base import HookContext, HookDecision, HookEngine
+from .settings import GuardrailSettings, HookSettingsError
+
+__all__ = [
+    "DEFAULT_BASH_RULES",
+    "GUARDRAILS_HOOK_NAME",
+    "GUARDRAILS_PRIORITY",
+    "BashRule",
+    "Guardrails",
+    "register_guardrails",
+]
+
+GUARDRAILS_HOOK_NAME = "guardrails"
+GUARDRAILS_PRIORITY = -1_000_000
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+BASH_TOOLS = frozenset({"Bash"})
+
+_DISK = re.compile(
+    r"^/dev/(sd[a-z]+\d*|hd[a-z]+\d*|vd[a-z]+\d*|xvd[a-z]+\d*|nvme\d+(n\d+)?(p\d+)?"
+    r"|mmcblk\d+(p\d+)?|disk\d+(s\d+)?)$"
+)
+_FORK_BOMB = re.compile(
+    r"(?P<f>[\w:]+)\s*\(\s*\)\s*\{\s*(?P=f)\s*\|\s*(?P=f)\s*&\s*\}\s*;\s*(?P=f)"
+)
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", "(", ")", "$(", "`", "{", "}", "\n"})
+_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "1>", "2>"})
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
+_KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "time", "fi"})
+_WRAPPERS = frozenset({"sudo", "doas", "nohup", "command", "exec", "builtin", "env", "nice"})
+_ROOT_TARGETS = frozenset({"/", "/*", "/.", "/.."})
+_HOME_TARGETS = frozenset({"~", "~/*", "$HOME", "$HOME/*", "${HOME}", "${HOME}/*", "~/."})
+
+
+@dataclass(frozen=True)
+class BashRule:
+    """A named check on one simple command (``argv`` after wrappers are removed)."""
+
+    name: str
+    description: str
+    check: Callable[[list[str]], bool]
+
+
+def _cmd_name(argv: list[str]) -> str:
+    return os.path.basename(argv[0]) if argv else ""
+
+
+def _flags_and_targets(argv: list[str]) -> tuple[list[str], list[str]]:
+    flags: list[str] = []
+    targets: list[str] = []
+    end_of_flags = False
+    for arg in argv[1:]:
+        if arg == "--":
+            end_of_flags = True
+        elif arg.startswith("-") and not end_of_flags and arg != "-":
+            flags.append(arg)
+        else:
+            targets.append(arg)
+    return flags, targets
+
+
+def _recursive(flags: list[str]) -> bool:
+    return any(
+        f in ("--recursive", "-R", "-r")
+        or (not f.startswith("--") and ("r" in f[1:] or "R" in f[1:]))
+        for f in flags
+    )
+
+
+def _norm_target(target: str) -> str:
+    stripped = target.rstrip("/")
+    return stripped if stripped else "/"
+
+
+def _rm_root_or_home(argv: list[str]) -> bool:
+    if _cmd_name(argv) != "rm":
+        return False
+    flags, targets = _flags_and_targets(argv)
+    if "--no-preserve-root" in flags:
+        return True
+    if not _recursive(flags):
+        return False
+    normalized = {_norm_target(t) for t in targets} | set(targets)
+    return bool(normalized & (_ROOT_TARGETS | _HOME_TARGETS))
+
+
+def _mkfs(argv: list[str]) -> bool:
+    name = _cmd_name(argv)
+    return name == "mkfs" or name.startswith("mkfs.")
+
+
+def _dd_to_disk(argv: list[str]) -> bool:
+    if _cmd_name(argv) != "dd":
+        return False
+    return any(a.startswith("of=") and _DISK.match(a[3:]) is not None for a in argv[1:])
+
+
+def _redirect_to_disk(argv: list[str]) -> bool:
+    for i, tok in enumerate(argv[:-1]):
+        if tok in _REDIRECTS and _DISK.match(argv[i + 1]) is not None:
+            return True
+    return False
+
+
+def _chmod_chown_root(argv: list[str]) -> bool:
+    if _cmd_name(argv) not in ("chmod", "chown", "chgrp"):
+        return False
+    flags, targets = _flags_and_targets(argv)
+    return _recursive(flags) and any(_norm_target(t) in _ROOT_TARGETS for t in targets)
+
+
+def _power(argv: list[str]) -> bool:
+    name = _cmd_name(argv)
+    if name in ("shutdown", "reboot", "halt", "poweroff"):
+        return True
+    if name == "systemctl":
+        return any(a in ("poweroff", "reboot", "halt", "kexec") for a in argv[1:])
+    return name in ("init", "telinit") and any(a in ("0", "6") for a in argv[1:])
+
+
+DEFAULT_BASH_RULES: tuple[BashRule, ...] = (
+    BashRule("rm-root", "recursive rm of / or of the home directory", _rm_root_or_home),
+    BashRule("mkfs", "formatting a filesystem (mkfs)", _mkfs),
+    BashRule("dd-to-disk", "dd writing onto a disk device", _dd_to_disk),
+    BashRule("redirect-to-disk", "output redirected onto a disk device", _redirect_to_disk),
+    BashRule("chmod-root", "recursive chmod/chown of /", _chmod_chown_root),
+    BashRule("power", "shutting down or rebooting the machine", _power),
+)
+FORK_BOMB_RULE = "fork-bomb"
+
+
+def _tokens(command: str) -> list[str]:
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:
+        # Unbalanced quotes: bash would refuse it too; fall back to a plain split so the
+        # rules still see the words.
+        return command.split()
+
+
+def _strip_wrappers(argv: list[str]) -> list[str]:
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok in _KEYWORDS or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tok):
+            i += 1
+            continue
+        if os.path.basename(tok) in _WRAPPERS:
+            i += 1
+            # Options of the wrapper (sudo -u root, nice -n 5, env -i).
+            while i < len(argv) and argv[i].startswith("-"):
+                takes_value = argv[i] in ("-u", "-g", "-n", "-C", "-h", "-p", "-U")
+                i += 2 if takes_value else 1
+            continue
+        break
+    return argv[i:]
+
+
+def simple_commands(command: str, *, _depth: int = 0) -> list[list[str]]:
+    """Split a shell command into simple commands (argv lists), looking into
+    ``sh -c "…"``, ``eval …``, subshells and command substitutions."""
+    result: list[list[str]] = []
+    current: list[str] = []
+
+    def flush() -> None:
+        argv = _strip_wrappers([t.strip("`") for t in current if t.strip("`")])
+        current.clear()
+        if not argv:
+            return
+        result.append(argv)
+        if _depth >= 4:
+            return
+        name = _cmd_name(argv)
+        if name in _SHELLS:
+            for k, arg in enumerate(argv[1:-1], start=1):
+                if arg.startswith("-") and not arg.startswith("--") and "c" in arg:
+                    result.extend(simple_commands(argv[k + 1], _depth=_depth + 1))
+                    break
+        elif name == "eval":
+            result.extend(simple_commands(" ".join(argv[1:]), _depth=_depth + 1))
+
+    for tok in _tokens(command):
+        if tok in _SEPARATORS or (tok and set(tok) <= set(";&|()") and tok not in _REDIRECTS):
+            flush()
+        elif tok == "$":
+            continue  # the "$" of "$(": the substitution itself is checked
+        else:
+            current.append(tok)
+    flush()
+    return result
+
+
+class Guardrails:
+    """The checks, configured from :class:`GuardrailSettings`; callable as a hook."""
+
+    def __init__(self, settings: GuardrailSettings, *, working_directory: Path, home: Path) -> None:
+        self.settings = settings
+        self.working_directory = working_directory.expanduser().resolve()
+        self.home = home
+        roots = [self.working_directory]
+        for raw in settings.allowed_write_paths:
+            p = Path(raw).expanduser()
+            roots.append((p if p.is_absolute() else self.working_directory / p).resolve())
+        self.allowed_roots: tuple[Path, ...] = tuple(roots)
+        self.protected: frozenset[Path] = frozenset(
+            {
+                (working_directory / ".tron" / "settings.json").expanduser().resolve(),
+                (home / "settings.json").expanduser().resolve(),
+            }
+            if settings.protect_settings_files
+            else ()
+        )
+        unknown = (
+            set(settings.disabled_bash_rules)
+            - {r.name for r in DEFAULT_BASH_RULES}
+            - {FORK_BOMB_RULE}
+        )
+        if unknown:
+            names = ", ".join(sorted({r.name for r in DEFAULT_BASH_RULES} | {FORK_BOMB_RULE}))
+            raise HookSettingsError(
+                f"guardrails.disabledBashRules names unknown rules {sorted(unknown)}; "
+                f"known rules: {names}"
+            )
+        self.rules = tuple(
+            r for r in DEFAULT_BASH_RULES if r.name not in settings.disabled_bash_rules
+        )
+        self.check_fork_bomb = FORK_BOMB_RULE not in settings.disabled_bash_rules
+        try:
+            self.patterns = tuple(re.compile(p) for p in settings.denied_bash_patterns)
+        except re.error as exc:
+            raise HookSettingsError(
+                f"guardrails.deniedBashPatterns holds an invalid regular expression: {exc}"
+            ) from None
+
+    # -- checks -----------------------------------------------------------------------
+
+    def check_write(self, file_path: str) -> str | None:
+        """Why writing ``file_path`` is refused, or None when it is allowed."""
+        raw = Path(file_path).expanduser()
+        target = (raw if raw.is_absolute() else self.working_directory / raw).resolve()
+        if target in self.protected:
+            return (
+                f"Guardrails refused writing {file_path}: it is a Tron settings file (hooks and "
+                "guardrails live there), so the agent may not change it. Edit it yourself, or "
+                'set "guardrails": {"protectSettingsFiles": false} in settings.json.'
+            )
+        if any(target == root or target.is_relative_to(root) for root in self.allowed_roots):
+            return None
+        via_link = "" if target == raw else f" (resolves to {target})"
+        return (
+            f"Guardrails refused writing {file_path}{via_link}: it is outside the working "
+            f"directory {self.working_directory}. To allow it, add the folder to "
+            '"guardrails": {"allowedWritePaths": [...]} in .tron/settings.json '
+            "(project) or ~/.tron/settings.json."
+        )
+
+    def check_bash(self, command: str) -> str | None:
+        """Why ``command`` is refused, or None when it is allowed."""
+        how = (
+            'To allow it, run it yourself, or list the rule in "guardrails": '
+            '{"disabledBashRules": [...]} in .tron/settings.json.'
+        )
+        if self.check_fork_bomb and _FORK_BOMB.search(command):
+            return (
+                f"Guardrails refused this command: it is a fork bomb (rule {FORK_BOMB_RULE!r}). "
+                + how
+            )
+        for argv in simple_commands(command):
+            for rule in self.rules:
+                if rule.check(argv):
+                    shown = " ".join(argv)
+                    return (
+                        f"Guardrails refused this command: `{shown}` is {rule.description} "
+                        f"(rule {rule.name!r}). {how}"
+                    )
+        for pattern in self.patterns:
+            if pattern.search(command):
+                return (
+                    f"Guardrails refused this command: it matches the denied pattern "
+                    f"{pattern.pattern!r} from guardrails.deniedBashPatterns in settings.json. "
+                    "Remove the pattern there to allow it."
+                )
+        return None
+
+    def check(self, tool_name: str, tool_input: dict[str, object]) -> str | None:
+        """Why this tool call is refused, or None."""
+        if tool_name in WRITE_TOOLS:
+            for key in ("file_path", "notebook_path"):
+                value = tool_input.get(key)
+                if isinstance(value, str) and value:
+                    return self.check_write(value)
+            return None
+        if tool_name in BASH_TOOLS:
+            command = tool_input.get("command")
+            if isinstance(command, str):
+                return self.check_bash(command)
+        return None
+
+    async def __call__(self, ctx: HookContext) -> HookDecision | None:
+        if not self.settings.enabled or ctx.tool_name is None or ctx.tool_input is None:
+            return None
+        reason = self.check(ctx.tool_name, ctx.tool_input)
+        if reason is None:
+            return None
+        return HookDecision(action="block", reason=reason)
+
+
+def register_guardrails(
+    engine: HookEngine,
+    settings: GuardrailSettings,
+    *,
+    working_directory: Path,
+    home: Path,
+    tools: Iterable[str] = (),
+) -> Guardrails:
+    """Register the guardrails hook (lowest priority, fails closed) and return it."""
+    guard = Guardrails(settings, working_directory=working_directory, home=home)
+    matcher = "|".join(sorted(WRITE_TOOLS | BASH_TOOLS | set(tools)))
+    engine.register(
+        GUARDRAILS_HOOK_NAME,
+        "PreToolUse",
+        guard,
+        priority=GUARDRAILS_PRIORITY,
+        matcher=matcher,
+        timeout=10.0,
+        on_error="block",
+    )
+    return guard

@@ -1,0 +1,245 @@
+"""Reading ``settings.json``: the ``guardrails`` and ``hooks`` keys.
+
+Two files are read, home first, then project:
+
+- ``<home>/settings.json`` — ``home`` is Tron's home directory (``Settings.home``,
+  ``~/.tron`` by default), so this is ``~/.tron/settings.json``;
+- ``<working directory>/.tron/settings.json`` — the project's file.
+
+Precedence: user hooks from both files are kept (home hooks run before project hooks for
+the same event). For ``guardrails``, a key set in the project file replaces the home value,
+except the lists (``allowedWritePaths``, ``deniedBashPatterns``, ``disabledBashRules``),
+which are concatenated. Other keys (e.g. Claude Code's ``permissions``) are ignored, so a
+Claude Code settings file can be reused as it is.
+
+A file that is not valid JSON, or a ``hooks``/``guardrails`` value of the wrong shape,
+raises :class:`HookSettingsError` naming the file and the problem: a user's safety hook must
+not be dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .base import HOOK_EVENTS, HookEvent, OnError
+
+__all__ = [
+    "CommandHookSpec",
+    "GuardrailSettings",
+    "HookSettingsError",
+    "LoadedSettings",
+    "load_settings",
+    "settings_paths",
+]
+
+logger = logging.getLogger("tron_server.hooks")
+
+DEFAULT_COMMAND_TIMEOUT = 60.0
+
+
+class HookSettingsError(ValueError):
+    """A settings.json file cannot be used; the message says which file and what to fix."""
+
+
+@dataclass(frozen=True)
+class CommandHookSpec:
+    """One ``{"type": "command", ...}`` entry of a settings file."""
+
+    event: HookEvent
+    command: str
+    matcher: str | None
+    timeout: float
+    on_error: OnError
+    scope: Literal["home", "project"]
+    source: Path
+
+
+@dataclass(frozen=True)
+class GuardrailSettings:
+    """The ``guardrails`` key, merged over both files."""
+
+    enabled: bool = True
+    allowed_write_paths: tuple[str, ...] = ()
+    denied_bash_patterns: tuple[str, ...] = ()
+    disabled_bash_rules: tuple[str, ...] = ()
+    protect_settings_files: bool = True
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    """What :func:`load_settings` found."""
+
+    guardrails: GuardrailSettings = GuardrailSettings()
+    hooks: tuple[CommandHookSpec, ...] = ()
+    files: tuple[Path, ...] = field(default=())
+
+
+Scope = Literal["home", "project"]
+
+
+def settings_paths(working_directory: Path, home: Path) -> list[tuple[Scope, Path]]:
+    """The settings files in the order they are read: ``[("home", …), ("project", …)]``."""
+    return [
+        ("home", home / "settings.json"),
+        ("project", working_directory / ".tron" / "settings.json"),
+    ]
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise HookSettingsError(f"cannot read {path}: {exc}") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise HookSettingsError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "fix or remove the file"
+        ) from None
+    if not isinstance(data, dict):
+        raise HookSettingsError(f"{path} must hold a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _str_list(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise HookSettingsError(f"{where} must be a list of strings")
+    return tuple(value)
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise HookSettingsError(f"{where} must be true or false")
+    return value
+
+
+def _merge_guardrails(base: GuardrailSettings, raw: Any, path: Path) -> GuardrailSettings:
+    if raw is None:
+        return base
+    if not isinstance(raw, dict):
+        raise HookSettingsError(f"{path}: 'guardrails' must be an object")
+    known = {
+        "enabled",
+        "allowedWritePaths",
+        "deniedBashPatterns",
+        "disabledBashRules",
+        "protectSettingsFiles",
+    }
+    for key in raw:
+        if key not in known:
+            raise HookSettingsError(
+                f"{path}: unknown key guardrails.{key}; expected one of {sorted(known)}"
+            )
+    return GuardrailSettings(
+        enabled=_bool(raw["enabled"], f"{path}: guardrails.enabled")
+        if "enabled" in raw
+        else base.enabled,
+        allowed_write_paths=base.allowed_write_paths
+        + _str_list(raw.get("allowedWritePaths"), f"{path}: guardrails.allowedWritePaths"),
+        denied_bash_patterns=base.denied_bash_patterns
+        + _str_list(raw.get("deniedBashPatterns"), f"{path}: guardrails.deniedBashPatterns"),
+        disabled_bash_rules=base.disabled_bash_rules
+        + _str_list(raw.get("disabledBashRules"), f"{path}: guardrails.disabledBashRules"),
+        protect_settings_files=_bool(
+            raw["protectSettingsFiles"], f"{path}: guardrails.protectSettingsFiles"
+        )
+        if "protectSettingsFiles" in raw
+        else base.protect_settings_files,
+    )
+
+
+def _parse_hooks(raw: Any, path: Path, scope: Literal["home", "project"]) -> list[CommandHookSpec]:
+    if raw is None:
+        return []
+    if not isinstance(raw, dict):
+        raise HookSettingsError(
+            f'{path}: \'hooks\' must be an object like {{"PreToolUse": [{{"matcher": "Bash", '
+            '"hooks": [{"type": "command", "command": "./check.sh"}]}]}'
+        )
+    specs: list[CommandHookSpec] = []
+    for event, groups in raw.items():
+        if event not in HOOK_EVENTS:
+            logger.warning(
+                "%s: ignoring hooks for unknown event %r (known: %s)",
+                path,
+                event,
+                ", ".join(sorted(HOOK_EVENTS)),
+            )
+            continue
+        if not isinstance(groups, list):
+            raise HookSettingsError(f"{path}: hooks.{event} must be a list of matcher groups")
+        for i, group in enumerate(groups):
+            where = f"{path}: hooks.{event}[{i}]"
+            if not isinstance(group, dict):
+                raise HookSettingsError(f"{where} must be an object with 'matcher' and 'hooks'")
+            matcher = group.get("matcher")
+            if matcher is not None and not isinstance(matcher, str):
+                raise HookSettingsError(f"{where}.matcher must be a string")
+            entries = group.get("hooks")
+            if not isinstance(entries, list):
+                raise HookSettingsError(f"{where}.hooks must be a list")
+            for j, entry in enumerate(entries):
+                spec = _parse_entry(entry, f"{where}.hooks[{j}]", event, matcher, scope, path)
+                if spec is not None:
+                    specs.append(spec)
+    return specs
+
+
+def _parse_entry(
+    entry: Any,
+    where: str,
+    event: HookEvent,
+    matcher: str | None,
+    scope: Literal["home", "project"],
+    path: Path,
+) -> CommandHookSpec | None:
+    if not isinstance(entry, dict):
+        raise HookSettingsError(f"{where} must be an object")
+    kind = entry.get("type", "command")
+    if kind != "command":
+        logger.warning("%s: hook type %r is not supported (only 'command'); skipped", where, kind)
+        return None
+    command = entry.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise HookSettingsError(f"{where}.command must be a non-empty string")
+    timeout = entry.get("timeout", DEFAULT_COMMAND_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise HookSettingsError(f"{where}.timeout must be a positive number of seconds")
+    on_error = entry.get("onError", "allow")
+    if on_error not in ("allow", "block"):
+        raise HookSettingsError(f"{where}.onError must be 'allow' or 'block'")
+    return CommandHookSpec(
+        event=event,
+        command=command,
+        matcher=matcher,
+        timeout=float(timeout),
+        on_error=on_error,
+        scope=scope,
+        source=path,
+    )
+
+
+def load_settings(working_directory: Path, home: Path) -> LoadedSettings:
+    """Read and merge both settings files (missing files are fine)."""
+    guardrails = GuardrailSettings()
+    hooks: list[CommandHookSpec] = []
+    files: list[Path] = []
+    for scope, path in settings_paths(working_directory, home):
+        data = _read_json(path)
+        if data is None:
+            continue
+        files.append(path)
+        guardrails = _merge_guardrails(guardrails, data.get("guardrails"), path)
+        hooks.extend(_parse_hooks(data.get("hooks"), path, scope))
+    return LoadedSettings(guardrails=guardrails, hooks=tuple(hooks), files=tuple(files))
