@@ -1,0 +1,522 @@
+"""The Anthropic Messages API (``POST /v1/messages`` with ``"stream": true``).
+
+Three parts: ``build_body`` turns an ``LLMRequest`` into the JSON body (system
+prompt top-level, tools, thinking, cache breakpoints); ``convert_messages`` turns a
+history into ``messages`` the API accepts; ``AnthropicStreamParser`` turns the SSE
+stream into stream events and the final assistant ``Message``.
+
+Rules the API enforces that the converter takes care of:
+
+- thinking blocks go back byte for byte with their signature; thinking another
+  provider produced (or thinking without a signature) goes as plain text;
+- text blocks must not be empty or whitespace;
+- tool ids must match ``[a-zA-Z0-9_-]+`` (ids from other providers are mapped);
+- roles alternate, and a user message answering tool calls holds all the
+  ``tool_result`` blocks first.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tron_events.messages import (
+    ContentBlock,
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+from ._cost import with_cost
+from ._http import HTTPCall, HTTPProvider, StreamParser
+from ._ids import ToolIdMap
+from ._sse import ServerSentEvent
+from ._types import (
+    Done,
+    LLMRequest,
+    ReasoningLevel,
+    StopReason,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from .catalog import get_model
+from .errors import LLMError, NetworkError, ServerError, error_for_status
+
+__all__ = [
+    "API_VERSION",
+    "THINKING_BUDGETS",
+    "AnthropicProvider",
+    "AnthropicStreamParser",
+    "build_body",
+    "convert_messages",
+    "thinking_budget",
+]
+
+log = logging.getLogger("tron_llm.anthropic")
+
+API_VERSION = "2023-06-01"
+
+THINKING_BUDGETS: dict[ReasoningLevel, int] = {
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "xhigh": 32000,
+}
+"""``budget_tokens`` per reasoning level."""
+
+MIN_THINKING_BUDGET = 1024  # the API's minimum budget_tokens
+
+_EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "refusal": "refusal",
+    # Server tools paused a long turn; for us the turn is over (the caller may continue).
+    "pause_turn": "end_turn",
+    "model_context_window_exceeded": "max_tokens",
+}
+
+# The HTTP status each error type stands for (https://docs.claude.com/en/api/errors),
+# so an error event inside a 200 stream gets the same typed error as the response would.
+_ERROR_STATUS: dict[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+class AnthropicProvider(HTTPProvider):
+    """Claude through the Anthropic Messages API.
+
+    The key comes from ``api_key`` or ``ANTHROPIC_API_KEY`` and is sent as
+    ``x-api-key``. ``base_url`` (default ``https://api.anthropic.com``) is the root
+    that ``/v1/messages`` is appended to, as with the official SDK.
+    """
+
+    name = "anthropic"
+    default_base_url = "https://api.anthropic.com"
+    api_key_env = ("ANTHROPIC_API_KEY",)
+    requires_api_key = True
+    price_provider = "anthropic"
+
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        """The key in ``x-api-key``."""
+        return {"x-api-key": api_key}
+
+    def build_call(self, request: LLMRequest) -> HTTPCall:
+        """``POST /v1/messages`` with the streaming body of ``request``."""
+        return HTTPCall(
+            path="/v1/messages",
+            body=build_body(request),
+            headers={"anthropic-version": API_VERSION},
+        )
+
+    def new_parser(self, request: LLMRequest) -> AnthropicStreamParser:
+        """A parser for one response to ``request``."""
+        return AnthropicStreamParser(request.model, price_provider=self.price_provider)
+
+
+# --- the request -------------------------------------------------------------------
+
+
+def thinking_budget(model: str, max_tokens: int, level: ReasoningLevel) -> tuple[int, int]:
+    """``(max_tokens, budget_tokens)`` for thinking at ``level``.
+
+    The budget counts against ``max_tokens``, so ``max_tokens`` grows by the budget
+    to leave the answer the room the caller asked for. For a model in the catalog the
+    total is capped at its output limit; the budget then shrinks so that at least
+    half the total (or the requested ``max_tokens``, if less) is left for the answer.
+    """
+    budget = THINKING_BUDGETS[level]
+    total = max_tokens + budget
+    info = get_model(model)
+    if info is not None and total > info.max_output_tokens:
+        total = info.max_output_tokens
+        budget = min(budget, total - min(max_tokens, total // 2))
+    budget = max(MIN_THINKING_BUDGET, budget)
+    # budget_tokens must be below max_tokens.
+    total = max(total, budget + 1)
+    return total, budget
+
+
+def build_body(request: LLMRequest) -> dict[str, Any]:
+    """The ``/v1/messages`` JSON body of ``request`` (``stream: true``).
+
+    With ``prompt_caching`` on, cache breakpoints (``cache_control: ephemeral``) go on
+    the system prompt, the last tool and the last block of the last user message: the
+    stable prefix (system, tools) and the whole history are then read from the cache
+    by the next turn.
+    """
+    messages = convert_messages(request.messages)
+    body: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "messages": messages,
+        "stream": True,
+    }
+    caching = request.prompt_caching
+    if request.system and request.system.strip():
+        if caching:
+            body["system"] = [
+                {"type": "text", "text": request.system, "cache_control": dict(_EPHEMERAL)}
+            ]
+        else:
+            body["system"] = request.system
+    if request.tools:
+        tools: list[dict[str, Any]] = []
+        for spec in request.tools:
+            tool: dict[str, Any] = {"name": spec.name, "input_schema": spec.input_schema}
+            if spec.description:
+                tool["description"] = spec.description
+            tools.append(tool)
+        if caching:
+            tools[-1]["cache_control"] = dict(_EPHEMERAL)
+        body["tools"] = tools
+    if request.reasoning is not None:
+        max_tokens, budget = thinking_budget(request.model, request.max_tokens, request.reasoning)
+        body["max_tokens"] = max_tokens
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        # The API rejects any temperature but 1 with thinking on: leave it out.
+    elif request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.stop_sequences:
+        body["stop_sequences"] = list(request.stop_sequences)
+    if caching:
+        for message in reversed(messages):
+            if message["role"] == "user":
+                message["content"][-1]["cache_control"] = dict(_EPHEMERAL)
+                break
+    return body
+
+
+def convert_messages(messages: list[Message], ids: ToolIdMap | None = None) -> list[dict[str, Any]]:
+    """``messages`` as Anthropic ``MessageParam`` dicts.
+
+    Blocks the API would reject are dropped (empty text) or turned into text
+    (thinking from another provider or without a signature); messages left empty
+    are skipped; consecutive messages of one role are merged, and in a user message
+    the ``tool_result`` blocks come first. Tool ids go through ``ids``.
+    """
+    ids = ids or ToolIdMap()
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        blocks = [
+            wire for block in message.content if (wire := _block_to_wire(block, ids)) is not None
+        ]
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == message.role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": message.role, "content": blocks})
+    for wire_message in out:
+        if wire_message["role"] == "user":
+            content = wire_message["content"]
+            results = [b for b in content if b["type"] == "tool_result"]
+            if results:
+                rest = [b for b in content if b["type"] != "tool_result"]
+                wire_message["content"] = results + rest
+    return out
+
+
+def _block_to_wire(block: ContentBlock, ids: ToolIdMap) -> dict[str, Any] | None:
+    if isinstance(block, TextBlock):
+        return block.to_wire() if block.text.strip() else None
+    if isinstance(block, ThinkingBlock):
+        if block.provider in (None, "anthropic") and block.signature:
+            return block.to_wire()
+        # The API checks signatures: thinking it cannot verify goes as what it is to
+        # this model now, text it said earlier.
+        return {"type": "text", "text": block.thinking} if block.thinking.strip() else None
+    if isinstance(block, RedactedThinkingBlock):
+        return block.to_wire()
+    if isinstance(block, ToolUseBlock):
+        wire = block.to_wire()
+        wire["id"] = ids.out(block.id)
+        return wire
+    if isinstance(block, ToolResultBlock):
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": ids.out(block.tool_use_id)}
+        if isinstance(block.content, str):
+            if block.content.strip():
+                result["content"] = block.content
+        else:
+            parts = [
+                part.to_wire()
+                for part in block.content
+                if not (isinstance(part, TextBlock) and not part.text.strip())
+            ]
+            if parts:
+                result["content"] = parts
+        if block.is_error:
+            result["is_error"] = True
+        return result
+    return block.to_wire()  # an image
+
+
+# --- the response ------------------------------------------------------------------
+
+
+@dataclass
+class _Slot:
+    """One content block being streamed."""
+
+    kind: Literal["text", "thinking", "redacted_thinking", "tool_use", "other"]
+    parts: list[str] = field(default_factory=list)
+    signature: str | None = None
+    data: str = ""
+    id: str = ""
+    name: str = ""
+    start_input: dict[str, Any] | None = None
+    input: dict[str, Any] | None = None
+    """A tool call's parsed arguments, set once its block stopped with valid JSON."""
+    stopped: bool = False
+
+
+class AnthropicStreamParser(StreamParser):
+    """Message events → stream events, the final message and the usage.
+
+    Usage in ``message_delta`` is cumulative and overwrites what ``message_start``
+    said (input tokens may arrive only there). A tool call whose JSON arguments were
+    cut off (``max_tokens`` before the block ended, or before the JSON did) is not a
+    call: it gets no ``ToolCallEnd`` and is left out of the final message, so the
+    message never asks for a call with half its arguments nor leaves a ``tool_use``
+    without a result in the history. A stream that ends before ``message_delta`` or
+    ``message_stop`` is a ``NetworkError``; an ``error`` event raises its typed error.
+    """
+
+    def __init__(self, model: str, *, price_provider: str | None = "anthropic") -> None:
+        self._model = model
+        self._price_provider = price_provider
+        self._response_model: str | None = None
+        self._response_id: str | None = None
+        self._slots: dict[int, _Slot] = {}
+        self._raw_usage: dict[str, int] = {}
+        self._stop_reason: str | None = None
+        self._message_stopped = False
+
+    # feeding
+
+    def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
+        """The stream events of one SSE event (ping and unknown events: none)."""
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            raise ServerError(
+                f"Anthropic sent an event that is not JSON: {event.data[:200]!r}",
+                provider="anthropic",
+            ) from None
+        if not isinstance(data, dict):
+            return []
+        kind = data.get("type") or event.event
+        if kind == "error" or event.event == "error":
+            raise _stream_error(data.get("error"))
+        if kind == "message_start":
+            message = data.get("message") or {}
+            self._response_id = message.get("id") or self._response_id
+            self._response_model = message.get("model") or self._response_model
+            self._take_usage(message.get("usage"))
+            return []
+        if kind == "content_block_start":
+            return self._start(data.get("index", 0), data.get("content_block") or {})
+        if kind == "content_block_delta":
+            return self._delta(data.get("index", 0), data.get("delta") or {})
+        if kind == "content_block_stop":
+            return self._stop(data.get("index", 0))
+        if kind == "message_delta":
+            delta = data.get("delta") or {}
+            if delta.get("stop_reason") is not None:
+                self._stop_reason = delta["stop_reason"]
+            self._take_usage(data.get("usage"))
+            return []
+        if kind == "message_stop":
+            self._message_stopped = True
+        return []  # ping, and event types added after this was written
+
+    def _start(self, index: int, block: dict[str, Any]) -> list[StreamEvent]:
+        kind = block.get("type")
+        if kind == "text":
+            slot = self._slots[index] = _Slot("text")
+            text = block.get("text") or ""
+            if text:
+                slot.parts.append(text)
+                return [TextDelta(index=index, text=text)]
+        elif kind == "thinking":
+            slot = self._slots[index] = _Slot("thinking", signature=block.get("signature") or None)
+            thinking = block.get("thinking") or ""
+            if thinking:
+                slot.parts.append(thinking)
+                return [ThinkingDelta(index=index, thinking=thinking)]
+        elif kind == "redacted_thinking":
+            self._slots[index] = _Slot("redacted_thinking", data=block.get("data") or "")
+        elif kind == "tool_use":
+            start_input = block.get("input")
+            slot = self._slots[index] = _Slot(
+                "tool_use",
+                id=str(block.get("id") or f"toolu_{index}"),
+                name=str(block.get("name") or ""),
+                start_input=start_input if isinstance(start_input, dict) else None,
+            )
+            return [ToolCallStart(index=index, id=slot.id, name=slot.name)]
+        else:
+            # Server tool blocks and whatever comes next: nothing Tron can replay.
+            self._slots[index] = _Slot("other")
+        return []
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
+        slot = self._slots.get(index)
+        if slot is None:
+            return []
+        kind = delta.get("type")
+        if kind == "text_delta" and slot.kind == "text":
+            text = delta.get("text") or ""
+            if text:
+                slot.parts.append(text)
+                return [TextDelta(index=index, text=text)]
+        elif kind == "thinking_delta" and slot.kind == "thinking":
+            thinking = delta.get("thinking") or ""
+            if thinking:
+                slot.parts.append(thinking)
+                return [ThinkingDelta(index=index, thinking=thinking)]
+        elif kind == "signature_delta" and slot.kind == "thinking":
+            slot.signature = delta.get("signature") or slot.signature
+        elif kind == "input_json_delta" and slot.kind == "tool_use":
+            partial = delta.get("partial_json") or ""
+            if partial:
+                slot.parts.append(partial)
+                return [ToolCallDelta(index=index, id=slot.id, partial_json=partial)]
+        return []
+
+    def _stop(self, index: int) -> list[StreamEvent]:
+        slot = self._slots.get(index)
+        if slot is None or slot.stopped:
+            return []
+        slot.stopped = True
+        if slot.kind != "tool_use":
+            return []
+        slot.input = _parse_arguments(slot)
+        if slot.input is None:
+            log.warning("tool call %s (%s): arguments are not a JSON object", slot.id, slot.name)
+            return []
+        return [ToolCallEnd(index=index, id=slot.id, name=slot.name, input=slot.input)]
+
+    def _take_usage(self, usage: Any) -> None:
+        if not isinstance(usage, dict):
+            return
+        for key in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ):
+            value = usage.get(key)
+            if isinstance(value, int):
+                self._raw_usage[key] = value  # cumulative: the latest count wins
+
+    # results
+
+    def usage(self) -> Usage:
+        """The usage so far, normalized (input includes cache reads and writes)."""
+        raw = self._raw_usage
+        cache_read = raw.get("cache_read_input_tokens", 0)
+        cache_write = raw.get("cache_creation_input_tokens", 0)
+        usage = Usage(
+            input_tokens=raw.get("input_tokens", 0) + cache_read + cache_write,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+            output_tokens=raw.get("output_tokens", 0),
+        )
+        return with_cost(self._price_provider, self._response_model or self._model, usage)
+
+    def partial(self) -> Message | None:
+        """Text and thinking so far and the tool calls that completed, or None."""
+        blocks = self._blocks()
+        return Message(role="assistant", content=blocks) if blocks else None
+
+    def finish(self) -> Done:
+        """The final result; raises when the stream stopped before the message ended."""
+        if not self._message_stopped and self._stop_reason is None:
+            raise NetworkError(
+                "the Anthropic stream ended before the message was complete",
+                provider="anthropic",
+            )
+        unfinished = [s for s in self._slots.values() if s.kind == "tool_use" and s.input is None]
+        if unfinished and self._stop_reason != "max_tokens":
+            names = ", ".join(s.name for s in unfinished)
+            raise LLMError(
+                f"Anthropic returned a tool call with invalid JSON arguments ({names})",
+                provider="anthropic",
+                error_type="invalid_tool_arguments",
+            )
+        stop_reason = _STOP_REASONS.get(self._stop_reason or "end_turn", "end_turn")
+        return Done(
+            message=Message(role="assistant", content=self._blocks()),
+            stop_reason=stop_reason,
+            usage=self.usage(),
+            model=self._response_model or self._model,
+            response_id=self._response_id,
+        )
+
+    def _blocks(self) -> list[ContentBlock]:
+        blocks: list[ContentBlock] = []
+        for _, slot in sorted(self._slots.items()):
+            if slot.kind == "text":
+                text = "".join(slot.parts)
+                if text:
+                    blocks.append(TextBlock(text=text))
+            elif slot.kind == "thinking":
+                blocks.append(
+                    ThinkingBlock(
+                        thinking="".join(slot.parts),
+                        signature=slot.signature,
+                        provider="anthropic",
+                    )
+                )
+            elif slot.kind == "redacted_thinking":
+                blocks.append(RedactedThinkingBlock(data=slot.data))
+            elif slot.kind == "tool_use" and slot.input is not None:
+                blocks.append(ToolUseBlock(id=slot.id, name=slot.name, input=slot.input))
+        return blocks
+
+
+def _parse_arguments(slot: _Slot) -> dict[str, Any] | None:
+    text = "".join(slot.parts)
+    if not text.strip():
+        # No deltas: a tool without arguments, or a server that sent them whole.
+        return dict(slot.start_input or {})
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _stream_error(error: Any) -> LLMError:
+    error = error if isinstance(error, dict) else {}
+    error_type = str(error.get("type") or "api_error")
+    message = str(error.get("message") or error_type)
+    return error_for_status(
+        _ERROR_STATUS.get(error_type, 500),
+        message,
+        provider="anthropic",
+        error_type=error_type,
+    )
