@@ -1,0 +1,191 @@
+"""Bash: run a shell command in the working directory, in its own process group.
+
+Output (stdout and stderr interleaved, as a terminal shows them) is streamed to
+``ctx.on_output`` as it comes and kept capped (head + tail with a truncation marker).
+On timeout or cancellation the whole process group gets SIGTERM, then SIGKILL after
+a short grace, and the tool waits until no member is left.
+
+A command that exits non-zero is NOT a tool error: its output and exit code are
+information for the model (``is_error`` is False, the exit code is in the text and in
+``details["exitCode"]``). A timeout, or a command that cannot be started, is an error.
+Background processes the command leaves running (``server &``) survive a normal
+completion, as in a terminal; reading stops shortly after the shell exits even if they
+keep the output pipe open.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from typing import Any
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._procgroup import terminate_group
+from ._text import MAX_OUTPUT_CHARS, HeadTailBuffer
+from .base import Tool, ToolContext, ToolResult
+
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 600.0
+KILL_GRACE = 2.0
+DRAIN_AFTER_EXIT = 0.5  # seconds to wait for EOF once the shell itself has exited
+
+# Keep tools that page or prompt from waiting for a terminal that is not there.
+_ENV_OVERRIDES = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "TERM": "dumb",
+}
+
+
+class BashParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    command: str = Field(min_length=1, description="The bash command to run.")
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TIMEOUT,
+        description=f"Timeout in seconds (default {DEFAULT_TIMEOUT:g}, at most {MAX_TIMEOUT:g}).",
+    )
+    description: str | None = Field(
+        default=None, description="A few words saying what the command does (for the user)."
+    )
+
+
+class _Output:
+    """Decodes streamed bytes, forwards text to the callback, keeps a capped copy."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._ctx = ctx
+        self.buffer = HeadTailBuffer(MAX_OUTPUT_CHARS)
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        text = self._decoder.decode(data, final)
+        if text:
+            self.buffer.append(text)
+            # A broken listener must not break the command.
+            with contextlib.suppress(Exception):
+                self._ctx.on_output(text)
+
+
+async def _pump(stream: ByteReceiveStream, out: _Output) -> None:
+    try:
+        async for chunk in stream:
+            out.feed(chunk)
+    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass
+    out.feed(b"", final=True)
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "unknown"
+    if code < 0:
+        try:
+            return f"{code} (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            return f"{code} (killed by signal {-code})"
+    return str(code)
+
+
+class Bash(Tool[BashParams]):
+    """Run a bash command; output streamed and capped; the whole group killed on abort."""
+
+    name = "Bash"
+    description = (
+        "Run a bash command in the session's working directory. stdout and stderr are "
+        f"combined; output beyond {MAX_OUTPUT_CHARS} characters is cut in the middle. "
+        f"Default timeout {DEFAULT_TIMEOUT:g} s (timeout parameter in seconds, at most "
+        f"{MAX_TIMEOUT:g}). stdin is closed: do not run interactive commands. "
+        "The exit code is reported; a non-zero exit is not an error of the tool."
+    )
+    Params = BashParams
+
+    async def run(self, params: BashParams, ctx: ToolContext) -> ToolResult:
+        timeout = params.timeout or DEFAULT_TIMEOUT
+        env = {**os.environ, **_ENV_OVERRIDES}
+        started = time.monotonic()
+        try:
+            process = await anyio.open_process(
+                ["bash", "-c", params.command],
+                cwd=ctx.working_directory,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+            return ToolResult(
+                f"Cannot run the command: {exc.strerror or exc} ({ctx.working_directory})",
+                is_error=True,
+            )
+        out = _Output(ctx)
+        timed_out = False
+        try:
+            timed_out = await self._supervise(process, out, timeout)
+        except BaseException:
+            # Cancelled (abort): no child may survive the tool call.
+            await terminate_group(process.pid, KILL_GRACE)
+            with anyio.CancelScope(shield=True):
+                await process.aclose()
+            raise
+        if timed_out:
+            await terminate_group(process.pid, KILL_GRACE)
+        await process.aclose()
+        duration_ms = int((time.monotonic() - started) * 1000)
+        return self._result(process.returncode, out, timed_out, timeout, duration_ms)
+
+    @staticmethod
+    async def _supervise(process: Process, out: _Output, timeout: float) -> bool:
+        """Stream output until the shell exits (then drain briefly); True on timeout."""
+        assert process.stdout is not None
+        stdout = process.stdout
+        pump_done = anyio.Event()
+        async with anyio.create_task_group() as tg:
+
+            async def pump() -> None:
+                try:
+                    await _pump(stdout, out)
+                finally:
+                    pump_done.set()
+
+            tg.start_soon(pump)
+            with anyio.move_on_after(timeout) as deadline:
+                await process.wait()
+            if deadline.cancelled_caught:
+                tg.cancel_scope.cancel()
+                return True
+            # The shell is done; a background child may still hold the pipe open:
+            # take what is already there, then stop reading.
+            with anyio.move_on_after(DRAIN_AFTER_EXIT):
+                await pump_done.wait()
+            tg.cancel_scope.cancel()
+        return False
+
+    @staticmethod
+    def _result(
+        code: int | None, out: _Output, timed_out: bool, timeout: float, duration_ms: int
+    ) -> ToolResult:
+        text = out.buffer.text().rstrip("\n") or "(no output)"
+        if timed_out:
+            text += f"\n\n[timed out after {timeout:g} s; the process group was killed]"
+        else:
+            text += f"\n\n[exit code: {_exit_text(code)}]"
+        details: dict[str, Any] = {
+            "exitCode": code,
+            "durationMs": duration_ms,
+            "truncated": out.buffer.dropped > 0,
+            "outputChars": out.buffer.total,
+            "timedOut": timed_out,
+        }
+        return ToolResult(text, is_error=timed_out, details=details)
