@@ -60,7 +60,8 @@ class StreamParser(ABC):
 class HTTPProvider(ABC):
     """Base of the adapters: subclasses build the request and parse the stream.
 
-    ``api_key`` defaults to the first of ``api_key_env`` that is set. The key is kept
+    ``api_key`` defaults to the first of ``api_key_env`` that is set (pass ``""`` for
+    no key and no environment lookup). The key is kept
     out of ``repr``, logs and error messages. Pass ``client`` to supply your own
     ``httpx.AsyncClient`` (a proxy, a test transport); it is then yours to close.
     """
@@ -84,7 +85,9 @@ class HTTPProvider(ABC):
     ) -> None:
         if api_key is None:
             api_key = next((os.environ[n] for n in self.api_key_env if os.environ.get(n)), None)
-        self._api_key = api_key
+        # "" means "no key" (a local server): nothing is read from the environment
+        # and no auth header is sent.
+        self._api_key = api_key or None
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self._own_client = client is None
         self._client = client or httpx.AsyncClient(timeout=timeout)
