@@ -19,8 +19,8 @@ class RpcError(Exception):
     """
 
     code: ClassVar[int] = -32603
-    category: ClassVar[str] = "internal"
-    # Class default; an instance may override it (e.g. a busy database).
+    # Class defaults; an instance may override them (e.g. a busy database).
+    category: str = "internal"
     retryable: bool = False
 
     def __init__(
@@ -29,12 +29,15 @@ class RpcError(Exception):
         data: dict[str, Any] | None = None,
         *,
         retryable: bool | None = None,
+        category: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.data: dict[str, Any] = dict(data or {})
         if retryable is not None:
             self.retryable = retryable
+        if category is not None:
+            self.category = category
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` object: ``{code, message, data: {category, retryable, ...}}``."""

@@ -1,0 +1,234 @@
+"""The ASGI app: ``/rpc`` (JSON-RPC over WebSocket), ``/health``, ``/login`` and the web chat.
+
+    app = create_app(Settings())          # writes home/server-token
+    uvicorn.run(app, **uvicorn_options(settings))
+
+Every request first passes :class:`~tron_server.security.HostOriginGuard`.
+``/rpc`` needs ``Authorization: Bearer <token>`` or the ``tron_session``
+cookie set by ``/login?token=…``. The web chat's static files (``/``) load
+without credentials — they hold no secrets — and the page's RPC connection
+needs the cookie. ``/health`` needs nothing and says nothing secret.
+
+Frames: over ``settings.max_frame_bytes`` a request is answered with -32600
+and the connection stays open; over four times that, the WebSocket layer
+itself closes the connection with 1009 (message too big) before reading it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from .connection import Connection
+from .methods import build_registry
+from .rpc import Dispatcher, RpcContext
+from .security import (
+    COOKIE_NAME,
+    Authenticator,
+    HostOriginGuard,
+    allowed_hosts,
+    allowed_origins,
+    is_loopback_host,
+    new_token,
+    write_token,
+)
+from .services import Services, open_services, server_version, stop_runtime
+from .settings import Settings
+
+log = logging.getLogger("tron_server.app")
+
+#: Requests of one connection handled at the same time; more wait (TCP backpressure).
+MAX_IN_FLIGHT = 32
+
+
+def transport_max_size(settings: Settings) -> int:
+    """The WebSocket layer's frame limit: above it the connection is closed with 1009.
+
+    Larger than ``max_frame_bytes`` so that moderately oversized requests get a
+    JSON-RPC error (-32600) instead of a dropped connection.
+    """
+    return settings.max_frame_bytes * 4
+
+
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """Keyword arguments for ``uvicorn.Config`` / ``uvicorn.run`` matching ``settings``."""
+    return {
+        "host": settings.host,
+        "port": settings.port,
+        "ws_max_size": transport_max_size(settings),
+        "ws": "websockets-sansio",
+        "lifespan": "on",
+        "log_config": None,
+        "timeout_graceful_shutdown": 15,
+    }
+
+
+def create_app(
+    settings: Settings, *, services: Services | None = None, token: str | None = None
+) -> Starlette:
+    """The server app. Writes this launch's token (``token`` or a new one) to
+    ``settings.token_path`` with mode 0600.
+
+    Without ``services`` the lifespan opens the store and builds everything;
+    with them (tests), it only runs their hub and closes nothing it did not open.
+    """
+    token = token or new_token()
+    write_token(settings.token_path, token)
+    auth = Authenticator(token)
+    registry = build_registry()
+    dispatcher = Dispatcher(registry, max_frame_bytes=settings.max_frame_bytes)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        own = services is None
+        svc = await open_services(settings, registry) if services is None else services
+        if svc.registry is None:
+            svc.registry = registry
+        app.state.services = svc
+        try:
+            async with svc.hub:
+                log.info(
+                    "tron-server ready",
+                    extra={"fields": {"version": svc.version, "home": str(settings.home)}},
+                )
+                yield
+                log.info("tron-server shutting down")
+                if own:
+                    # Running turns are aborted and recorded before the store closes.
+                    await stop_runtime(svc)
+                svc.hub.close_all()
+        finally:
+            if own and svc.store is not None:
+                await svc.store.aclose()
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "version": server_version()})
+
+    async def login(request: Request) -> Response:
+        candidate = request.query_params.get("token", "")
+        no_cache = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+        if not candidate or not auth.check_login_token(candidate):
+            return PlainTextResponse(
+                "invalid or missing token: open the login URL tron-server printed\n",
+                status_code=403,
+                headers=no_cache,
+            )
+        response = RedirectResponse("/", status_code=303, headers=no_cache)
+        response.set_cookie(COOKIE_NAME, auth.cookie(), httponly=True, samesite="strict", path="/")
+        return response
+
+    async def rpc(websocket: WebSocket) -> None:
+        if not auth.is_authorized(websocket.headers):
+            log.warning("websocket refused: no valid token")
+            await websocket.close(code=1008)  # before accept: HTTP 403
+            return
+        await websocket.accept()
+        await serve_connection(websocket, websocket.app.state.services, dispatcher)
+
+    routes: list[Any] = [
+        Route("/health", health, methods=["GET"]),
+        Route("/login", login, methods=["GET"]),
+        WebSocketRoute("/rpc", rpc),
+    ]
+    static = _static_dir()
+    if static is not None:
+        from starlette.staticfiles import StaticFiles
+
+        routes.append(Mount("/", app=StaticFiles(directory=static, html=True), name="web"))
+
+    hosts = allowed_hosts(settings.port, _extra_hosts(settings))
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[
+            Middleware(HostOriginGuard, hosts=hosts, origins=allowed_origins(hosts)),
+        ],
+    )
+    app.state.token = token
+    app.state.settings = settings
+    app.state.dispatcher = dispatcher
+    app.state.registry = registry
+    return app
+
+
+async def serve_connection(
+    websocket: WebSocket, services: Services, dispatcher: Dispatcher
+) -> None:
+    """Read frames and answer them (each in its own task) until the client leaves
+    or the connection is closed (shutdown, too slow)."""
+    conn = Connection(
+        websocket.send_text,
+        lambda code, reason: websocket.close(code, reason),
+        queue_limit=services.settings.outgoing_queue_limit,
+    )
+    ctx = RpcContext(services, conn)
+    in_flight = anyio.Semaphore(MAX_IN_FLIGHT)
+    services.hub.attach(conn)
+
+    async def answer(frame: str | bytes) -> None:
+        try:
+            reply = await dispatcher.handle(frame, ctx)
+            if reply is not None:
+                conn.enqueue(reply)
+        finally:
+            in_flight.release()
+
+    try:
+        async with anyio.create_task_group() as tg:
+
+            async def writer() -> None:
+                await conn.run_writer()
+                tg.cancel_scope.cancel()  # closed by the server: stop reading too
+
+            tg.start_soon(writer)
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                frame = message.get("text")
+                if frame is None:
+                    frame = message.get("bytes") or b""
+                await in_flight.acquire()
+                tg.start_soon(answer, frame)
+            tg.cancel_scope.cancel()
+    except WebSocketDisconnect:
+        pass
+    finally:
+        services.hub.detach(conn)
+
+
+def _static_dir() -> Any | None:
+    try:
+        from .web import STATIC_DIR
+    except ImportError:
+        return None
+    return STATIC_DIR if STATIC_DIR.is_dir() else None
+
+
+def _extra_hosts(settings: Settings) -> list[str]:
+    # With --allow-remote on a specific address, that address is a valid Host too.
+    # (A wildcard bind has no single name to allow: clients use one of the loopback names
+    # or the address given with --host.)
+    wildcard = settings.host in ("0.0.0.0", "::", "")
+    if settings.allow_remote and not is_loopback_host(settings.host) and not wildcard:
+        return [settings.host]
+    return []
+
+
+__all__ = [
+    "MAX_IN_FLIGHT",
+    "create_app",
+    "serve_connection",
+    "transport_max_size",
+    "uvicorn_options",
+]

@@ -1,0 +1,214 @@
+"""The hub: which connections are open, which sessions each follows, and the
+fan-out of notifications to them.
+
+``publish`` never blocks: it serializes a notification once and queues it on
+every target connection (a client too far behind is closed with 4008, see
+:mod:`tron_server.connection`). ``session.*`` notifications go to every
+connection; the others to the connections subscribed to that session.
+
+``events.new`` comes from the store: one ``store.subscribe(session_id=…)``
+feed per session that has subscribers, shared by all of them (started on the
+first subscription, "from now", stopped when the last one leaves). A
+connection subscribed before an event is committed receives it; a client that
+resumes subscribes first, then calls ``events.sync`` after its last sequence
+and drops duplicates by sequence, and so sees every event exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from functools import partial
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+from anyio.abc import TaskGroup
+
+from .connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
+from .rpc.frames import notification_frame
+
+if TYPE_CHECKING:
+    from tron_events import AsyncEventStore
+
+log = logging.getLogger("tron_server.hub")
+
+#: Notifications with these prefixes go to every connection, subscribed or not.
+BROADCAST_PREFIXES = ("session.",)
+
+
+@dataclass(eq=False)
+class _Feed:
+    """One store subscription shared by the subscribers of a session."""
+
+    session_id: str
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    error: BaseException | None = None
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+
+class Hub:
+    """Connections, subscriptions and notification fan-out. Use as ``async with hub:``."""
+
+    def __init__(self, store: AsyncEventStore | None = None) -> None:
+        self.store = store
+        self.connections: set[Connection] = set()
+        self._subscribers: dict[str, set[Connection]] = {}
+        self._feeds: dict[str, _Feed] = {}
+        self._tg: TaskGroup | None = None
+        self._closing = False
+
+    async def __aenter__(self) -> Hub:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        self._closing = True
+        assert self._tg is not None
+        for feed in self._feeds.values():
+            feed.scope.cancel()
+        self._tg.cancel_scope.cancel()
+        try:
+            return await self._tg.__aexit__(exc_type, exc, tb)
+        finally:
+            self._tg = None
+
+    # -- connections ----------------------------------------------------
+
+    def attach(self, conn: Connection) -> None:
+        self.connections.add(conn)
+
+    def detach(self, conn: Connection) -> None:
+        """Forget a connection and its subscriptions (stopping feeds nobody follows)."""
+        self.connections.discard(conn)
+        for session_id in list(conn.subscriptions):
+            self._remove_subscriber(conn, session_id)
+
+    def close_all(self, code: int = CLOSE_GOING_AWAY, reason: str = "server shutting down") -> None:
+        """Ask every connection to close (their handlers return soon after)."""
+        self._closing = True
+        for conn in list(self.connections):
+            conn.close_soon(code, reason)
+
+    # -- subscriptions --------------------------------------------------
+
+    def subscribers(self, session_id: str) -> frozenset[Connection]:
+        return frozenset(self._subscribers.get(session_id, ()))
+
+    async def subscribe(self, conn: Connection, session_id: str) -> None:
+        """Subscribe ``conn`` to the session's notifications and ``events.new``.
+
+        When this returns, every event committed from now on reaches ``conn``.
+        Raises the store's SessionNotFound for an unknown session.
+        """
+        if session_id in conn.subscriptions:
+            return
+        if self.store is not None:
+            feed = self._feeds.get(session_id)
+            if feed is None:
+                feed = self._start_feed(session_id)
+            await feed.ready.wait()
+            if feed.error is not None:
+                raise feed.error
+        conn.subscriptions.add(session_id)
+        self._subscribers.setdefault(session_id, set()).add(conn)
+
+    def unsubscribe(self, conn: Connection, session_id: str) -> bool:
+        """False if ``conn`` was not subscribed."""
+        if session_id not in conn.subscriptions:
+            return False
+        self._remove_subscriber(conn, session_id)
+        return True
+
+    def drop_session(self, session_id: str) -> None:
+        """A session was deleted: stop its feed and forget its subscribers."""
+        for conn in self._subscribers.pop(session_id, set()):
+            conn.subscriptions.discard(session_id)
+        self._stop_feed(session_id)
+
+    def _remove_subscriber(self, conn: Connection, session_id: str) -> None:
+        conn.subscriptions.discard(session_id)
+        subs = self._subscribers.get(session_id)
+        if subs is None:
+            return
+        subs.discard(conn)
+        if not subs:
+            del self._subscribers[session_id]
+            self._stop_feed(session_id)
+
+    # -- publishing -----------------------------------------------------
+
+    def publish(
+        self, session_id: str | None, method: str, data: Any, *, timestamp: str | None = None
+    ) -> int:
+        """Send a notification without waiting; returns how many connections got it."""
+        if method.startswith(BROADCAST_PREFIXES):
+            targets: set[Connection] | frozenset[Connection] = self.connections
+        else:
+            targets = self._subscribers.get(session_id, frozenset()) if session_id else frozenset()
+        if not targets:
+            return 0
+        frame = notification_frame(method, session_id, data, timestamp).decode()
+        sent = 0
+        for conn in list(targets):
+            sent += conn.enqueue(frame)
+        return sent
+
+    def emit(self, method: str, session_id: str, data: dict[str, Any]) -> None:
+        """``publish`` in the orchestrator's ``Emit`` argument order (method first)."""
+        self.publish(session_id, method, data)
+
+    # -- store feeds ----------------------------------------------------
+
+    def _start_feed(self, session_id: str) -> _Feed:
+        if self._tg is None:
+            raise RuntimeError("the hub is not running (use `async with hub:`)")
+        feed = self._feeds[session_id] = _Feed(session_id)
+        self._tg.start_soon(self._run_feed, feed)
+        return feed
+
+    def _stop_feed(self, session_id: str) -> None:
+        feed = self._feeds.pop(session_id, None)
+        if feed is not None:
+            feed.scope.cancel()
+
+    async def _run_feed(self, feed: _Feed) -> None:
+        assert self.store is not None
+        with feed.scope:
+            try:
+                # Resolving "from now" is a short read: do it off the event loop.
+                events = await anyio.to_thread.run_sync(
+                    partial(self.store.subscribe, session_id=feed.session_id, poll_interval=0.5)
+                )
+            except Exception as exc:
+                feed.error = exc
+                if self._feeds.get(feed.session_id) is feed:
+                    del self._feeds[feed.session_id]
+                return
+            finally:
+                feed.ready.set()
+            try:
+                async for event in events:
+                    self.publish(
+                        event.session_id, "events.new", event.to_dict(), timestamp=event.timestamp
+                    )
+            except Exception:
+                if self._closing:
+                    return
+                # Never let a client silently miss events: close its subscribers so
+                # they reconnect, subscribe and sync.
+                log.exception("event feed failed", extra={"fields": {"sessionId": feed.session_id}})
+                for conn in self.subscribers(feed.session_id):
+                    conn.close_soon(CLOSE_INTERNAL, "event feed failed: reconnect and sync")
+                if self._feeds.get(feed.session_id) is feed:
+                    del self._feeds[feed.session_id]
+
+
+__all__ = ["BROADCAST_PREFIXES", "Hub"]

@@ -1,0 +1,122 @@
+"""events.*: list, sync (paged catch-up after a sequence), search, subscribe, unsubscribe.
+
+A client resumes by ``events.subscribe`` first, then ``events.sync`` from its
+last sequence until ``hasMore`` is false, dropping ``events.new`` it already has.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from ..rpc import MethodRegistry, Params, RpcContext
+
+
+class EventsListParams(Params):
+    session_id: str = Field(min_length=1)
+    after_sequence: int | None = Field(default=None, ge=-1)
+    types: list[str] | None = Field(default=None, max_length=100)
+    limit: int = Field(default=1000, ge=1, le=10_000)
+
+
+class EventsSyncParams(Params):
+    session_id: str = Field(min_length=1)
+    after_sequence: int = Field(default=-1, ge=-1)
+    limit: int = Field(default=1000, ge=1, le=10_000)
+
+
+class EventsSearchParams(Params):
+    query: str = Field(max_length=10_000)
+    workspace_id: str | None = None
+    session_id: str | None = None
+    types: list[str] | None = Field(default=None, max_length=100)
+    limit: int = Field(default=20, ge=1, le=500)
+
+
+class EventsSubscribeParams(Params):
+    session_id: str = Field(min_length=1)
+
+
+def register(registry: MethodRegistry) -> None:
+    """Add the events.* methods to ``registry``."""
+
+    @registry.method(
+        "events.list",
+        EventsListParams,
+        description="A session's own events in sequence order (optionally after a sequence).",
+    )
+    async def list_(ctx: RpcContext, p: EventsListParams) -> dict[str, Any]:
+        assert ctx.services.store is not None
+        events = await ctx.services.store.get_events(
+            p.session_id, after_sequence=p.after_sequence, types=p.types, limit=p.limit
+        )
+        return {"events": [e.to_dict() for e in events]}
+
+    @registry.method(
+        "events.sync",
+        EventsSyncParams,
+        description="A page of a session's own events after a sequence (resume after reconnect).",
+    )
+    async def sync(ctx: RpcContext, p: EventsSyncParams) -> dict[str, Any]:
+        assert ctx.services.store is not None
+        page = await ctx.services.store.get_since(
+            session_id=p.session_id, after_sequence=p.after_sequence, limit=p.limit
+        )
+        next_sequence = page.events[-1].sequence if page.events else p.after_sequence
+        return {
+            "events": [e.to_dict() for e in page.events],
+            "nextSequence": next_sequence,
+            "nextCursor": page.next_cursor,
+            "hasMore": page.has_more,
+        }
+
+    @registry.method(
+        "events.search", EventsSearchParams, description="Full-text search, best match first."
+    )
+    async def search(ctx: RpcContext, p: EventsSearchParams) -> dict[str, Any]:
+        assert ctx.services.store is not None
+        hits = await ctx.services.store.search(
+            p.query,
+            workspace_id=p.workspace_id,
+            session_id=p.session_id,
+            types=p.types,
+            limit=p.limit,
+        )
+        return {
+            "hits": [
+                {
+                    "eventId": h.event_id,
+                    "sessionId": h.session_id,
+                    "workspaceId": h.workspace_id,
+                    "type": h.type,
+                    "timestamp": h.timestamp,
+                    "sequence": h.sequence,
+                    "snippet": h.snippet,
+                    "score": h.score,
+                }
+                for h in hits
+            ]
+        }
+
+    @registry.method(
+        "events.subscribe",
+        EventsSubscribeParams,
+        description="Receive this session's notifications (events.new, agent.*) here.",
+    )
+    async def subscribe(ctx: RpcContext, p: EventsSubscribeParams) -> dict[str, Any]:
+        await ctx.subscribe(p.session_id)
+        return {"subscribed": True, "sessionId": p.session_id}
+
+    @registry.method(
+        "events.unsubscribe",
+        EventsSubscribeParams,
+        description="Stop receiving this session's notifications on this connection.",
+    )
+    async def unsubscribe(ctx: RpcContext, p: EventsSubscribeParams) -> dict[str, Any]:
+        conn = ctx.connection
+        done = conn is not None and ctx.services.hub.unsubscribe(conn, p.session_id)
+        return {"unsubscribed": done}
+
+
+__all__ = ["register"]

@@ -1,0 +1,85 @@
+"""model.*: list the known models, switch a session's model (records config.model_switch)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from pydantic import Field
+
+from ..errors import ManagerUnavailableError
+from ..rpc import MethodRegistry, NoParams, Params, RpcContext
+from .session import ensure_idle
+
+
+class ModelSwitchParams(Params):
+    session_id: str = Field(min_length=1)
+    model: str = Field(min_length=1, max_length=200)
+    provider: str | None = Field(default=None, min_length=1, max_length=100)
+
+
+def _catalog() -> Any:
+    try:
+        return importlib.import_module("tron_llm.catalog")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("tron_llm.catalog", "tron_llm"):
+            raise
+        raise ManagerUnavailableError(
+            "the model catalog (tron_llm.catalog) is not installed"
+        ) from None
+
+
+def model_json(info: Any) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "provider": info.provider,
+        "name": info.name,
+        "contextWindow": info.context_window,
+        "maxOutput": info.max_output_tokens,
+        "supportsThinking": info.supports_thinking,
+        "supportsImages": info.supports_images,
+        "supportsTools": info.supports_tools,
+    }
+
+
+def register(registry: MethodRegistry) -> None:
+    """Add the model.* methods to ``registry``."""
+
+    @registry.method("model.list", NoParams, description="The known models.", needs=())
+    async def list_(ctx: RpcContext, p: NoParams) -> dict[str, Any]:
+        return {"models": [model_json(m) for m in _catalog().list_models()]}
+
+    @registry.method(
+        "model.switch",
+        ModelSwitchParams,
+        description="Use another model (and provider) from the next turn on.",
+    )
+    async def switch(ctx: RpcContext, p: ModelSwitchParams) -> dict[str, Any]:
+        store = ctx.services.store
+        assert store is not None
+        ensure_idle(ctx, p.session_id, "switch the model of")
+        session = await store.get_session(p.session_id)
+        state = await store.get_state_at_head(p.session_id)
+        provider = p.provider
+        if provider is None:
+            info = _known_model(p.model)
+            provider = info.provider if info is not None else state.provider
+        payload: dict[str, Any] = {"previousModel": state.model, "newModel": p.model}
+        if provider != state.provider:
+            payload["provider"] = provider
+        # expected_head: a concurrent append makes this fail (-32004, retryable)
+        # rather than branch the session.
+        await store.append(
+            p.session_id, "config.model_switch", payload, expected_head=session.head_event_id
+        )
+        return {"previousModel": state.model, "newModel": p.model, "provider": provider}
+
+
+def _known_model(model: str) -> Any | None:
+    try:
+        return _catalog().get_model(model)
+    except ManagerUnavailableError:
+        return None
+
+
+__all__ = ["model_json", "register"]

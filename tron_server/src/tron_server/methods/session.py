@@ -1,0 +1,254 @@
+"""session.*: create, get, list, fork, rewind, end, delete, getState, getTree.
+
+Changes are announced to every connection: session.created / forked /
+rewound / ended (``{session}``) and session.deleted (``{sessionId}``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from tron_events import Event, Session
+
+from ..errors import AgentBusyError
+from ..rpc import MethodRegistry, Params, RpcContext
+
+
+def session_json(session: Session) -> dict[str, Any]:
+    """A Session as the protocol's camelCase object."""
+    return {
+        "id": session.id,
+        "workspaceId": session.workspace_id,
+        "rootEventId": session.root_event_id,
+        "headEventId": session.head_event_id,
+        "status": session.status,
+        "model": session.model,
+        "provider": session.provider,
+        "workingDirectory": session.working_directory,
+        "title": session.title,
+        "parentSessionId": session.parent_session_id,
+        "forkFromEventId": session.fork_from_event_id,
+        "createdAt": session.created_at,
+        "lastActivityAt": session.last_activity_at,
+        "endedAt": session.ended_at,
+        "eventCount": session.event_count,
+        "messageCount": session.message_count,
+        "turnCount": session.turn_count,
+        "inputTokens": session.input_tokens,
+        "outputTokens": session.output_tokens,
+        "cacheReadTokens": session.cache_read_tokens,
+        "cacheCreationTokens": session.cache_creation_tokens,
+        "cost": session.cost,
+    }
+
+
+def ensure_idle(ctx: RpcContext, session_id: str, action: str) -> None:
+    """-32003 when the session's agent is running a turn (abort it first)."""
+    orchestrator = ctx.services.orchestrator
+    if orchestrator is not None and orchestrator.is_running(session_id):
+        raise AgentBusyError(
+            f"cannot {action} session {session_id!r} while its agent is running; "
+            "call agent.abort first or wait for agent.complete"
+        )
+
+
+class SessionCreateParams(Params):
+    working_directory: str = Field(min_length=1)
+    model: str | None = Field(default=None, min_length=1)
+    provider: str | None = Field(default=None, min_length=1)
+    title: str | None = None
+    system_prompt: str | None = None
+
+    @field_validator("working_directory")
+    @classmethod
+    def _existing_directory(cls, value: str) -> str:
+        path = Path(value).expanduser()
+        if not path.is_absolute():
+            raise ValueError("must be an absolute path")
+        if not path.is_dir():
+            raise ValueError("must be an existing directory")
+        return str(path.resolve())
+
+
+class SessionIdParams(Params):
+    session_id: str = Field(min_length=1)
+
+
+class SessionListParams(Params):
+    workspace_id: str | None = None
+    status: Literal["active", "ended"] | None = None
+    limit: int = Field(default=50, ge=1, le=1000)
+
+
+class SessionForkParams(Params):
+    event_id: str = Field(min_length=1)
+    name: str | None = None
+    model: str | None = Field(default=None, min_length=1)
+
+
+class SessionRewindParams(Params):
+    session_id: str = Field(min_length=1)
+    event_id: str = Field(min_length=1)
+
+
+class SessionEndParams(Params):
+    session_id: str = Field(min_length=1)
+    reason: str = "completed"
+
+
+class SessionDeleteParams(Params):
+    session_id: str = Field(min_length=1)
+    cascade: bool = False
+
+
+class SessionGetStateParams(Params):
+    session_id: str = Field(min_length=1)
+    event_id: str | None = None
+
+
+def register(registry: MethodRegistry) -> None:
+    """Add the session.* methods to ``registry``."""
+
+    @registry.method(
+        "session.create", SessionCreateParams, description="Start a session in a directory."
+    )
+    async def create(ctx: RpcContext, p: SessionCreateParams) -> dict[str, Any]:
+        settings = ctx.services.settings
+        store = ctx.services.store
+        assert store is not None
+        session = await store.create_session(
+            working_directory=p.working_directory,
+            model=p.model or settings.default_model,
+            provider=p.provider or settings.default_provider,
+            title=p.title,
+            system_prompt=p.system_prompt,
+        )
+        result = session_json(session)
+        ctx.services.hub.publish(session.id, "session.created", {"session": result})
+        return result
+
+    @registry.method("session.get", SessionIdParams, description="One session.")
+    async def get(ctx: RpcContext, p: SessionIdParams) -> dict[str, Any]:
+        assert ctx.services.store is not None
+        return session_json(await ctx.services.store.get_session(p.session_id))
+
+    @registry.method(
+        "session.list", SessionListParams, description="Sessions, most recently active first."
+    )
+    async def list_(ctx: RpcContext, p: SessionListParams) -> dict[str, Any]:
+        assert ctx.services.store is not None
+        sessions = await ctx.services.store.list_sessions(
+            workspace_id=p.workspace_id, status=p.status, limit=p.limit
+        )
+        return {"sessions": [session_json(s) for s in sessions]}
+
+    @registry.method(
+        "session.fork", SessionForkParams, description="A new session continuing from an event."
+    )
+    async def fork(ctx: RpcContext, p: SessionForkParams) -> dict[str, Any]:
+        assert ctx.services.store is not None
+        result = await ctx.services.store.fork(p.event_id, name=p.name, model=p.model)
+        session = session_json(result.session)
+        ctx.services.hub.publish(result.session.id, "session.forked", {"session": session})
+        return {"session": session, "forkEventId": result.fork_event.id}
+
+    @registry.method(
+        "session.rewind",
+        SessionRewindParams,
+        description="Move the session's head back to an earlier event of its path.",
+    )
+    async def rewind(ctx: RpcContext, p: SessionRewindParams) -> dict[str, Any]:
+        assert ctx.services.store is not None
+        ensure_idle(ctx, p.session_id, "rewind")
+        session = session_json(await ctx.services.store.rewind(p.session_id, p.event_id))
+        ctx.services.hub.publish(p.session_id, "session.rewound", {"session": session})
+        return session
+
+    @registry.method("session.end", SessionEndParams, description="End a session (no more turns).")
+    async def end(ctx: RpcContext, p: SessionEndParams) -> dict[str, Any]:
+        store = ctx.services.store
+        assert store is not None
+        ensure_idle(ctx, p.session_id, "end")
+        await store.end_session(p.session_id, reason=p.reason)
+        session = session_json(await store.get_session(p.session_id))
+        ctx.services.hub.publish(p.session_id, "session.ended", {"session": session})
+        return session
+
+    @registry.method(
+        "session.delete",
+        SessionDeleteParams,
+        description="Delete a session and its events (cascade: its forks too).",
+    )
+    async def delete(ctx: RpcContext, p: SessionDeleteParams) -> dict[str, Any]:
+        assert ctx.services.store is not None
+        ensure_idle(ctx, p.session_id, "delete")
+        await ctx.services.store.delete_session(p.session_id, cascade=p.cascade)
+        hub = ctx.services.hub
+        hub.publish(p.session_id, "session.deleted", {"sessionId": p.session_id})
+        hub.drop_session(p.session_id)
+        return {"deleted": True}
+
+    @registry.method(
+        "session.getState",
+        SessionGetStateParams,
+        description="The reconstructed state at the head (or at eventId): messages, model, usage.",
+    )
+    async def get_state(ctx: RpcContext, p: SessionGetStateParams) -> dict[str, Any]:
+        store = ctx.services.store
+        assert store is not None
+        if p.event_id is None:
+            state = await store.get_state_at_head(p.session_id)
+        else:
+            await store.get_session(p.session_id)  # -32000 for an unknown session
+            state = await store.get_state_at(p.event_id)
+        usage = state.token_usage
+        return {
+            "messages": [
+                {
+                    "role": m.role,
+                    "content": [block.to_payload() for block in m.content],
+                    "eventIds": list(m.event_ids),
+                }
+                for m in state.messages
+            ],
+            "model": state.model,
+            "provider": state.provider,
+            "workingDirectory": state.working_directory,
+            "systemPrompt": state.system_prompt,
+            "reasoningLevel": state.reasoning_level,
+            "tokenUsage": {
+                "inputTokens": usage.input_tokens,
+                "outputTokens": usage.output_tokens,
+                "cacheReadTokens": usage.cache_read_tokens,
+                "cacheCreationTokens": usage.cache_creation_tokens,
+            },
+            "turnCount": state.turn_count,
+            "headEventId": state.head_event_id,
+        }
+
+    @registry.method(
+        "session.getTree",
+        SessionIdParams,
+        description="The session's tree: inherited ancestors of its root and all its own events.",
+    )
+    async def get_tree(ctx: RpcContext, p: SessionIdParams) -> dict[str, Any]:
+        store = ctx.services.store
+        assert store is not None
+        session = await store.get_session(p.session_id)
+        own = await store.get_events(p.session_id)
+        own_ids = {e.id for e in own}
+        inherited = [
+            e for e in await store.get_ancestors(session.root_event_id) if e.id not in own_ids
+        ]
+        events: list[Event] = sorted([*inherited, *own], key=lambda e: (e.depth, e.sequence))
+        return {
+            "rootEventId": session.root_event_id,
+            "headEventId": session.head_event_id,
+            "events": [e.to_dict() for e in events],
+        }
+
+
+__all__ = ["ensure_idle", "register", "session_json"]

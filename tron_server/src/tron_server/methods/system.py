@@ -1,0 +1,61 @@
+"""system.*: ping (a liveness round trip) and info (what this server is and offers)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..rpc import MethodRegistry, NoParams, RpcContext
+from ..rpc.frames import now_iso
+from ..settings import Settings
+
+# A provider counts as configured when its key is in the environment or its
+# endpoint is overridden (local servers need no key).
+_PROVIDER_KEYS: dict[str, tuple[tuple[str, ...], str]] = {
+    "anthropic": (("ANTHROPIC_API_KEY",), "anthropic_base_url"),
+    "openai": (("OPENAI_API_KEY",), "openai_base_url"),
+    "openai-responses": (("OPENAI_API_KEY",), "openai_base_url"),
+    "google": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "google_base_url"),
+    "openai-compatible": ((), "openai_compatible_base_url"),
+}
+
+
+def configured_providers(settings: Settings) -> list[str]:
+    """Provider ids that have an API key in the environment or a configured endpoint."""
+    out = []
+    for name, (env_keys, url_field) in _PROVIDER_KEYS.items():
+        if any(os.environ.get(k) for k in env_keys) or getattr(settings, url_field):
+            out.append(name)
+    return out
+
+
+def register(registry: MethodRegistry) -> None:
+    """Add the system.* methods to ``registry``."""
+
+    @registry.method("system.ping", NoParams, description="Liveness check.", needs=())
+    async def ping(ctx: RpcContext, p: NoParams) -> dict[str, Any]:
+        return {"pong": True, "time": now_iso()}
+
+    @registry.method(
+        "system.info",
+        NoParams,
+        description="Version, database kind, configured providers, defaults and the methods.",
+        needs=(),
+    )
+    async def info(ctx: RpcContext, p: NoParams) -> dict[str, Any]:
+        services = ctx.services
+        settings = services.settings
+        url = settings.resolved_database_url()
+        return {
+            "version": services.version,
+            "database": "sqlite" if url.startswith("sqlite") else "postgresql",
+            "providers": configured_providers(settings),
+            "defaultModel": settings.default_model,
+            "defaultProvider": settings.default_provider,
+            "home": str(settings.home),
+            "agent": services.orchestrator is not None,
+            "methods": services.registry.names() if services.registry is not None else [],
+        }
+
+
+__all__ = ["configured_providers", "register"]

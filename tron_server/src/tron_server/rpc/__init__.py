@@ -1,0 +1,19 @@
+"""JSON-RPC 2.0: the method registry, the dispatcher and the middleware chain."""
+
+from __future__ import annotations
+
+from .context import RpcContext
+from .dispatch import Dispatcher
+from .frames import notification_frame
+from .params import NoParams, Params
+from .registry import MethodRegistry, MethodSpec
+
+__all__ = [
+    "Dispatcher",
+    "MethodRegistry",
+    "MethodSpec",
+    "NoParams",
+    "Params",
+    "RpcContext",
+    "notification_frame",
+]

@@ -1,0 +1,122 @@
+"""JSON-RPC 2.0 frames: checking requests and building responses and notifications."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from pydantic import BaseModel
+
+from ..errors import InvalidRequest, RpcError
+
+RequestId = str | int | None
+
+#: Placeholder for "the request had no id" (a notification), distinct from ``"id": null``.
+NO_ID: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A checked request. ``id`` is ``NO_ID`` for a notification (no reply)."""
+
+    method: str
+    params: object
+    id: Any
+
+    @property
+    def is_notification(self) -> bool:
+        return self.id is NO_ID
+
+
+class BadRequest(Exception):
+    """The frame is not a valid request; answer ``error`` with ``id``."""
+
+    def __init__(self, error: RpcError, id: RequestId) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.id = id
+
+
+def _valid_id(value: object) -> bool:
+    # JSON-RPC ids are strings, numbers or null; bools are JSON, not numbers.
+    return (
+        value is None
+        or isinstance(value, str)
+        or (isinstance(value, int | float) and not isinstance(value, bool))
+    )
+
+
+def check_request(obj: object) -> Request:
+    """A Request from one decoded JSON value, or BadRequest (-32600)."""
+    if not isinstance(obj, dict):
+        raise BadRequest(InvalidRequest("a request must be a JSON object"), None)
+    has_id = "id" in obj
+    raw_id = obj.get("id")
+    reply_id = raw_id if has_id and _valid_id(raw_id) else None
+    if has_id and not _valid_id(raw_id):
+        raise BadRequest(InvalidRequest("id must be a string, a number or null"), None)
+    if obj.get("jsonrpc") != "2.0":
+        raise BadRequest(InvalidRequest('jsonrpc must be "2.0"'), reply_id)
+    method = obj.get("method")
+    if not isinstance(method, str) or not method:
+        raise BadRequest(InvalidRequest("method must be a non-empty string"), reply_id)
+    params = obj.get("params")
+    if params is not None and not isinstance(params, dict | list):
+        raise BadRequest(InvalidRequest("params must be an object or an array"), reply_id)
+    extra = set(obj) - {"jsonrpc", "method", "params", "id"}
+    if extra:
+        raise BadRequest(
+            InvalidRequest(f"unknown member(s) in the request: {', '.join(sorted(extra))}"),
+            reply_id,
+        )
+    return Request(method=method, params=params, id=raw_id if has_id else NO_ID)
+
+
+def _default(value: object) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def dumps(value: object) -> bytes:
+    """JSON bytes (orjson; pydantic models dumped by alias)."""
+    return orjson.dumps(value, default=_default)
+
+
+def result_frame(id: RequestId, result: object) -> bytes:
+    return dumps({"jsonrpc": "2.0", "id": id, "result": result})
+
+
+def error_frame(id: RequestId, error: RpcError) -> bytes:
+    return dumps({"jsonrpc": "2.0", "id": id, "error": error.to_json()})
+
+
+def now_iso() -> str:
+    """UTC now, the format of event timestamps (``2025-01-01T12:00:00.000Z``)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def notification_frame(
+    method: str, session_id: str | None, data: object, timestamp: str | None = None
+) -> bytes:
+    """``{jsonrpc, method, params: {sessionId, timestamp, data}}``."""
+    params = {"sessionId": session_id, "timestamp": timestamp or now_iso(), "data": data}
+    return dumps({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+__all__ = [
+    "NO_ID",
+    "BadRequest",
+    "Request",
+    "RequestId",
+    "check_request",
+    "dumps",
+    "error_frame",
+    "notification_frame",
+    "now_iso",
+    "result_frame",
+]

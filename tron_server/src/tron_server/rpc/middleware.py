@@ -1,0 +1,131 @@
+"""The middleware chain around every method call: structured logging and timing.
+
+A middleware is ``async def mw(call: Call, call_next: Next) -> Any``; it may
+look at the call, time it, log it, and must return what ``call_next`` returns
+(or raise what it raises).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .context import RpcContext
+from .frames import NO_ID
+from .mapping import to_rpc_error
+from .registry import MethodSpec
+
+log = logging.getLogger("tron_server.rpc")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One method call going through the chain."""
+
+    spec: MethodSpec
+    params: object
+    id: Any
+    ctx: RpcContext
+
+    @property
+    def method(self) -> str:
+        return self.spec.name
+
+    @property
+    def connection_id(self) -> str | None:
+        conn = self.ctx.connection
+        return conn.id if conn is not None else None
+
+
+Next = Callable[[Call], Awaitable[Any]]
+Middleware = Callable[[Call, Next], Awaitable[Any]]
+
+
+def chain(middleware: list[Middleware], endpoint: Next) -> Next:
+    """``endpoint`` wrapped by ``middleware`` (the first one is the outermost)."""
+    call_next = endpoint
+    for mw in reversed(middleware):
+        call_next = _bind(mw, call_next)
+    return call_next
+
+
+def _bind(mw: Middleware, call_next: Next) -> Next:
+    async def run(call: Call) -> Any:
+        return await mw(call, call_next)
+
+    return run
+
+
+async def logging_middleware(call: Call, call_next: Next) -> Any:
+    """One structured log record per call: method, id, connection, duration, outcome.
+
+    Successes log at DEBUG (a busy client would flood INFO), client errors at
+    INFO, unexpected failures are logged by the dispatcher with the traceback.
+    """
+    start = time.perf_counter()
+    fields: dict[str, Any] = {
+        "rpcMethod": call.method,
+        "rpcId": None if call.id is NO_ID else call.id,
+        "connection": call.connection_id,
+    }
+    try:
+        result = await call_next(call)
+    except Exception as exc:
+        fields["durationMs"] = round((time.perf_counter() - start) * 1000, 3)
+        err = to_rpc_error(exc)
+        if err is not None:
+            fields["errorCode"] = err.code
+            log.info("rpc call failed: %s", err.message, extra={"fields": fields})
+        raise
+    fields["durationMs"] = round((time.perf_counter() - start) * 1000, 3)
+    log.debug("rpc call", extra={"fields": fields})
+    return result
+
+
+@dataclass
+class MethodTiming:
+    count: int = 0
+    errors: int = 0
+    total_ms: float = 0.0
+    max_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        mean = self.total_ms / self.count if self.count else 0.0
+        return {
+            "count": self.count,
+            "errors": self.errors,
+            "meanMs": round(mean, 3),
+            "maxMs": round(self.max_ms, 3),
+        }
+
+
+@dataclass
+class Timings:
+    """Per-method call counts and durations (a timing middleware)."""
+
+    methods: dict[str, MethodTiming] = field(default_factory=dict)
+
+    async def __call__(self, call: Call, call_next: Next) -> Any:
+        # Only registered methods reach the chain, so this dict stays bounded.
+        start = time.perf_counter()
+        failed = True
+        try:
+            result = await call_next(call)
+            failed = False
+            return result
+        finally:
+            ms = (time.perf_counter() - start) * 1000
+            entry = self.methods.setdefault(call.method, MethodTiming())
+            entry.count += 1
+            entry.errors += failed
+            entry.total_ms += ms
+            entry.max_ms = max(entry.max_ms, ms)
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        return {name: t.to_dict() for name, t in sorted(self.methods.items())}
+
+
+__all__ = ["Call", "Middleware", "Next", "Timings", "chain", "logging_middleware"]

@@ -1,0 +1,124 @@
+"""The method registry: each method with its params model, the services it needs,
+and a description.
+
+    registry = MethodRegistry()
+
+    @registry.method("session.get", SessionGetParams, description="One session.")
+    async def get(ctx: RpcContext, params: SessionGetParams) -> dict[str, Any]:
+        ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import InvalidParams, ManagerUnavailableError
+from .context import RpcContext
+
+P = TypeVar("P", bound=BaseModel)
+Handler = Callable[[RpcContext, Any], Awaitable[Any]]
+H = TypeVar("H", bound=Callable[..., Awaitable[Any]])
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSpec:
+    """One registered method."""
+
+    name: str
+    params: type[BaseModel]
+    handler: Handler
+    description: str
+    needs: tuple[str, ...]
+
+    def parse_params(self, raw: object) -> BaseModel:
+        """Validate raw JSON params; field errors become -32602 with ``data.errors``."""
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise InvalidParams(
+                f"{self.name}: params must be an object with named fields",
+                {"errors": [{"field": "", "message": "expected an object", "type": "type"}]},
+            )
+        try:
+            return self.params.model_validate(raw)
+        except ValidationError as exc:
+            raise InvalidParams(
+                f"{self.name}: invalid params ({exc.error_count()} error(s)); see data.errors",
+                {"errors": field_errors(exc)},
+            ) from None
+
+    def check_needs(self, ctx: RpcContext) -> None:
+        """-32002 when a service the method needs is not running."""
+        for need in self.needs:
+            if getattr(ctx.services, need, None) is None:
+                raise ManagerUnavailableError(
+                    f"{self.name} needs the {need}, which is not available in this server"
+                )
+
+
+def field_errors(exc: ValidationError) -> list[dict[str, str]]:
+    """Pydantic errors as ``[{field, message, type}]`` with dotted camelCase paths."""
+    out = []
+    for err in exc.errors(include_url=False, include_input=False):
+        field = ".".join(str(part) for part in err["loc"])
+        out.append({"field": field, "message": err["msg"], "type": err["type"]})
+    return out
+
+
+class MethodRegistry:
+    """Methods by name. Method modules fill it through ``register(registry)``."""
+
+    def __init__(self) -> None:
+        self._methods: dict[str, MethodSpec] = {}
+
+    def method(
+        self,
+        name: str,
+        params: type[BaseModel],
+        *,
+        description: str,
+        needs: tuple[str, ...] = ("store",),
+    ) -> Callable[[H], H]:
+        """Register ``async def handler(ctx, params)`` as ``name``."""
+
+        def decorate(handler: H) -> H:
+            self.add(MethodSpec(name, params, handler, description, tuple(needs)))
+            return handler
+
+        return decorate
+
+    def add(self, spec: MethodSpec) -> None:
+        if spec.name in self._methods:
+            raise ValueError(f"method {spec.name!r} is registered twice")
+        self._methods[spec.name] = spec
+
+    def get(self, name: str) -> MethodSpec | None:
+        return self._methods.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._methods)
+
+    def __iter__(self) -> Iterator[MethodSpec]:
+        return iter(self._methods.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._methods
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Name, description, needs and params JSON schema of every method."""
+        return [
+            {
+                "name": spec.name,
+                "description": spec.description,
+                "needs": list(spec.needs),
+                "params": spec.params.model_json_schema(by_alias=True),
+            }
+            for spec in sorted(self._methods.values(), key=lambda s: s.name)
+        ]
+
+
+__all__ = ["Handler", "MethodRegistry", "MethodSpec", "RpcContext", "field_errors"]
