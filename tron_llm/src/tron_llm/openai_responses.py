@@ -1,0 +1,652 @@
+"""OpenAI Responses (``POST /responses``, streamed, stateless).
+
+Request mapping:
+
+- ``store: false``: nothing is kept on OpenAI's side, so the whole history is sent
+  every time; reasoning survives between calls as ``encrypted_content``, asked for
+  with ``include: ["reasoning.encrypted_content"]`` on reasoning models (o-series,
+  GPT-5, codex, gpt-oss; or any model when a reasoning level is set). Other models
+  reject that include, so it is left out for them;
+- ``instructions`` is the system prompt;
+- user text and images are ``input_text`` / ``input_image`` parts; assistant text is
+  an assistant message (string content: the form the SDK's input types accept
+  without the output item's id);
+- tool calls are ``function_call`` items (``call_id``, ``name``, JSON ``arguments``)
+  and results ``function_call_output`` items (text, or text and image parts), ids
+  through ``ToolIdMap``;
+- a ``ThinkingBlock`` this adapter produced (``provider="openai"`` with an
+  ``item_id`` and ``encrypted_content`` in ``signature``) is replayed as the same
+  reasoning item (id, summary, encrypted content), in its place before the item that
+  followed it. Thinking from another provider is sent as assistant text; OpenAI
+  reasoning that cannot be replayed (no encrypted content) is dropped;
+- the reasoning level becomes ``reasoning: {effort, summary: "auto"}``
+  (``xhigh`` → ``high`` except on models documented to accept it);
+- stop sequences: the Responses API has none, so they are not sent.
+
+The stream: output items bracket each message, reasoning and function call;
+argument deltas name the item (``fc_…``), mapped here to its ``call_id``; the
+terminal event is ``response.completed`` (usage), ``response.incomplete``
+(``max_output_tokens`` → ``max_tokens``) or ``response.failed``; ``error`` events
+come flat or nested and become typed errors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import httpx
+
+from tron_events.messages import (
+    ContentBlock,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+from ._cost import with_cost
+from ._http import DEFAULT_TIMEOUT, HTTPCall, HTTPProvider, StreamParser
+from ._ids import ToolIdMap
+from ._openai_common import (
+    OPENAI_BASE_URL,
+    OPENAI_THINKING_PROVIDER,
+    bearer,
+    image_url,
+    is_openai_host,
+    openai_error,
+    parse_arguments,
+    reasoning_effort,
+    response_error,
+    tool_id_map,
+    tool_result_parts,
+    usage_from,
+)
+from ._retry import RetryPolicy
+from ._sse import ServerSentEvent
+from ._types import (
+    Done,
+    LLMRequest,
+    StopReason,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from .errors import LLMError, NetworkError, ServerError
+
+__all__ = ["OpenAIResponsesProvider", "is_reasoning_model"]
+
+_REASONING_MODEL = re.compile(r"^(?:openai/)?(?:o\d|gpt-5|gpt-oss|codex)")
+_CHAT_MODEL = re.compile(r"-chat(?:-|$)")  # gpt-5-chat-latest does not reason
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether ``model`` is an OpenAI reasoning model (returns reasoning items)."""
+    return bool(_REASONING_MODEL.match(model)) and not _CHAT_MODEL.search(model)
+
+
+class OpenAIResponsesProvider(HTTPProvider):
+    """The Responses API over raw httpx (see the module docstring for the mapping)."""
+
+    name: ClassVar[str] = "openai-responses"
+    default_base_url: ClassVar[str] = OPENAI_BASE_URL
+    api_key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: httpx.AsyncClient | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            api_key=api_key,
+            base_url=base_url,
+            client=client,
+            retry=retry,
+            timeout=timeout,
+            headers=headers,
+        )
+        self.is_openai = is_openai_host(self.base_url)
+        self.price_provider = "openai" if self.is_openai else None
+        if not self.is_openai:
+            # A compatible server (vLLM, Ollama) usually takes no key; the base
+            # declares requires_api_key per class, so this instance shadows it.
+            setattr(self, "requires_api_key", False)  # noqa: B010
+
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        """``Authorization: Bearer <key>``."""
+        return bearer(api_key)
+
+    def error_from_response(self, status: int, headers: Mapping[str, str], body: bytes) -> LLMError:
+        """OpenAI error bodies (``{"error": {"message", "type", "code"}}``) and others."""
+        return response_error(status, headers, body, provider=self.name)
+
+    def build_call(self, request: LLMRequest) -> HTTPCall:
+        """The ``/responses`` request for ``request``."""
+        return HTTPCall(path="/responses", body=self.build_body(request))
+
+    def build_body(self, request: LLMRequest) -> dict[str, Any]:
+        """The JSON body (public for tests that validate it against the SDK's types)."""
+        reasoning = request.reasoning is not None or is_reasoning_model(request.model)
+        body: dict[str, Any] = {
+            "model": request.model,
+            "input": to_input_items(
+                request.messages, tool_id_map(request), replay_reasoning=reasoning
+            ),
+            "stream": True,
+            "store": False,
+            "max_output_tokens": request.max_tokens,
+        }
+        if reasoning:
+            body["include"] = ["reasoning.encrypted_content"]
+        if request.system:
+            body["instructions"] = request.system
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.reasoning is not None:
+            body["reasoning"] = {
+                "effort": reasoning_effort(request.reasoning, request.model),
+                "summary": "auto",
+            }
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.input_schema,
+                    # Responses defaults to strict schemas, which most tool schemas
+                    # (optional fields, free-form objects) do not satisfy.
+                    "strict": False,
+                }
+                for tool in request.tools
+            ]
+        return body
+
+    def new_parser(self, request: LLMRequest) -> StreamParser:
+        """A parser for one streamed response."""
+        return ResponsesStreamParser(
+            request, tool_id_map(request), provider=self.name, price_provider=self.price_provider
+        )
+
+
+# --- input items ------------------------------------------------------------------
+
+
+def _replayable(block: ThinkingBlock) -> bool:
+    return block.provider == OPENAI_THINKING_PROVIDER and bool(block.item_id and block.signature)
+
+
+def to_input_items(
+    messages: list[Message], ids: ToolIdMap, *, replay_reasoning: bool = True
+) -> list[dict[str, Any]]:
+    """Our messages as Responses input items."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "assistant":
+            items.extend(_assistant_items(message, ids, replay_reasoning))
+        else:
+            items.extend(_user_items(message, ids))
+    return items
+
+
+def _assistant_items(
+    message: Message, ids: ToolIdMap, replay_reasoning: bool
+) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    texts: list[str] = []
+
+    def flush_text() -> None:
+        if texts:
+            items.append({"type": "message", "role": "assistant", "content": "\n\n".join(texts)})
+            texts.clear()
+
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            if block.text:
+                texts.append(block.text)
+        elif isinstance(block, ThinkingBlock):
+            if block.provider == OPENAI_THINKING_PROVIDER:
+                if replay_reasoning and _replayable(block):
+                    flush_text()
+                    items.append(
+                        {
+                            "type": "reasoning",
+                            "id": block.item_id,
+                            "summary": (
+                                [{"type": "summary_text", "text": block.thinking}]
+                                if block.thinking
+                                else []
+                            ),
+                            "encrypted_content": block.signature,
+                        }
+                    )
+                # else: OpenAI reasoning without its encrypted content cannot be
+                # replayed (store is false), and as text it would read as an answer.
+            elif block.thinking:
+                texts.append(block.thinking)
+        elif isinstance(block, ToolUseBlock):
+            flush_text()
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": ids.out(block.id),
+                    "name": block.name,
+                    "arguments": json.dumps(block.input, ensure_ascii=False),
+                }
+            )
+    flush_text()
+    return items
+
+
+def _user_items(message: Message, ids: ToolIdMap) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            text, images = tool_result_parts(block)
+            output: str | list[dict[str, Any]] = text
+            if images:
+                output = [{"type": "input_text", "text": text}] if text else []
+                output.extend(_image_part(image) for image in images)
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": ids.out(block.tool_use_id),
+                    "output": output,
+                }
+            )
+        elif isinstance(block, TextBlock) and block.text:
+            parts.append({"type": "input_text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            parts.append(_image_part(block))
+    if parts:
+        items.append({"type": "message", "role": "user", "content": parts})
+    return items
+
+
+def _image_part(block: ImageBlock) -> dict[str, Any]:
+    return {"type": "input_image", "image_url": image_url(block), "detail": "auto"}
+
+
+# --- the stream ---------------------------------------------------------------------
+
+
+class _Item:
+    """One output item being assembled."""
+
+    def __init__(self, kind: str, item_id: str) -> None:
+        self.kind = kind  # "message", "reasoning" or "function_call"
+        self.item_id = item_id
+        self.block_index = -1  # messages get one with their first text
+        self.parts: list[str] = []
+        self.summary_index: int | None = None
+        self.encrypted: str | None = None
+        self.call_id = ""
+        self.name = ""
+        self.arguments = ""
+        self.final_arguments: str | None = None
+        self.ended = False
+        self.input: dict[str, Any] = {}
+
+
+class ResponsesStreamParser(StreamParser):
+    """Turns Responses stream events into our stream events."""
+
+    def __init__(
+        self,
+        request: LLMRequest,
+        ids: ToolIdMap,
+        *,
+        provider: str = "openai-responses",
+        price_provider: str | None = None,
+    ) -> None:
+        self.request = request
+        self.ids = ids
+        self.provider = provider
+        self.price_provider = price_provider
+        self.items: dict[str, _Item] = {}
+        self.blocks: list[_Item] = []
+        self.terminal: str | None = None  # completed / incomplete
+        self.incomplete_reason: str | None = None
+        self.refused = False
+        self.response_id: str | None = None
+        self.model: str | None = None
+        self._usage: Usage | None = None
+        self._anonymous = 0
+
+    # --- StreamParser ------------------------------------------------------------
+
+    def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
+        """Stream events for one SSE event; raises ``LLMError`` for an error event."""
+        data = event.data.strip()
+        if not data or data == "[DONE]":
+            return []
+        try:
+            payload = json.loads(data)
+        except ValueError as exc:
+            raise ServerError(
+                f"the server sent an event that is not JSON: {data[:200]!r}",
+                provider=self.provider,
+            ) from exc
+        if not isinstance(payload, dict):
+            return []
+        kind = payload.get("type") or event.event
+        handler = _HANDLERS.get(str(kind))
+        if handler is None:
+            return []  # built-in tools, content_part/summary_part brackets, ...
+        return handler(self, payload)
+
+    def finish(self) -> Done:
+        """The final message once the stream ended."""
+        if self.terminal is None:
+            raise NetworkError(
+                "the stream ended before response.completed; the connection may have "
+                "dropped: try again",
+                provider=self.provider,
+            )
+        for item in self.blocks:
+            if item.kind == "function_call" and not item.ended:
+                self._end_call(item)
+        return Done(
+            message=self._message(include_open_calls=True),
+            stop_reason=self._stop_reason(),
+            usage=self.usage(),
+            model=self.model or self.request.model,
+            response_id=self.response_id,
+        )
+
+    def partial(self) -> Message | None:
+        """Text, reasoning and finished tool calls streamed so far."""
+        message = self._message(include_open_calls=False)
+        return message if message.content else None
+
+    def usage(self) -> Usage:
+        """The usage of the terminal event (zero until then), priced on OpenAI."""
+        usage = self._usage or Usage()
+        if self.price_provider is None:
+            return usage
+        return with_cost(self.price_provider, self.model or self.request.model, usage)
+
+    # --- events --------------------------------------------------------------------
+
+    def _response(self, payload: Mapping[str, Any]) -> Mapping[str, Any]:
+        response = payload.get("response")
+        if not isinstance(response, Mapping):
+            return {}
+        if isinstance(response.get("id"), str):
+            self.response_id = response["id"]
+        if isinstance(response.get("model"), str) and response["model"]:
+            self.model = response["model"]
+        usage = response.get("usage")
+        if isinstance(usage, Mapping) and usage:
+            self._usage = usage_from(usage)
+        return response
+
+    def _on_created(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+        self._response(payload)
+        return []
+
+    def _on_completed(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+        self._response(payload)
+        self.terminal = "completed"
+        return self._end_open_calls()
+
+    def _on_incomplete(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+        response = self._response(payload)
+        self.terminal = "incomplete"
+        details = response.get("incomplete_details")
+        if isinstance(details, Mapping) and isinstance(details.get("reason"), str):
+            self.incomplete_reason = details["reason"]
+        return self._end_open_calls()
+
+    def _on_failed(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+        response = self._response(payload)
+        error = response.get("error")
+        if not isinstance(error, Mapping):
+            error = {"message": "the response failed", "code": "server_error"}
+        raise openai_error(error, provider=self.provider)
+
+    def _on_error(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+        # Documented flat ({"type":"error","code","message"}), seen nested too.
+        error = payload.get("error")
+        if not isinstance(error, Mapping):
+            error = payload
+        fields = {k: v for k, v in error.items() if k != "type" or error is not payload}
+        raise openai_error(fields, provider=self.provider)
+
+    def _item_for(self, payload: Mapping[str, Any], kind: str) -> _Item:
+        item_id = payload.get("item_id")
+        if isinstance(item_id, str) and item_id in self.items:
+            return self.items[item_id]
+        # A delta for an item whose output_item.added we never saw (a lenient
+        # compatible server): start it now.
+        if not isinstance(item_id, str):
+            self._anonymous += 1
+            item_id = f"{kind}_{self._anonymous}"
+        item = _Item(kind, item_id)
+        self.items[item_id] = item
+        if kind == "reasoning":
+            self._place(item)
+        return item
+
+    def _place(self, item: _Item) -> int:
+        self.blocks.append(item)
+        item.block_index = len(self.blocks) - 1
+        return item.block_index
+
+    def _on_item_added(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+        item = payload.get("item")
+        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+            return []
+        kind = item.get("type")
+        entry = _Item(str(kind), item["id"])
+        if kind == "reasoning":
+            self.items[entry.item_id] = entry
+            self._place(entry)  # kept even without summary text: it carries the state
+        elif kind == "message":
+            self.items[entry.item_id] = entry  # placed with its first text
+        elif kind == "function_call":
+            self.items[entry.item_id] = entry
+            entry.call_id = str(item.get("call_id") or entry.item_id)
+            entry.name = str(item.get("name") or "")
+            index = self._place(entry)
+            events: list[StreamEvent] = [
+                ToolCallStart(index=index, id=self.ids.back(entry.call_id), name=entry.name)
+            ]
+            arguments = item.get("arguments")
+            if isinstance(arguments, str) and arguments:
+                events.extend(self._arguments(entry, arguments))
+            return events
+        return []
+
+    def _on_item_done(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+        item = payload.get("item")
+        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+            return []
+        entry = self.items.get(item["id"])
+        kind = item.get("type")
+        events: list[StreamEvent] = []
+        if kind == "reasoning":
+            if entry is None:
+                entry = self._item_for({"item_id": item["id"]}, "reasoning")
+            if isinstance(item.get("encrypted_content"), str):
+                entry.encrypted = item["encrypted_content"]
+            if not entry.parts:
+                # No summary deltas streamed: take the summary the item carries.
+                summary = item.get("summary")
+                texts = [
+                    s["text"]
+                    for s in (summary if isinstance(summary, list) else [])
+                    if isinstance(s, Mapping) and isinstance(s.get("text"), str) and s["text"]
+                ]
+                if texts:
+                    text = "\n\n".join(texts)
+                    entry.parts.append(text)
+                    events.append(ThinkingDelta(index=entry.block_index, thinking=text))
+        elif kind == "message":
+            if entry is None:
+                entry = self._item_for({"item_id": item["id"]}, "message")
+            if not entry.parts:
+                content = item.get("content")
+                text = "".join(
+                    c.get("text") or c.get("refusal") or ""
+                    for c in (content if isinstance(content, list) else [])
+                    if isinstance(c, Mapping)
+                )
+                if text:
+                    events.extend(self._text(entry, text))
+        elif kind == "function_call":
+            if entry is None:
+                added = self._on_item_added(payload)
+                events.extend(added)
+                entry = self.items[item["id"]]
+            if isinstance(item.get("arguments"), str):
+                entry.final_arguments = item["arguments"]
+            if not entry.ended:
+                events.append(self._end_call(entry))
+        return events
+
+    def _text(self, item: _Item, text: str) -> list[StreamEvent]:
+        if item.block_index < 0:
+            self._place(item)
+        item.parts.append(text)
+        return [TextDelta(index=item.block_index, text=text)]
+
+    def _on_text_delta(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+        delta = payload.get("delta")
+        if not isinstance(delta, str) or not delta:
+            return []
+        return self._text(self._item_for(payload, "message"), delta)
+
+    def _on_refusal_delta(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+        self.refused = True
+        return self._on_text_delta(payload)
+
+    def _on_summary_delta(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+        delta = payload.get("delta")
+        if not isinstance(delta, str) or not delta:
+            return []
+        item = self._item_for(payload, "reasoning")
+        summary_index = payload.get("summary_index")
+        if (
+            isinstance(summary_index, int)
+            and item.summary_index is not None
+            and summary_index != item.summary_index
+            and item.parts
+        ):
+            # A new summary part: keep the parts apart as the item's own summary does.
+            delta = "\n\n" + delta
+        if isinstance(summary_index, int):
+            item.summary_index = summary_index
+        item.parts.append(delta)
+        return [ThinkingDelta(index=item.block_index, thinking=delta)]
+
+    def _on_arguments_delta(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+        delta = payload.get("delta")
+        item_id = payload.get("item_id")
+        item = self.items.get(item_id) if isinstance(item_id, str) else None
+        if item is None or item.kind != "function_call" or not isinstance(delta, str):
+            return []
+        return self._arguments(item, delta)
+
+    def _on_arguments_done(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+        item_id = payload.get("item_id")
+        item = self.items.get(item_id) if isinstance(item_id, str) else None
+        if item is not None and isinstance(payload.get("arguments"), str):
+            item.final_arguments = payload["arguments"]
+        return []
+
+    def _arguments(self, item: _Item, delta: str) -> list[StreamEvent]:
+        if item.ended or not delta:
+            return []
+        item.arguments += delta
+        return [
+            ToolCallDelta(
+                index=item.block_index, id=self.ids.back(item.call_id), partial_json=delta
+            )
+        ]
+
+    def _end_call(self, item: _Item) -> ToolCallEnd:
+        item.ended = True
+        # The done event's full arguments win over the concatenated deltas.
+        raw = item.final_arguments if item.final_arguments is not None else item.arguments
+        item.arguments = raw
+        item.input = parse_arguments(raw, name=item.name, provider=self.provider)
+        return ToolCallEnd(
+            index=item.block_index, id=self.ids.back(item.call_id), name=item.name, input=item.input
+        )
+
+    def _end_open_calls(self) -> list[StreamEvent]:
+        return [
+            self._end_call(item)
+            for item in self.blocks
+            if item.kind == "function_call" and not item.ended
+        ]
+
+    # --- results -------------------------------------------------------------------
+
+    def _message(self, *, include_open_calls: bool) -> Message:
+        content: list[ContentBlock] = []
+        for item in self.blocks:
+            if item.kind == "function_call":
+                if item.ended or include_open_calls:
+                    content.append(
+                        ToolUseBlock(
+                            id=self.ids.back(item.call_id), name=item.name, input=item.input
+                        )
+                    )
+            elif item.kind == "reasoning":
+                content.append(
+                    ThinkingBlock(
+                        thinking="".join(item.parts),
+                        signature=item.encrypted,
+                        provider=OPENAI_THINKING_PROVIDER,
+                        item_id=item.item_id,
+                    )
+                )
+            else:
+                content.append(TextBlock(text="".join(item.parts)))
+        return Message(role="assistant", content=content)
+
+    def _stop_reason(self) -> StopReason:
+        if self.terminal == "incomplete":
+            if self.incomplete_reason == "content_filter":
+                return "refusal"
+            return "max_tokens"
+        if self.refused:
+            return "refusal"
+        if any(item.kind == "function_call" for item in self.blocks):
+            return "tool_use"
+        return "end_turn"
+
+
+_HANDLERS = {
+    "response.created": ResponsesStreamParser._on_created,
+    "response.in_progress": ResponsesStreamParser._on_created,
+    "response.queued": ResponsesStreamParser._on_created,
+    "response.completed": ResponsesStreamParser._on_completed,
+    "response.incomplete": ResponsesStreamParser._on_incomplete,
+    "response.failed": ResponsesStreamParser._on_failed,
+    "error": ResponsesStreamParser._on_error,
+    "response.output_item.added": ResponsesStreamParser._on_item_added,
+    "response.output_item.done": ResponsesStreamParser._on_item_done,
+    "response.output_text.delta": ResponsesStreamParser._on_text_delta,
+    "response.refusal.delta": ResponsesStreamParser._on_refusal_delta,
+    "response.reasoning_summary_text.delta": ResponsesStreamParser._on_summary_delta,
+    "response.reasoning_text.delta": ResponsesStreamParser._on_summary_delta,
+    "response.function_call_arguments.delta": ResponsesStreamParser._on_arguments_delta,
+    "response.function_call_arguments.done": ResponsesStreamParser._on_arguments_done,
+}
