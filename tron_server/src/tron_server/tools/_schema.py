@@ -35,6 +35,7 @@ def _clean(node: Any, defs: dict[str, Any], depth: int) -> Any:
         extra = {k: v for k, v in node.items() if k != "$ref"}
         target.update(extra)
         return _clean(target, defs, depth + 1)
+    node = _collapse_optional(node)
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "title":
@@ -47,3 +48,17 @@ def _clean(node: Any, defs: dict[str, Any], depth: int) -> Any:
     if out.get("type") == "object":
         out.setdefault("additionalProperties", False)
     return out
+
+
+def _collapse_optional(node: dict[str, Any]) -> dict[str, Any]:
+    """``anyOf: [X, {type: null}]`` with ``default: null`` → X: the parameter is optional
+    already (not in ``required``); a bare type is easier for every provider."""
+    any_of = node.get("anyOf")
+    if not (isinstance(any_of, list) and len(any_of) == 2 and node.get("default", 0) is None):
+        return node
+    others = [s for s in any_of if s != {"type": "null"}]
+    if len(others) != 1 or not isinstance(others[0], dict):
+        return node
+    merged = {k: v for k, v in node.items() if k not in ("anyOf", "default")}
+    merged.update(others[0])
+    return merged
