@@ -1,0 +1,328 @@
+// The chat transcript: stored events on the path root → head, each rendered
+// once and cached by event id, followed by the live part of a running turn.
+// Tool cards are keyed by tool call id and updated in place, so a card that
+// started live moves into its stored message instead of being drawn twice.
+
+import { h, reconcile, setChildren, fmtTokens, fmtCost, fmtDuration, fmtTime, shortId } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+import { contentText, normalizeUsage } from "./model.js";
+
+export class Transcript {
+  /**
+   * @param {HTMLElement} container  the scrolling element
+   * @param {{onFork: (id: string) => void, onRewind: (id: string) => void, onOpenSession: (id: string) => void}} actions
+   */
+  constructor(container, actions) {
+    this.container = container;
+    this.actions = actions;
+    this.list = h("div", { class: "transcript-list", testid: "transcript-list" });
+    this.container.append(this.list);
+    this.sd = null;
+    this.nodes = new Map();
+    this.cards = new Map();
+    this.live = this._buildLive();
+    this.renderedVersion = -1;
+    this.liveMarkdownTimer = null;
+  }
+
+  /** Show another session (drops the node caches of the previous one). */
+  show(sd) {
+    if (this.sd === sd) return;
+    this.sd = sd;
+    this.nodes.clear();
+    this.cards.clear();
+    this.renderedVersion = -1;
+    this.live = this._buildLive();
+    this.list.replaceChildren();
+    this.render(true);
+  }
+
+  render(forceScroll = false) {
+    const sd = this.sd;
+    if (!sd) return;
+    const el = this.container;
+    const nearBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+    const wanted = [];
+    for (const ev of sd.path()) {
+      const node = this._nodeFor(ev);
+      if (node) wanted.push(node);
+    }
+    this._updateLive();
+    wanted.push(this.live.root);
+    reconcile(this.list, wanted);
+    for (const [id, card] of this.cards) updateToolCard(card, sd.tools.get(id));
+    this.renderedVersion = sd.version;
+    if (forceScroll || nearBottom) el.scrollTop = el.scrollHeight;
+  }
+
+  /** Scroll to and flash the element showing `eventId`. Returns false when it is not on the path. */
+  highlight(eventId) {
+    const sd = this.sd;
+    if (!sd) return false;
+    let target = this.nodes.get(eventId);
+    const ev = sd.events.get(eventId);
+    if (!target && ev && (ev.type === "tool.call" || ev.type === "tool.result")) {
+      const card = this.cards.get(ev.payload.toolCallId);
+      if (card && card.root.isConnected) target = card.root;
+    }
+    if (!target && ev && ev.parentId && ev.type.startsWith("stream.")) target = this.nodes.get(ev.parentId);
+    if (!target || !target.isConnected) return false;
+    for (const old of this.list.querySelectorAll("[data-highlighted]")) {
+      old.removeAttribute("data-highlighted");
+      old.classList.remove("highlight");
+    }
+    target.dataset.highlighted = "true";
+    target.classList.remove("highlight");
+    void target.offsetWidth; // restart the flash animation
+    target.classList.add("highlight");
+    target.scrollIntoView({ block: "center" });
+    return true;
+  }
+
+  // -- stored events --------------------------------------------------------
+
+  _nodeFor(ev) {
+    if (this.nodes.has(ev.id)) return this.nodes.get(ev.id);
+    const node = this._build(ev);
+    this.nodes.set(ev.id, node);
+    return node;
+  }
+
+  _build(ev) {
+    const p = ev.payload || {};
+    switch (ev.type) {
+      case "message.user":
+        return this._message(ev, "user", [userContent(p.content)]);
+      case "message.assistant":
+        return this._message(ev, "assistant", this._assistantBlocks(p.content));
+      case "session.start":
+        return systemLine(ev, "session-start", [
+          "Session started in ", h("code", {}, p.workingDirectory || "?"), ` · ${p.provider || ""} ${p.model || ""}`,
+        ]);
+      case "session.fork": {
+        const link = h("a", { href: `#s=${p.sourceSessionId}`, onclick: (e) => { e.preventDefault(); this.actions.onOpenSession(p.sourceSessionId); } }, `session …${shortId(p.sourceSessionId)}`);
+        return systemLine(ev, "session-fork", ["Forked from ", link, p.name ? ` · ${p.name}` : ""]);
+      }
+      case "stream.turn_end": {
+        const usage = p.usage || p.tokenUsage;
+        if (!usage && p.cost === undefined) return null;
+        return usageLine(ev.id, p.turn, usage, p.cost ?? p.costUsd, p.stopReason);
+      }
+      case "config.model_switch":
+        return systemLine(ev, "model-switch", [`Model switched: ${p.previousModel || "?"} → ${p.newModel}`]);
+      case "config.reasoning_level":
+        return systemLine(ev, "reasoning-level", [`Reasoning level: ${p.newLevel || "default"}`]);
+      case "notification.interrupted":
+        return systemLine(ev, "interrupted", ["Interrupted"]);
+      case "compact.summary":
+      case "compact.boundary":
+        return ev.type === "compact.summary"
+          ? systemLine(ev, "compacted", [h("details", {}, h("summary", {}, "Context compacted"), h("div", { class: "pre" }, p.summary || ""))])
+          : null;
+      case "context.cleared":
+        return systemLine(ev, "context-cleared", ["Context cleared"]);
+      case "message.system":
+        return systemLine(ev, "system-message", [contentText(p.content)]);
+      case "error.agent":
+      case "error.provider":
+      case "error.tool":
+      case "turn.failed": {
+        const msg = p.message || p.error || p.reason || JSON.stringify(p);
+        const line = systemLine(ev, "error", [`${ev.type === "turn.failed" ? "Turn failed" : "Error"}: ${msg}`]);
+        line.classList.add("error");
+        return line;
+      }
+      default:
+        return null;
+    }
+  }
+
+  _message(ev, role, body) {
+    const p = ev.payload || {};
+    const meta = [];
+    if (role === "assistant") {
+      if (p.model) meta.push(p.model);
+      if (p.interrupted) meta.push("interrupted");
+      else if (p.stopReason && p.stopReason !== "end_turn" && p.stopReason !== "tool_use") meta.push(p.stopReason);
+    }
+    meta.push(fmtTime(ev.timestamp));
+    const actions = h(
+      "div",
+      { class: "msg-actions" },
+      h("button", { class: "link", testid: "fork-btn", title: "Start a new session from this point (the original stays as it is)", onclick: () => this.actions.onFork(ev.id) }, "⑂ Fork"),
+      h("button", { class: "link", testid: "rewind-btn", title: "Move this session's head back to here (later events stay in the tree)", onclick: () => this.actions.onRewind(ev.id) }, "↺ Rewind"),
+    );
+    return h(
+      "article",
+      { class: `msg ${role}`, testid: `msg-${role}`, dataset: { eventId: ev.id, sequence: ev.sequence } },
+      h("div", { class: "msg-body" }, body),
+      h("footer", { class: "msg-meta" }, h("span", { class: "muted" }, meta.filter(Boolean).join(" · ")), actions),
+    );
+  }
+
+  _assistantBlocks(content) {
+    const out = [];
+    for (const block of Array.isArray(content) ? content : [{ type: "text", text: String(content ?? "") }]) {
+      if (!block) continue;
+      if (block.type === "text" && block.text) out.push(h("div", { class: "md", testid: "assistant-text" }, renderMarkdown(block.text)));
+      else if (block.type === "thinking" && block.thinking) out.push(thinkingBlock(block.thinking, false));
+      else if (block.type === "redacted_thinking") out.push(h("div", { class: "muted small" }, "(redacted thinking)"));
+      else if (block.type === "tool_use") out.push(this._card(block.id).root);
+    }
+    return out;
+  }
+
+  _card(id) {
+    let card = this.cards.get(id);
+    if (!card) {
+      card = buildToolCard(id);
+      this.cards.set(id, card);
+    }
+    return card;
+  }
+
+  // -- the live part of a running turn --------------------------------------
+
+  _buildLive() {
+    const thinking = h("details", { class: "thinking", testid: "live-thinking", open: true }, h("summary", {}, "Thinking…"), h("div", { class: "pre" }));
+    const text = h("div", { class: "md", testid: "live-text" });
+    const tools = h("div", { class: "live-tools" });
+    const usage = h("div", { class: "live-usage" });
+    const working = h("div", { class: "working", testid: "working" }, h("span", { class: "dots" }, h("i"), h("i"), h("i")), " working");
+    const error = h("div", { class: "sys-line error", testid: "live-error" });
+    const msg = h("article", { class: "msg assistant live", testid: "live-turn" }, h("div", { class: "msg-body" }, thinking, text, tools), working);
+    const root = h("div", { class: "live-wrap" }, usage, msg, error);
+    return { root, msg, thinking, text, tools, usage, working, error, lastText: null, lastThinking: null };
+  }
+
+  _updateLive() {
+    const sd = this.sd;
+    const L = this.live;
+    const live = sd.live;
+    if (live.thinking !== L.lastThinking) {
+      L.thinking.lastElementChild.textContent = live.thinking;
+      L.thinking.hidden = !live.thinking;
+      L.lastThinking = live.thinking;
+    }
+    if (live.text !== L.lastText) {
+      L.lastText = live.text;
+      // Markdown is re-rendered at most every 80 ms while streaming; plain text in between.
+      if (!this.liveMarkdownTimer) {
+        setChildren(L.text, renderMarkdown(live.text));
+        this.liveMarkdownTimer = setTimeout(() => {
+          this.liveMarkdownTimer = null;
+          if (this.live === L && L.text.dataset.rendered !== L.lastText) setChildren(L.text, renderMarkdown(L.lastText || ""));
+          L.text.dataset.rendered = L.lastText || "";
+        }, 80);
+      }
+    }
+    L.text.hidden = !live.text;
+    const liveTools = sd.liveToolIds().map((id) => this._card(id).root);
+    reconcile(L.tools, liveTools);
+    const usageNodes = [];
+    for (const [turn, u] of sd.liveUsage) usageNodes.push(usageLine(`live-${turn}`, turn, u.usage, u.cost, u.stopReason));
+    reconcile(L.usage, usageNodes);
+    L.working.hidden = !sd.busy;
+    L.msg.hidden = !(live.text || live.thinking || liveTools.length || sd.busy);
+    L.error.textContent = live.error ? `Error: ${live.error}` : "";
+    L.error.hidden = !live.error;
+  }
+}
+
+// -- building blocks ----------------------------------------------------------
+
+function systemLine(ev, kind, children) {
+  return h("div", { class: `sys-line ${kind}`, testid: `sys-${kind}`, dataset: { eventId: ev.id } }, children);
+}
+
+function usageLine(key, turn, usage, cost, stopReason) {
+  const u = normalizeUsage(usage);
+  const parts = [`in ${fmtTokens(u.input)}`, `out ${fmtTokens(u.output)}`];
+  if (u.cacheRead) parts.push(`cache ${fmtTokens(u.cacheRead)}`);
+  parts.push(fmtCost(cost));
+  return h(
+    "div",
+    { class: "usage-line", testid: "turn-usage", dataset: { key, turn: turn ?? "" } },
+    turn !== undefined && turn !== null ? `Turn ${turn} · ` : "",
+    parts.join(" · "),
+  );
+}
+
+function thinkingBlock(text, open) {
+  return h("details", { class: "thinking", testid: "thinking", open }, h("summary", {}, "Thinking"), h("div", { class: "pre" }, text));
+}
+
+function userContent(content) {
+  if (typeof content === "string") return h("div", { class: "pre", testid: "user-text" }, content);
+  const parts = [];
+  for (const b of Array.isArray(content) ? content : []) {
+    if (!b) continue;
+    if (b.type === "text") parts.push(h("div", { class: "pre", testid: "user-text" }, b.text || ""));
+    else if (b.type === "image") parts.push(h("div", { class: "muted small" }, "[image]"));
+    else if (b.type === "tool_result") parts.push(h("div", { class: "pre muted" }, contentText(b.content)));
+  }
+  return parts;
+}
+
+/** A one-line summary of a tool call's arguments (the command, the path, …). */
+export function argsSummary(name, args) {
+  if (!args || typeof args !== "object") return "";
+  for (const key of ["command", "file_path", "path", "pattern", "query", "url", "skill"]) {
+    if (typeof args[key] === "string") return args[key];
+  }
+  const first = Object.values(args).find((v) => typeof v === "string");
+  return first || "";
+}
+
+function buildToolCard(id) {
+  const name = h("span", { class: "tool-name", testid: "tool-name" });
+  const summary = h("span", { class: "tool-summary", testid: "tool-summary" });
+  const status = h("span", { class: "tool-status", testid: "tool-status" });
+  const duration = h("span", { class: "tool-duration", testid: "tool-duration" });
+  const args = h("pre", { class: "tool-args", testid: "tool-args" });
+  const output = h("pre", { class: "tool-output", testid: "tool-output" });
+  const result = h("pre", { class: "tool-result", testid: "tool-result" });
+  const body = h("div", { class: "tool-body" }, h("div", { class: "tool-label" }, "Arguments"), args, output, result);
+  const head = h("button", { class: "tool-head", type: "button", "aria-expanded": "true" }, h("span", { class: "chevron" }), name, summary, h("span", { class: "spacer" }), duration, status);
+  const root = h("div", { class: "tool-card", testid: "tool-card", dataset: { toolCallId: id, status: "pending" } }, head, body);
+  const card = { root, name, summary, status, duration, args, output, result, body, userToggled: false, last: "" };
+  head.addEventListener("click", () => {
+    card.userToggled = true;
+    root.classList.toggle("collapsed");
+    head.setAttribute("aria-expanded", String(!root.classList.contains("collapsed")));
+  });
+  return card;
+}
+
+function toolContentText(content) {
+  if (content === undefined || content === null) return "";
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content.map((p) => (p && p.type === "text" ? p.text : p && p.type === "image" ? "[image]" : typeof p === "string" ? p : "")).join("\n");
+  }
+  return JSON.stringify(content, null, 2);
+}
+
+function updateToolCard(card, t) {
+  if (!t) return;
+  const argsText = t.arguments === undefined ? "" : JSON.stringify(t.arguments, null, 2);
+  const resultText = toolContentText(t.result);
+  const key = [t.name, t.status, argsText, t.output.length, resultText.length, t.durationMs, t.isError].join("|");
+  if (key === card.last) return;
+  card.last = key;
+  card.name.textContent = t.name || "tool";
+  card.summary.textContent = argsSummary(t.name, t.arguments);
+  card.args.textContent = argsText;
+  card.root.dataset.status = t.status;
+  card.root.classList.toggle("error", t.status === "error");
+  card.status.textContent = { pending: "queued", running: "running", done: "done", error: "error" }[t.status] || t.status;
+  card.duration.textContent = t.durationMs !== undefined ? fmtDuration(t.durationMs) : "";
+  // While running, show the streamed output; once there is a result, the result (which holds the output).
+  const showResult = t.result !== undefined;
+  card.output.textContent = showResult ? "" : t.output;
+  card.output.hidden = showResult || !t.output;
+  card.result.textContent = resultText;
+  card.result.hidden = !showResult;
+  if (!card.userToggled) card.root.classList.toggle("collapsed", false);
+}
+
