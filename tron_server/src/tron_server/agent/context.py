@@ -1,0 +1,108 @@
+"""Context assembly: the system prompt and the history sent on each LLM call.
+
+The history is ``get_state_at_head`` (reconstruction repairs what it can) and is
+checked with :func:`tron_events.validate.validate_history` before every call: a
+violation there is a bug in a writer or in reconstruction, so the turn fails
+with :class:`InvalidHistoryError` (logged with every violation) instead of
+sending a request the provider would reject.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tron_events.messages import Message
+from tron_events.validate import Violation, validate_history
+
+__all__ = [
+    "DEFAULT_BASE_PROMPT",
+    "InvalidHistoryError",
+    "build_system_prompt",
+    "check_history",
+]
+
+log = logging.getLogger("tron_server.agent")
+
+DEFAULT_BASE_PROMPT = (
+    "You are Tron, a coding agent working in the user's project. Use the tools to read, "
+    "search, edit and run code; prefer small, verifiable steps; say what you changed."
+)
+
+
+class InvalidHistoryError(Exception):
+    """The reconstructed history breaks a provider rule (a bug, never the user's fault)."""
+
+    def __init__(self, session_id: str, violations: list[Violation]) -> None:
+        shown = "; ".join(f"message {v.index}: {v.rule} ({v.detail})" for v in violations[:5])
+        super().__init__(
+            f"the history of session {session_id} is not valid for the provider ({shown}); "
+            "nothing was sent. This is a bug: please report it with the session id"
+        )
+        self.session_id = session_id
+        self.violations = violations
+
+
+def check_history(session_id: str, messages: list[Message]) -> None:
+    """Raise :class:`InvalidHistoryError` (and log) when ``messages`` is not sendable."""
+    violations = validate_history(messages)
+    if violations:
+        log.error(
+            "invalid history for session %s: %s",
+            session_id,
+            [(v.index, v.rule, v.detail) for v in violations],
+        )
+        raise InvalidHistoryError(session_id, violations)
+
+
+def build_system_prompt(
+    *,
+    stored: str | None,
+    working_directory: Path,
+    home: Path,
+    now: datetime | None = None,
+) -> str:
+    """The system prompt of a turn.
+
+    A prompt stored in the session (``session.start`` / ``config.prompt_update``) wins.
+    Otherwise the context layer's template with the rules files and skills
+    (``tron_server.context``), or a plain default when that layer is not installed.
+    """
+    if stored:
+        return stored
+    when = now or datetime.now(UTC)
+    built = _from_context_layer(working_directory, home, when)
+    if built is not None:
+        return built
+    return (
+        f"{DEFAULT_BASE_PROMPT}\n\nWorking directory: {working_directory}\n"
+        f"Current date: {when.date().isoformat()}"
+    )
+
+
+def _from_context_layer(working_directory: Path, home: Path, now: datetime) -> str | None:
+    """``tron_server.context.system_prompt.build_system_prompt`` with rules and skills,
+    or None when the context layer is missing (it is optional for the runtime)."""
+    try:
+        prompt_mod: Any = importlib.import_module("tron_server.context.system_prompt")
+    except ImportError:
+        return None
+    rules: list[Any] = []
+    skills: list[Any] = []
+    try:
+        rules_mod: Any = importlib.import_module("tron_server.context.rules")
+        rules = list(rules_mod.RulesLoader(home, working_directory).initial())
+    except (ImportError, AttributeError):
+        pass
+    try:
+        skills_mod: Any = importlib.import_module("tron_server.context.skills")
+        skills = list(skills_mod.discover_skills(home, working_directory))
+    except (ImportError, AttributeError):
+        pass
+    text: str = prompt_mod.build_system_prompt(
+        working_directory=working_directory, rules=rules, skills=skills, base=None, now=now
+    )
+    return text

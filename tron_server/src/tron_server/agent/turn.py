@@ -1,0 +1,580 @@
+"""The agent loop of one user message: LLM call, tools, LLM call, ... until done.
+
+Each LLM call is a *turn* (numbered on from the session's highest turn). Events are
+recorded in the order of DESIGN §4 / reference 004, every append on top of the
+last one (:class:`~tron_server.agent.writer.SessionWriter`):
+
+    config.reasoning_level        (only when the message changes the level)
+    message.user {content, turn}
+    stream.turn_start {turn}
+    message.assistant {content, turn, tokenUsage, stopReason, model, latency[, interrupted]}
+    tool.call {toolCallId, name, arguments, turn}      one per tool_use, in order
+    tool.result {toolCallId, content, isError, duration}   one per tool_use, in order
+    stream.turn_end {turn, stopReason, tokenUsage, cost}
+    stream.turn_start {turn + 1} ...                    while the model calls tools
+
+Tools run one after another. Before each, the PreToolUse hooks may block it (the
+reason becomes the error result the model sees) or modify its input; after it,
+PostToolUse hooks fire in the background.
+
+Abort cancels the LLM stream or the running tool (an anyio cancel scope) and
+records what the turn got to: the partial assistant message marked
+``interrupted`` (text and *complete* tool calls only: a thinking block is only
+replayable with its signature, which arrives at the block's end, so partial
+thinking is kept in ``partialThinking`` instead), an ``interrupted`` error result
+for every tool_use that has none, ``notification.interrupted`` and
+``stream.turn_end`` with stop reason ``aborted``. The next turn's history is then
+valid without relying on reconstruction's repairs.
+
+A provider failure (after the adapter's retries) records the partial message,
+error results for its tool calls, ``error.provider`` and ``turn.failed``, then
+``stream.turn_end`` with stop reason ``error``; the client gets ``agent.error``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from tron_events import AsyncEventStore
+from tron_events.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock
+from tron_llm import (
+    Done,
+    ErrorEvent,
+    LLMError,
+    LLMRequest,
+    Provider,
+    ReasoningLevel,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+
+from ..hooks.base import HookContext, HookEngine
+from ..tools.base import ToolContext, ToolRegistry, ToolResult
+from .context import InvalidHistoryError, build_system_prompt, check_history
+from .progress import TurnProgress
+from .writer import SessionWriter
+
+__all__ = ["ABORTED_RESULT", "AgentRun", "RunRequest", "RunResult", "TurnDeps", "usage_json"]
+
+log = logging.getLogger("tron_server.agent")
+
+ABORTED_RESULT = "Tool execution was interrupted by the user (the turn was aborted)."
+NOT_RUN_AFTER_ERROR = "Tool was not run: the model call failed before the turn could continue."
+
+Notify = Callable[[str, dict[str, Any]], None]
+"""(notification method, data) for this run's session; never blocks."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One ``agent.message`` to process."""
+
+    session_id: str
+    content: str | list[dict[str, Any]]
+    reasoning_level: ReasoningLevel | None = None
+    run_id: str = ""
+
+
+@dataclass
+class RunResult:
+    """How a run ended: ``stop_reason`` of the last turn (or aborted / error / blocked)."""
+
+    turns: int = 0
+    stop_reason: str = "end_turn"
+    error: str | None = None
+
+
+@dataclass
+class TurnDeps:
+    """What a run needs from the orchestrator."""
+
+    store: AsyncEventStore
+    providers: Callable[[str, str], Provider]
+    tools: ToolRegistry
+    hooks_for: Callable[[Path], HookEngine | None]
+    home: Path
+    max_turns: int = 50
+    max_tokens: int | None = None
+    before_turn: Callable[[AgentRun], Any] | None = None
+    """Awaited before each LLM call (auto-compaction); returns nothing."""
+
+
+def usage_json(usage: Usage) -> dict[str, Any]:
+    """The ``usage`` object of ``agent.turn_end``."""
+    return {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cacheReadTokens": usage.cache_read_tokens,
+        "cacheWriteTokens": usage.cache_write_tokens,
+        "reasoningTokens": usage.reasoning_tokens,
+        "totalTokens": usage.total_tokens,
+    }
+
+
+def _prompt_text(content: str | list[dict[str, Any]]) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
+    )
+
+
+def _with_prompt(content: str | list[dict[str, Any]], prompt: str) -> str | list[dict[str, Any]]:
+    """``content`` with its text replaced by a hook's modified prompt (images kept)."""
+    if isinstance(content, str):
+        return prompt
+    others = [b for b in content if not (isinstance(b, dict) and b.get("type") == "text")]
+    return [{"type": "text", "text": prompt}, *others]
+
+
+@dataclass
+class _Stream:
+    """What one LLM call produced."""
+
+    done: Done | None = None
+    error: ErrorEvent | None = None
+    text: dict[int, str] = field(default_factory=dict)
+    thinking: dict[int, str] = field(default_factory=dict)
+    tool_calls: dict[int, ToolCallEnd] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+
+    def partial(self) -> Message | None:
+        """Text and complete tool calls, in block order (for an interrupted message)."""
+        blocks: list[Any] = []
+        for index in sorted({*self.text, *self.tool_calls}):
+            if index in self.text and self.text[index].strip():
+                blocks.append(TextBlock(text=self.text[index]))
+            elif index in self.tool_calls:
+                call = self.tool_calls[index]
+                blocks.append(ToolUseBlock(id=call.id, name=call.name, input=call.input))
+        return Message(role="assistant", content=blocks) if blocks else None
+
+
+class AgentRun:
+    """Processes one :class:`RunRequest`; :meth:`abort` stops it within a second."""
+
+    def __init__(
+        self, deps: TurnDeps, request: RunRequest, writer: SessionWriter, notify: Notify
+    ) -> None:
+        self.deps = deps
+        self.request = request
+        self.writer = writer
+        self.notify = notify
+        self.session_id = request.session_id
+        self.progress = TurnProgress()
+        self.abort_requested = False
+        self.working_directory = Path(".")
+        self.hooks: HookEngine | None = None
+        self._scope: anyio.CancelScope | None = None
+
+    # -- control ----------------------------------------------------------------------
+
+    def abort(self) -> None:
+        """Stop the stream or tool in progress; the run records the interruption."""
+        self.abort_requested = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def _emit(self, method: str, data: dict[str, Any]) -> None:
+        try:
+            self.notify(method, data)
+        except Exception:  # a broken subscriber must never break the turn
+            log.exception("notification %s failed", method)
+
+    # -- the run ----------------------------------------------------------------------
+
+    async def execute(self) -> RunResult:
+        """Record the user message and loop over turns until the model stops."""
+        state = await self.deps.store.get_state_at_head(self.session_id)
+        await self.writer.sync()
+        self.working_directory = Path(state.working_directory)
+        self.hooks = self.deps.hooks_for(self.working_directory)
+        content = self.request.content
+
+        if self.hooks is not None:
+            decision = await self.hooks.run_blocking(
+                HookContext(
+                    event="UserPromptSubmit",
+                    session_id=self.session_id,
+                    working_directory=self.working_directory,
+                    prompt=_prompt_text(content),
+                )
+            )
+            if decision.action == "block":
+                reason = decision.reason or "blocked by a UserPromptSubmit hook"
+                self._emit(
+                    "agent.error",
+                    {"message": f"Message blocked: {reason}", "category": "blocked",
+                     "retryable": False},
+                )  # fmt: skip
+                return RunResult(0, "blocked", reason)
+            if decision.action == "modify" and decision.prompt is not None:
+                content = _with_prompt(content, decision.prompt)
+
+        level = self.request.reasoning_level
+        if level is not None and level != state.reasoning_level:
+            await self.writer.append(
+                "config.reasoning_level",
+                {"previousLevel": state.reasoning_level, "newLevel": level},
+            )
+        turn = state.turn_count + 1
+        await self.writer.append("message.user", {"content": content, "turn": turn})
+
+        result = RunResult()
+        while True:
+            if result.turns >= self.deps.max_turns:
+                result.stop_reason = "max_turns"
+                break
+            stop, go_on = await self._turn(turn)
+            result.turns += 1
+            result.stop_reason = stop
+            if not go_on:
+                break
+            turn += 1
+        return result
+
+    async def _turn(self, turn: int) -> tuple[str, bool]:
+        """One LLM call and its tools; returns (stop reason, whether to call again)."""
+        if self.deps.before_turn is not None and not self.abort_requested:
+            await self.deps.before_turn(self)
+        state = await self.deps.store.get_state_at_head(self.session_id)
+        messages = state.messages
+        self.progress.begin(turn)
+        await self.writer.append("stream.turn_start", {"turn": turn})
+        self._emit("agent.turn_start", {"turn": turn})
+        if self.abort_requested:
+            return await self._finish_aborted(turn, None, _Stream(), Usage())
+        try:
+            check_history(self.session_id, messages)
+        except InvalidHistoryError as exc:
+            return await self._finish_invalid(turn, exc)
+        system = build_system_prompt(
+            stored=state.system_prompt,
+            working_directory=self.working_directory,
+            home=self.deps.home,
+        )
+        request = LLMRequest(
+            model=state.model,
+            messages=messages,
+            system=system,
+            tools=self.deps.tools.specs(),
+            reasoning=self.request.reasoning_level or state.reasoning_level,
+            **({"max_tokens": self.deps.max_tokens} if self.deps.max_tokens else {}),
+        )
+        try:
+            provider = self.deps.providers(state.provider, state.model)
+        except ValueError as exc:  # unknown provider, missing endpoint: a config problem
+            failed = LLMError(str(exc), provider=state.provider)
+            stream = _Stream(error=ErrorEvent(error=failed))
+        else:
+            stream = await self._stream(provider, request)
+
+        if stream.error is not None:
+            return await self._finish_failed(turn, state.model, stream)
+        message = stream.done.message if stream.done is not None else stream.partial()
+        usage = stream.done.usage if stream.done is not None else Usage()
+        if stream.done is None or self.abort_requested:
+            return await self._finish_aborted(turn, message, stream, usage, state.model)
+
+        done = stream.done
+        uses = [b for b in done.message.content if isinstance(b, ToolUseBlock)]
+        await self._record_assistant(
+            turn, done.message, usage, done.stop_reason, done.model, stream
+        )
+        await self._record_tool_calls(turn, uses)
+        answered = await self._run_tools(turn, uses)
+        if len(answered) < len(uses) or self.abort_requested:
+            return await self._close_aborted(turn, uses, answered, usage)
+        await self._turn_end(turn, done.stop_reason, usage)
+        return done.stop_reason, bool(uses)
+
+    # -- streaming --------------------------------------------------------------------
+
+    async def _stream(self, provider: Provider, request: LLMRequest) -> _Stream:
+        out = _Stream()
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            if self.abort_requested:
+                scope.cancel()
+            events = provider.stream(request)
+            try:
+                async for event in events:
+                    self._on_stream_event(out, event)
+            finally:
+                self._scope = None
+                # Close the HTTP stream now (not when the generator is collected), also
+                # when aborted: shielded, so the close itself is not cancelled.
+                aclose = getattr(events, "aclose", None)
+                if aclose is not None:
+                    with anyio.move_on_after(2, shield=True):
+                        await aclose()
+        return out
+
+    def _on_stream_event(self, out: _Stream, event: Any) -> None:
+        turn = self.progress.turn
+        if isinstance(event, TextDelta):
+            out.text[event.index] = out.text.get(event.index, "") + event.text
+            self.progress.text += event.text
+            self._emit("agent.text_delta", {"turn": turn, "delta": event.text})
+        elif isinstance(event, ThinkingDelta):
+            out.thinking[event.index] = out.thinking.get(event.index, "") + event.thinking
+            self.progress.thinking += event.thinking
+            self._emit("agent.thinking_delta", {"turn": turn, "delta": event.thinking})
+        elif isinstance(event, ToolCallStart):
+            self.progress.tool(event.id, event.name)
+        elif isinstance(event, ToolCallEnd):
+            out.tool_calls[event.index] = event
+            self.progress.tool(event.id, event.name).arguments = event.input
+        elif isinstance(event, Done):
+            out.done = event
+        elif isinstance(event, ErrorEvent):
+            out.error = event
+
+    # -- recording --------------------------------------------------------------------
+
+    async def _record_assistant(
+        self,
+        turn: int,
+        message: Message,
+        usage: Usage,
+        stop_reason: str,
+        model: str,
+        stream: _Stream,
+        *,
+        interrupted: bool = False,
+    ) -> None:
+        payload: dict[str, Any] = {
+            "content": message.to_payload(),
+            "turn": turn,
+            "tokenUsage": usage.to_payload(),
+            "stopReason": stop_reason,
+            "model": model,
+            "latency": round((time.monotonic() - stream.started) * 1000, 1),
+        }
+        if interrupted:
+            payload["interrupted"] = True
+            signed = any(isinstance(b, ThinkingBlock) for b in message.content)
+            thinking = "".join(stream.thinking[i] for i in sorted(stream.thinking))
+            if thinking and not signed:
+                payload["partialThinking"] = thinking
+        await self.writer.append("message.assistant", payload)
+
+    async def _record_tool_calls(self, turn: int, uses: list[ToolUseBlock]) -> None:
+        await self.writer.append_many(
+            [
+                (
+                    "tool.call",
+                    {"toolCallId": u.id, "name": u.name, "arguments": u.input, "turn": turn},
+                )
+                for u in uses
+            ]
+        )
+
+    async def _record_error_results(self, uses: list[ToolUseBlock], text: str) -> None:
+        await self.writer.append_many(
+            [
+                ("tool.result", {"toolCallId": u.id, "content": text, "isError": True,
+                                 "interrupted": True})
+                for u in uses
+            ]
+        )  # fmt: skip
+
+    async def _turn_end(self, turn: int, stop_reason: str, usage: Usage) -> None:
+        await self.writer.append(
+            "stream.turn_end",
+            {"turn": turn, "stopReason": stop_reason, "tokenUsage": usage.to_payload(),
+             "cost": usage.cost_usd},
+        )  # fmt: skip
+        self._emit(
+            "agent.turn_end",
+            {"turn": turn, "stopReason": stop_reason, "usage": usage_json(usage),
+             "cost": usage.cost_usd},
+        )  # fmt: skip
+
+    async def _finish_aborted(
+        self,
+        turn: int,
+        message: Message | None,
+        stream: _Stream,
+        usage: Usage,
+        model: str | None = None,
+    ) -> tuple[str, bool]:
+        """The stream was cut (or never started): record what there is, then close."""
+        uses: list[ToolUseBlock] = []
+        if message is not None and message.content:
+            uses = [b for b in message.content if isinstance(b, ToolUseBlock)]
+            await self._record_assistant(
+                turn, message, usage, "aborted", model or "", stream, interrupted=True
+            )
+            await self._record_tool_calls(turn, uses)
+        return await self._close_aborted(turn, uses, set(), usage)
+
+    async def _close_aborted(
+        self, turn: int, uses: list[ToolUseBlock], answered: set[str], usage: Usage
+    ) -> tuple[str, bool]:
+        await self._record_error_results([u for u in uses if u.id not in answered], ABORTED_RESULT)
+        await self.writer.append(
+            "notification.interrupted", {"turn": turn, "reason": "aborted by the user"}
+        )
+        await self._turn_end(turn, "aborted", usage)
+        return "aborted", False
+
+    async def _finish_failed(self, turn: int, model: str, stream: _Stream) -> tuple[str, bool]:
+        assert stream.error is not None
+        error = stream.error.error
+        usage = stream.error.usage
+        message = stream.error.message or stream.partial()
+        if message is not None and message.content:
+            uses = [b for b in message.content if isinstance(b, ToolUseBlock)]
+            await self._record_assistant(
+                turn, message, usage, "error", model, stream, interrupted=True
+            )
+            await self._record_tool_calls(turn, uses)
+            await self._record_error_results(uses, NOT_RUN_AFTER_ERROR)
+        category = getattr(error, "category", "provider")
+        retryable = bool(getattr(error, "retryable", False))
+        text = error.message if isinstance(error, LLMError) else str(error)
+        info: dict[str, Any] = {
+            "turn": turn,
+            "message": text,
+            "category": category,
+            "retryable": retryable,
+            "model": model,
+        }
+        if isinstance(error, LLMError):
+            info |= {"provider": error.provider, "statusCode": error.status_code,
+                     "errorType": error.error_type}  # fmt: skip
+        await self.writer.append_many(
+            [
+                ("error.provider", info),
+                ("turn.failed", {"turn": turn, "error": text, "category": category,
+                                 "recoverable": retryable}),
+            ]
+        )  # fmt: skip
+        await self._turn_end(turn, "error", usage)
+        self._emit("agent.error", {"message": text, "category": category, "retryable": retryable})
+        return "error", False
+
+    async def _finish_invalid(self, turn: int, exc: InvalidHistoryError) -> tuple[str, bool]:
+        violations = [
+            {"index": v.index, "rule": v.rule, "detail": v.detail} for v in exc.violations
+        ]
+        await self.writer.append_many(
+            [
+                ("error.agent", {"turn": turn, "message": str(exc), "violations": violations}),
+                ("turn.failed", {"turn": turn, "error": str(exc), "category": "internal",
+                                 "recoverable": False}),
+            ]
+        )  # fmt: skip
+        await self._turn_end(turn, "error", Usage())
+        self._emit("agent.error", {"message": str(exc), "category": "internal", "retryable": False})
+        return "error", False
+
+    # -- tools ------------------------------------------------------------------------
+
+    async def _run_tools(self, turn: int, uses: list[ToolUseBlock]) -> set[str]:
+        """Run each tool in order and record its result; the ids answered (all of them
+        unless the run was aborted)."""
+        answered: set[str] = set()
+        for use in uses:
+            if self.abort_requested:
+                break
+            started = time.monotonic()
+            result = await self._run_tool(turn, use)
+            if result is None:  # aborted while running
+                break
+            duration = round((time.monotonic() - started) * 1000, 1)
+            payload: dict[str, Any] = {
+                "toolCallId": use.id,
+                "content": result.content,
+                "isError": result.is_error,
+                "duration": duration,
+            }
+            if result.details:
+                payload["details"] = result.details
+            await self.writer.append("tool.result", payload)
+            answered.add(use.id)
+            call = self.progress.tool(use.id, use.name)
+            call.status = "error" if result.is_error else "done"
+            self._emit(
+                "agent.tool_end",
+                {"turn": turn, "toolCallId": use.id, "name": use.name, "isError": result.is_error,
+                 "content": result.content, "durationMs": duration},
+            )  # fmt: skip
+            if self.hooks is not None:
+                self.hooks.fire_background(
+                    HookContext(
+                        event="PostToolUse",
+                        session_id=self.session_id,
+                        working_directory=self.working_directory,
+                        tool_name=use.name,
+                        tool_input=use.input,
+                        tool_result={"content": result.content, "isError": result.is_error},
+                        data={"toolCallId": use.id, "turn": turn},
+                    )
+                )
+        return answered
+
+    async def _run_tool(self, turn: int, use: ToolUseBlock) -> ToolResult | None:
+        """Hooks, then the tool, inside the abort scope; None when aborted."""
+        call = self.progress.tool(use.id, use.name)
+        call.arguments = use.input
+        call.status = "running"
+        self._emit(
+            "agent.tool_start",
+            {"turn": turn, "toolCallId": use.id, "name": use.name, "arguments": use.input},
+        )
+
+        def on_output(chunk: str) -> None:
+            call.add_output(chunk)
+            self._emit("agent.tool_output", {"turn": turn, "toolCallId": use.id, "chunk": chunk})
+
+        async def record(event_type: str, payload: dict[str, Any]) -> None:
+            await self.writer.append(event_type, payload)
+
+        result: ToolResult | None = None
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            if self.abort_requested:
+                scope.cancel()
+            try:
+                arguments = use.input
+                if self.hooks is not None:
+                    decision = await self.hooks.run_blocking(
+                        HookContext(
+                            event="PreToolUse",
+                            session_id=self.session_id,
+                            working_directory=self.working_directory,
+                            tool_name=use.name,
+                            tool_input=use.input,
+                            data={"toolCallId": use.id, "turn": turn},
+                        )
+                    )
+                    if decision.action == "block":
+                        reason = decision.reason or "blocked by a PreToolUse hook"
+                        return ToolResult(content=f"Tool call blocked: {reason}", is_error=True)
+                    if decision.action == "modify" and decision.tool_input is not None:
+                        arguments = decision.tool_input
+                ctx = ToolContext(
+                    session_id=self.session_id,
+                    working_directory=self.working_directory,
+                    tool_call_id=use.id,
+                    on_output=on_output,
+                    record=record,
+                )
+                result = await self.deps.tools.execute(use.name, arguments, ctx)
+            finally:
+                self._scope = None
+        if result is None:
+            call.status = "error"
+        return result
