@@ -1,0 +1,295 @@
+"""Abort, busy/queue, provider failures, conflicts and shutdown of the agent runtime."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.server.scripted_llm import Response, Text, Thinking, ToolUse, error_response
+from tests.server.test_agent_harness import Harness, assert_event_order, h
+from tron_server.agent.turn import ABORTED_RESULT
+from tron_server.errors import AgentBusyError, SessionNotActiveError, SessionNotFoundError
+from tron_server.hooks.base import HookContext, HookDecision
+
+__all__ = ["h"]
+
+pytestmark = pytest.mark.anyio
+
+
+async def wait_text(h: Harness, session_id: str, needle: str, timeout: float = 10.0) -> None:
+    with anyio.fail_after(timeout):
+        while needle not in "".join(d["delta"] for d in h.of(session_id, "agent.text_delta")):
+            await anyio.sleep(0.01)
+
+
+async def test_abort_mid_stream_records_the_partial_message_and_the_next_turn_is_valid(
+    h: Harness,
+) -> None:
+    h.llm.add(
+        Response(
+            [Thinking("pondering the question"), Text("The answer starts like this")],
+            hang=True,
+        )
+    )
+    s = await h.session()
+    await h.orch.send_message(s.id, "question")
+    await wait_text(h, s.id, "like this")
+    state = h.orch.get_state(s.id)
+    assert state["busy"] is True and state["turn"] == 1
+    assert state["text"] == "The answer starts like this"
+    assert state["thinking"] == "pondering the question"
+
+    started = time.monotonic()
+    assert await h.orch.abort(s.id) is True
+    with anyio.fail_after(1):  # the stream is cut within a second
+        await h.llm.disconnected.wait()
+    assert time.monotonic() - started < 5
+    done = (await h.wait_for(s.id, "agent.complete"))[-1]
+    assert done["stopReason"] == "aborted"
+    assert not h.orch.is_running(s.id)
+
+    path = await h.path(s.id)
+    assert [e.type for e in path][1:] == [
+        "message.user", "stream.turn_start", "message.assistant",
+        "notification.interrupted", "stream.turn_end",
+    ]  # fmt: skip
+    assistant = path[3].payload
+    assert assistant["interrupted"] is True and assistant["stopReason"] == "aborted"
+    assert assistant["content"] == [{"type": "text", "text": "The answer starts like this"}]
+    assert assistant["partialThinking"] == "pondering the question"
+    assert path[-1].payload["stopReason"] == "aborted"
+    assert h.of(s.id, "agent.turn_end")[-1]["stopReason"] == "aborted"
+
+    h.llm.add(Response([Text("Continuing.")]))
+    await h.run(s.id, "go on")
+    assert h.llm.violations(-1) == []
+    roles = [m.role for m in h.llm.messages(-1)]
+    assert roles == ["user", "assistant", "user"]
+    assert await h.orch.abort(s.id) is False  # idle now
+
+
+async def test_abort_after_a_complete_tool_call_streamed(h: Harness) -> None:
+    h.llm.add(
+        Response(
+            [ToolUse("Echo", {"text": "never"}, id="toolu_done"), Text("and now some text")],
+            hang=True,
+        )
+    )
+    s = await h.session()
+    await h.orch.send_message(s.id, "go")
+    await wait_text(h, s.id, "some text")
+    await h.orch.abort(s.id)
+    path = await h.path(s.id)
+    assert_event_order(path)
+    types = [e.type for e in path][1:]
+    assert types == [
+        "message.user", "stream.turn_start", "message.assistant", "tool.call", "tool.result",
+        "notification.interrupted", "stream.turn_end",
+    ]  # fmt: skip
+    assistant = path[3].payload
+    assert [b["type"] for b in assistant["content"]] == ["tool_use", "text"]
+    result = path[5].payload
+    assert result["toolCallId"] == "toolu_done" and result["isError"] is True
+    assert result["content"] == ABORTED_RESULT
+    assert h.echo.calls == []  # never ran
+
+    h.llm.add(Response([Text("ok")]))
+    await h.run(s.id, "next")
+    assert h.llm.violations(-1) == []
+    sent = h.llm.messages(-1)
+    assert sent[1].tool_use_ids() == ["toolu_done"]
+    assert sent[2].tool_result_ids() == ["toolu_done"]
+
+
+async def test_abort_in_the_middle_of_a_slow_tool(h: Harness) -> None:
+    h.llm.add(
+        Response([Text("Waiting."), ToolUse("Slow", {"seconds": 60}, id="toolu_slow"),
+                  ToolUse("Echo", {"text": "after"}, id="toolu_after")]),
+    )  # fmt: skip
+    s = await h.session()
+    await h.orch.send_message(s.id, "wait")
+    with anyio.fail_after(10):
+        await h.slow.started.wait()
+    state = h.orch.get_state(s.id)
+    calls = {c["toolCallId"]: c for c in state["toolCalls"]}
+    assert calls["toolu_slow"]["status"] == "running"
+    assert calls["toolu_slow"]["output"] == "working...\n"
+    assert h.of(s.id, "agent.tool_output") == [
+        {"turn": 1, "toolCallId": "toolu_slow", "chunk": "working...\n"}
+    ]
+    with anyio.fail_after(1):  # the tool is cancelled and the run records it within 1 s
+        assert await h.orch.abort(s.id) is True
+    assert h.slow.cancelled
+    assert h.echo.calls == []
+    path = await h.path(s.id)
+    assert_event_order(path)
+    results = [e.payload for e in path if e.type == "tool.result"]
+    assert [(r["toolCallId"], r["isError"], r["content"]) for r in results] == [
+        ("toolu_slow", True, ABORTED_RESULT),
+        ("toolu_after", True, ABORTED_RESULT),
+    ]
+    assert path[-1].type == "stream.turn_end" and path[-1].payload["stopReason"] == "aborted"
+    assert (await h.wait_for(s.id, "agent.complete"))[-1]["stopReason"] == "aborted"
+
+    h.llm.add(Response([Text("fine")]))
+    await h.run(s.id, "next")
+    assert h.llm.violations(-1) == []
+
+
+async def test_busy_sessions_refuse_or_queue(h: Harness) -> None:
+    words = " ".join(f"w{i}" for i in range(30))
+    h.llm.add(Response([Text(words)], delay=0.01), Response([Text("second reply")]))
+    s = await h.session()
+    await h.orch.send_message(s.id, "first")
+    with pytest.raises(AgentBusyError) as info:
+        await h.orch.send_message(s.id, "too soon")
+    assert info.value.code == -32003 and info.value.retryable
+    queued = await h.orch.send_message(s.id, "second", queue=True)
+    assert queued["queued"] is True
+    assert h.orch.get_state(s.id)["queued"] == 1
+    completes = await h.wait_for(s.id, "agent.complete", 2)
+    assert [c["stopReason"] for c in completes] == ["end_turn", "end_turn"]
+    assert h.llm.violations(1) == []
+    second = h.llm.messages(1)
+    assert [m.role for m in second] == ["user", "assistant", "user"]
+    user_turns = [e.payload["turn"] for e in await h.path(s.id) if e.type == "message.user"]
+    assert user_turns == [1, 2]
+
+
+async def test_messages_to_missing_or_ended_sessions_are_refused(h: Harness) -> None:
+    with pytest.raises(SessionNotFoundError):
+        await h.orch.send_message("sess_nope", "hi")
+    s = await h.session()
+    await h.store.end_session(s.id)
+    with pytest.raises(SessionNotActiveError):
+        await h.orch.send_message(s.id, "hi")
+
+
+async def test_overloaded_after_retries_is_recorded_and_notified(h: Harness) -> None:
+    # max_retries=2 in the harness: three 529s exhaust it.
+    h.llm.add(error_response(529, repeat=3))
+    s = await h.session()
+    done = await h.run(s.id, "hello?")
+    assert done["stopReason"] == "error"
+    assert len(h.llm.requests) == 3
+    path = await h.path(s.id)
+    assert [e.type for e in path][1:] == [
+        "message.user", "stream.turn_start", "error.provider", "turn.failed", "stream.turn_end",
+    ]  # fmt: skip
+    error = path[3].payload
+    assert error["category"] == "overloaded" and error["retryable"] is True
+    assert error["statusCode"] == 529 and "Overloaded" in error["message"]
+    assert path[4].payload["recoverable"] is True
+    [note] = h.of(s.id, "agent.error")
+    assert note["category"] == "overloaded" and note["retryable"] is True
+
+    h.llm.add(Response([Text("back")]))
+    await h.run(s.id, "retry")
+    assert h.llm.violations(-1) == []
+    assert [m.role for m in h.llm.messages(-1)] == ["user"]  # both prompts, merged
+
+
+async def test_a_mid_stream_error_event_keeps_the_partial_text(h: Harness) -> None:
+    h.llm.add(
+        Response(
+            [Text("Half an"), ToolUse("Echo", {"text": "z"}, id="toolu_z"), Text("answer")],
+            error_event="overloaded_error",
+        )
+    )
+    s = await h.session()
+    done = await h.run(s.id, "go")
+    assert done["stopReason"] == "error"
+    assert len(h.llm.requests) == 1  # streamed output is never retried
+    path = await h.path(s.id)
+    types = [e.type for e in path][1:]
+    assert types == [
+        "message.user", "stream.turn_start", "message.assistant", "tool.call", "tool.result",
+        "error.provider", "turn.failed", "stream.turn_end",
+    ]  # fmt: skip
+    assistant = path[3].payload
+    assert assistant["interrupted"] is True and assistant["stopReason"] == "error"
+    assert assistant["content"][0] == {"type": "text", "text": "Half an"}
+    assert h.echo.calls == []
+    assert h.of(s.id, "agent.error")[0]["category"] == "overloaded"
+    h.llm.add(Response([Text("ok")]))
+    await h.run(s.id, "again")
+    assert h.llm.violations(-1) == []
+
+
+async def test_an_unknown_provider_fails_the_turn_clearly(h: Harness) -> None:
+    s = await h.session(provider="nonexistent")
+
+    def factory(provider: str, model: str) -> Any:
+        raise ValueError(f"unknown provider {provider!r}")
+
+    h.orch.providers = factory
+    h.orch._deps.providers = factory
+    done = await h.run(s.id, "hi")
+    assert done["stopReason"] == "error"
+    [note] = h.of(s.id, "agent.error")
+    assert "unknown provider" in note["message"]
+    assert "error.provider" in await h.types(s.id)
+
+
+async def test_a_head_moved_by_someone_else_stops_the_turn(h: Harness) -> None:
+    h.llm.add(Response([ToolUse("Slow", {"seconds": 60}, id="toolu_s")]))
+    s = await h.session()
+    await h.orch.send_message(s.id, "wait")
+    with anyio.fail_after(10):
+        await h.slow.started.wait()
+    # Another writer (bypassing the runtime) moves the head under the running turn.
+    await h.store.append(s.id, "metadata.tag", {"tag": "intruder"})
+    await h.orch.abort(s.id)
+    done = (await h.wait_for(s.id, "agent.complete"))[-1]
+    assert done["stopReason"] == "error"
+    assert any(n["category"] == "conflict" for n in h.of(s.id, "agent.error"))
+    # Nothing was written after the intruder's event.
+    assert (await h.path(s.id))[-1].type == "metadata.tag"
+
+
+async def test_hooks_block_or_modify_tool_calls_and_are_recorded(h: Harness) -> None:
+    hooks = h.orch.hooks
+    assert hooks is not None
+
+    async def guard(ctx: HookContext) -> HookDecision:
+        assert ctx.tool_input is not None
+        if ctx.tool_input.get("text") == "forbidden":
+            return HookDecision(action="block", reason="not allowed here")
+        return HookDecision(action="modify", tool_input={"text": ctx.tool_input["text"].upper()})
+
+    hooks.register("guard", "PreToolUse", guard, matcher="Echo")
+    h.llm.add(
+        Response([ToolUse("Echo", {"text": "forbidden"}, id="t1"),
+                  ToolUse("Echo", {"text": "quiet"}, id="t2")]),
+        Response([Text("ok")]),
+    )  # fmt: skip
+    s = await h.session()
+    await h.run(s.id, "try")
+    assert h.echo.calls == ["QUIET"]
+    path = await h.path(s.id)
+    assert_event_order(path)
+    results = {e.payload["toolCallId"]: e.payload for e in path if e.type == "tool.result"}
+    assert results["t1"]["isError"] is True and "not allowed here" in results["t1"]["content"]
+    assert results["t2"]["content"] == "echo: QUIET"
+    # The model's own arguments stay in tool.call (reconstruction restores from them).
+    calls = {e.payload["toolCallId"]: e.payload for e in path if e.type == "tool.call"}
+    assert calls["t2"]["arguments"] == {"text": "quiet"}
+    types = [e.type for e in path]
+    assert types.count("hook.triggered") == 2 and types.count("hook.completed") == 2
+    assert h.llm.violations(1) == []
+
+
+async def test_shutdown_aborts_running_turns(h: Harness) -> None:
+    h.llm.add(Response([Text("forever and")], hang=True))
+    s = await h.session()
+    await h.orch.send_message(s.id, "go")
+    await wait_text(h, s.id, "forever")
+    with anyio.fail_after(5):
+        await h.orch.shutdown()
+    assert not h.orch.is_running(s.id)
+    assert (await h.path(s.id))[-1].payload["stopReason"] == "aborted"
+    with pytest.raises(Exception, match="shutting down"):
+        await h.orch.send_message(s.id, "more")
