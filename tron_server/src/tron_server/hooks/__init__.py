@@ -1,6 +1,12 @@
-"""Hooks: the engine (base), the built-in guardrails and user command hooks from settings.json."""
+"""Hooks: the engine (:mod:`.base`), the built-in guardrails (:mod:`.guardrails`) and user
+command hooks from settings.json (:mod:`.command`, :mod:`.settings`).
+
+:func:`build_hook_engine` assembles them for one working directory.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from .base import (
     BACKGROUND_EVENTS,
@@ -13,15 +19,45 @@ from .base import (
     HookFn,
     RecordFn,
 )
+from .command import CommandHookError, register_command_hooks
+from .guardrails import GUARDRAILS_HOOK_NAME, Guardrails, register_guardrails
+from .settings import GuardrailSettings, HookSettingsError, LoadedSettings, load_settings
 
 __all__ = [
     "BACKGROUND_EVENTS",
     "BLOCKING_EVENTS",
+    "GUARDRAILS_HOOK_NAME",
     "HOOK_EVENTS",
+    "CommandHookError",
+    "GuardrailSettings",
+    "Guardrails",
     "HookContext",
     "HookDecision",
     "HookEngine",
     "HookEvent",
     "HookFn",
+    "HookSettingsError",
+    "LoadedSettings",
     "RecordFn",
+    "build_hook_engine",
+    "load_settings",
 ]
+
+
+def build_hook_engine(
+    working_directory: Path, home: Path, record: RecordFn | None = None
+) -> HookEngine:
+    """An engine with the guardrails and the user's command hooks for ``working_directory``.
+
+    ``home`` is Tron's home directory (``Settings.home``, ``~/.tron`` by default): hooks
+    and guardrail settings come from ``<home>/settings.json`` then
+    ``<working_directory>/.tron/settings.json`` (home hooks run before project hooks of the
+    same event; guardrails run after every other PreToolUse hook, so they check the final
+    input). ``record(session_id, event_type, payload)`` receives hook.triggered /
+    hook.completed. Raises :class:`HookSettingsError` for a settings file that cannot be used.
+    """
+    settings = load_settings(working_directory, home)
+    engine = HookEngine(record)
+    register_command_hooks(engine, settings.hooks)
+    register_guardrails(engine, settings.guardrails, working_directory=working_directory, home=home)
+    return engine
