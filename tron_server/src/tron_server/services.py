@@ -44,7 +44,7 @@ class Services:
     orchestrator: Any | None = None
     #: tron_server.tools.ToolRegistry
     tools: Any | None = None
-    #: (working_directory, home, record) -> HookEngine, when the hooks package is present.
+    #: (working_directory, record) -> HookEngine, when the hooks package is present.
     hooks_factory: Callable[..., Any] | None = None
     #: (provider name, model) -> tron_llm Provider.
     providers: Callable[[str, str], Any] | None = None
@@ -76,7 +76,7 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
     store = await AsyncEventStore.open(settings.resolved_database_url())
     services = Services(settings=settings, store=store, hub=Hub(store), registry=registry)
     services.tools = _optional("tron_server.tools", "default_tools")
-    services.hooks_factory = _optional_attr("tron_server.hooks", "build_hook_engine")
+    services.hooks_factory = _hooks_factory(settings)
     services.providers = _provider_factory(settings)
     services.orchestrator = build_orchestrator(services)
     return services
@@ -110,8 +110,19 @@ def build_orchestrator(services: Services) -> Any | None:
 
 
 def _provider_factory(settings: Settings) -> Callable[[str, str], Any] | None:
-    make = _optional_attr("tron_server.providers", "provider_factory")
+    make = _optional_attr("tron_server.providers", "ProviderFactory")
     return make(settings) if make is not None else None
+
+
+def _hooks_factory(settings: Settings) -> Callable[[Path, Any], Any] | None:
+    build = _optional_attr("tron_server.hooks", "build_hook_engine")
+    if build is None:
+        return None
+
+    def factory(working_directory: Path, record: Any) -> Any:
+        return build(working_directory, settings.home, record)
+
+    return factory
 
 
 def _optional(module: str, name: str) -> Any | None:
@@ -140,6 +151,12 @@ async def stop_runtime(services: Services) -> None:
             await services.orchestrator.shutdown()
         except Exception:
             log.exception("orchestrator shutdown failed")
+    close = getattr(services.providers, "aclose", None)
+    if close is not None:
+        try:
+            await close()
+        except Exception:
+            log.exception("closing the providers failed")
 
 
 __all__ = [

@@ -19,7 +19,15 @@ import orjson
 
 from ..errors import InternalError, InvalidRequest, MethodNotFound, ParseError, RpcError
 from .context import RpcContext
-from .frames import NO_ID, BadRequest, Request, check_request, error_frame, result_frame
+from .frames import (
+    NO_ID,
+    BadRequest,
+    Request,
+    RequestId,
+    check_request,
+    error_frame,
+    result_frame,
+)
 from .mapping import to_rpc_error
 from .middleware import Call, Middleware, Timings, chain, logging_middleware
 from .registry import MethodRegistry
@@ -53,7 +61,7 @@ class Dispatcher:
         size = len(frame) if isinstance(frame, bytes) else len(frame.encode())
         if size > self.max_frame_bytes:
             return error_frame(
-                None,
+                _id_of(frame),
                 InvalidRequest(
                     f"the frame has {size} bytes, more than the limit of "
                     f"{self.max_frame_bytes}; send smaller requests"
@@ -119,6 +127,16 @@ class Dispatcher:
             return err
         ref = _log_unexpected(exc, request)
         return InternalError(f"internal error in {request.method} (see the server log, ref {ref})")
+
+
+def _id_of(frame: str | bytes) -> RequestId:
+    """The id of an oversized request, so its caller can match the error (else None)."""
+    try:
+        obj = orjson.loads(frame)
+    except orjson.JSONDecodeError:
+        return None
+    raw_id = obj.get("id") if isinstance(obj, dict) else None
+    return raw_id if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
 
 
 def _log_unexpected(exc: Exception, request: Request) -> str:
