@@ -22,8 +22,9 @@ from tron_llm.gemini import SKIP_SIGNATURE, GeminiProvider, build_body
 
 SIG_A = "DddTIiU21awiwt42+69FkZ3sgZsRfBPlbCQhNKh8jDnfcwKvPfMwgdPNFA+5BOs="
 SIG_B = "lHzF2U5ycEvYk+4F7dsAh8WpUFFqedLYsSqPJ49jMiHFyfw1klnEuwo9vdjFJxQ="
-PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+PNG = (  # a 1x1 PNG
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 )
 
 

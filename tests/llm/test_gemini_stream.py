@@ -17,8 +17,10 @@ from tests.llm._serve import mock_client, serve_asgi
 from tron_events.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock
 from tron_llm import (
     AuthenticationError,
+    ContextLengthExceededError,
     Done,
     ErrorEvent,
+    LLMError,
     LLMRequest,
     OverloadedError,
     RateLimitError,
@@ -214,7 +216,8 @@ async def test_stream_cut_before_finish_is_a_network_error() -> None:
     )
     events = await collect(provider)
     error = events[-1]
-    assert isinstance(error, ErrorEvent) and error.error.category == "network"
+    assert isinstance(error, ErrorEvent) and isinstance(error.error, LLMError)
+    assert error.error.category == "network"
     assert error.message is not None
     assert error.message.content == [TextBlock(text="Hello from Gémini")]
 
@@ -307,7 +310,7 @@ async def test_context_too_long_400_is_typed() -> None:
     provider = GeminiProvider(api_key=KEY, client=mock_client(body, status=400))
     events = await collect(provider)
     assert isinstance(events[0], ErrorEvent)
-    assert events[0].error.category == "context_length"
+    assert isinstance(events[0].error, ContextLengthExceededError)
 
 
 async def test_key_goes_in_the_header_never_the_url() -> None:
