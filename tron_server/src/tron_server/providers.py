@@ -14,7 +14,7 @@ from tron_llm.registry import create_provider
 
 from .settings import Settings
 
-__all__ = ["ProviderFactory"]
+__all__ = ["ProviderFactory", "provider_factory"]
 
 
 class ProviderFactory:
@@ -65,3 +65,8 @@ class ProviderFactory:
         providers, self._cache = list(self._cache.values()), {}
         for provider in providers:
             await provider.aclose()
+
+
+def provider_factory(settings: Settings) -> ProviderFactory:
+    """The server's provider factory (keys from the environment)."""
+    return ProviderFactory(settings)

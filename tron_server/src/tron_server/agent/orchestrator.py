@@ -64,8 +64,9 @@ ProviderFactory = Callable[[str, str], Provider]
 
 RecordFn = Callable[[str, str, dict[str, Any]], Awaitable[None]]
 
-HooksFactory = Callable[[Path, RecordFn], HookEngine]
-"""(working directory, recorder) → the hook engine for sessions in that directory."""
+HooksFactory = Callable[..., HookEngine]
+"""``factory(working_directory, home, record=...)`` → the hook engine for sessions in
+that directory (``tron_server.hooks.build_hook_engine``)."""
 
 ABORT_WAIT = 5.0
 """How long ``abort`` waits for the run to record its interruption."""
@@ -136,7 +137,7 @@ class Orchestrator:
             store=store,
             providers=providers,
             tools=tools,
-            hooks_for=self._hooks_for,
+            hooks_for=self.hooks_for,
             home=home,
             max_turns=max_turns_per_message,
             max_tokens=max_tokens,
@@ -280,13 +281,14 @@ class Orchestrator:
         except Exception:
             log.exception("emit %s for %s failed", method, session_id)
 
-    def _hooks_for(self, working_directory: Path) -> HookEngine | None:
+    def hooks_for(self, working_directory: Path) -> HookEngine | None:
+        """The hook engine for sessions in ``working_directory`` (None: no hooks)."""
         if self._hooks_factory is None:
             return self.hooks
         engine = self._engines.get(working_directory)
         if engine is None:
             engine = self._engines[working_directory] = self._hooks_factory(
-                working_directory, self.record_event
+                working_directory, self.home, record=self.record_event
             )
         return engine
 

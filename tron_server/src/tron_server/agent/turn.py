@@ -185,6 +185,10 @@ class AgentRun:
         if self._scope is not None:
             self._scope.cancel()
 
+    def notify_client(self, method: str, data: dict[str, Any]) -> None:
+        """Send a notification about this run's session (never raises)."""
+        self._emit(method, data)
+
     def _emit(self, method: str, data: dict[str, Any]) -> None:
         try:
             self.notify(method, data)
@@ -228,6 +232,8 @@ class AgentRun:
                 {"previousLevel": state.reasoning_level, "newLevel": level},
             )
         turn = state.turn_count + 1
+        # Compact (when due) before the new prompt, so the prompt stays verbatim after it.
+        await self._before_turn()
         await self.writer.append("message.user", {"content": content, "turn": turn})
 
         result = RunResult()
@@ -235,6 +241,8 @@ class AgentRun:
             if result.turns >= self.deps.max_turns:
                 result.stop_reason = "max_turns"
                 break
+            if result.turns:
+                await self._before_turn()
             stop, go_on = await self._turn(turn)
             result.turns += 1
             result.stop_reason = stop
@@ -245,8 +253,6 @@ class AgentRun:
 
     async def _turn(self, turn: int) -> tuple[str, bool]:
         """One LLM call and its tools; returns (stop reason, whether to call again)."""
-        if self.deps.before_turn is not None and not self.abort_requested:
-            await self.deps.before_turn(self)
         state = await self.deps.store.get_state_at_head(self.session_id)
         messages = state.messages
         self.progress.begin(turn)
@@ -297,6 +303,10 @@ class AgentRun:
             return await self._close_aborted(turn, uses, answered, usage)
         await self._turn_end(turn, done.stop_reason, usage)
         return done.stop_reason, bool(uses)
+
+    async def _before_turn(self) -> None:
+        if self.deps.before_turn is not None and not self.abort_requested:
+            await self.deps.before_turn(self)
 
     # -- streaming --------------------------------------------------------------------
 
