@@ -87,6 +87,27 @@ def test_thinking_config(model: str, level: Any, expected: dict[str, Any] | None
     assert config.get("thinkingConfig") == expected
 
 
+@pytest.mark.parametrize(
+    ("model", "level", "expected"),
+    [
+        ("gemini-2.5-flash", None, 8000),
+        ("gemini-2.5-flash", "low", 8000 + 1024),
+        ("gemini-2.5-pro", "xhigh", 8000 + 24576),
+        ("gemini-9-unknown", "high", 8000 + 16384),  # unknown models: no cap
+    ],
+)
+def test_thoughts_get_room_on_top_of_max_tokens(model: str, level: Any, expected: int) -> None:
+    body = body_for([user(TextBlock(text="hi"))], model=model, reasoning=level, max_tokens=8000)
+    assert body["generationConfig"]["maxOutputTokens"] == expected
+
+
+def test_max_output_tokens_capped_by_the_catalog() -> None:
+    body = body_for(
+        [user(TextBlock(text="hi"))], model="gemini-2.5-pro", reasoning="high", max_tokens=60_000
+    )
+    assert body["generationConfig"]["maxOutputTokens"] == 65_536
+
+
 def test_signatures_replayed_on_their_exact_parts() -> None:
     body = body_for(
         [

@@ -76,6 +76,7 @@ from ._types import (
     ToolSpec,
     Usage,
 )
+from .catalog import get_model
 from .errors import AuthenticationError, LLMError, NetworkError, error_for_status
 
 __all__ = [
@@ -83,7 +84,12 @@ __all__ = [
     "GeminiProvider",
     "GeminiStreamParser",
     "build_body",
+    "build_contents",
+    "function_declaration",
+    "google_error",
     "is_synthesized_id",
+    "max_output_tokens",
+    "thinking_config",
 ]
 
 PROVIDER = "google"
@@ -174,6 +180,19 @@ def thinking_config(model: str, level: ReasoningLevel | None) -> dict[str, Any] 
     return {"thinkingBudget": _BUDGETS[level], "includeThoughts": True}
 
 
+def max_output_tokens(model: str, max_tokens: int, level: ReasoningLevel | None) -> int:
+    """``maxOutputTokens``: Gemini counts thoughts against it, so with thinking on it
+    grows by the level's budget (capped at the model's output limit when the catalog
+    knows it) to leave the answer the room the caller asked for."""
+    if level is None:
+        return max_tokens
+    total = max_tokens + _BUDGETS[level]
+    info = get_model(model.removeprefix("models/"))
+    if info is not None:
+        total = min(total, info.max_output_tokens)
+    return max(total, max_tokens)
+
+
 def function_declaration(tool: ToolSpec) -> dict[str, Any]:
     """A ``FunctionDeclaration`` with the tool's JSON schema as ``parametersJsonSchema``."""
     schema = {k: v for k, v in tool.input_schema.items() if k != "$schema"}
@@ -191,7 +210,9 @@ def build_body(request: LLMRequest, ids: ToolIdMap | None = None) -> dict[str, A
         body["systemInstruction"] = {"parts": [{"text": request.system}]}
     if request.tools:
         body["tools"] = [{"functionDeclarations": [function_declaration(t) for t in request.tools]}]
-    config: dict[str, Any] = {"maxOutputTokens": request.max_tokens}
+    config: dict[str, Any] = {
+        "maxOutputTokens": max_output_tokens(request.model, request.max_tokens, request.reasoning)
+    }
     if request.temperature is not None:
         config["temperature"] = request.temperature
     if request.stop_sequences:
