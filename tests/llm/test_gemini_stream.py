@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import genai_prices
 import httpx
 import pytest
@@ -466,3 +467,38 @@ async def test_served_over_a_real_socket() -> None:
     assert seen[0]["query"] == "alt=sse" and seen[0]["key"] == KEY
     assert seen[0]["body"]["contents"] == [{"role": "user", "parts": [{"text": "hi"}]}]
     assert done_of(events) == parse_offline(body)[-1]
+
+
+async def test_cancelling_the_caller_closes_the_stream_at_once() -> None:
+    disconnected = anyio.Event()
+    first = fixture("text.sse").split(b"\r\n\r\n")[0] + b"\r\n\r\n"
+
+    async def hanging(scope: Scope, receive: Receive, send: Send) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+        await send({"type": "http.response.body", "body": first, "more_body": True})
+        # Gemini goes quiet (long thinking); only the client's disconnect ends this.
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        disconnected.set()
+
+    async with serve_asgi(hanging) as base_url:
+        provider = GeminiProvider(api_key=KEY, base_url=base_url)
+        try:
+            seen: list[StreamEvent] = []
+            with anyio.move_on_after(30) as scope:
+                async for event in provider.stream(request()):
+                    seen.append(event)
+                    scope.cancel()  # the user pressed stop after the first delta
+            assert [type(e).__name__ for e in seen] == ["TextDelta"]
+            with anyio.fail_after(5):
+                await disconnected.wait()
+        finally:
+            await provider.aclose()
