@@ -51,6 +51,7 @@ __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
     "CompactionResult",
     "ContextUsage",
+    "NothingToCompact",
     "compact_session",
     "context_usage",
     "estimate_tokens",
@@ -83,6 +84,10 @@ SUMMARY_INSTRUCTIONS = (
     "request verbatim.\n"
     "Write the summary only, no preamble."
 )
+
+
+class NothingToCompact(InvalidOperationError):
+    """The session has too little history for a summary to help."""
 
 
 @dataclass(frozen=True)
@@ -228,7 +233,7 @@ async def compact_session(
     path = await store.get_ancestors(session.head_event_id)
     messages = state.messages
     if len(messages) < MIN_MESSAGES:
-        raise InvalidOperationError(
+        raise NothingToCompact(
             f"session {session_id!r} has too little history to compact ({len(messages)} message(s))"
         )
     tokens_before = _used_tokens(path, messages)
@@ -328,6 +333,8 @@ async def maybe_auto_compact(orchestrator: Orchestrator, run: AgentRun) -> None:
         result = await compact_session(
             orchestrator, run.session_id, record=True, reason="auto", writer=run.writer
         )
+    except NothingToCompact:
+        return
     except (InvalidOperationError, ProviderError) as exc:
         log.warning("auto-compaction of %s failed: %s", run.session_id, exc)
         message = f"automatic compaction failed: {exc.message}"
