@@ -1,0 +1,199 @@
+"""Skills: folders holding a ``SKILL.md`` (instructions, optionally with scripts or references),
+offered to the model by name and description and loaded on demand with the Skill tool.
+
+Where they live (``home`` is Tron's home, ``~/.tron`` by default)::
+
+    <home>/skills/<folder>/SKILL.md                 scope "home"
+    <working directory>/.tron/skills/<folder>/SKILL.md   scope "project" (wins over home by name)
+
+``SKILL.md`` may start with a front matter block of simple ``key: value`` lines::
+
+    ---
+    name: release-notes
+    description: Write release notes from the git log since the last tag.
+    ---
+    # Body: the instructions the model gets when it loads the skill
+
+``name`` defaults to the folder name and ``description`` to the body's first line of text.
+Values may be quoted; an indented line continues the previous value; a ``>`` or ``|`` value
+takes the indented lines below it. (A full YAML parser is not needed for this, and none is
+installed.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = [
+    "MAX_LISTED_FILES",
+    "Skill",
+    "SkillNotFoundError",
+    "discover_skills",
+    "find_skill",
+    "load_skill",
+    "parse_front_matter",
+    "skill_files",
+]
+
+SkillScope = Literal["home", "project"]
+MAX_DESCRIPTION = 300
+MAX_LISTED_FILES = 50
+
+
+class SkillNotFoundError(LookupError):
+    """No skill has the requested name; the message lists the ones that exist."""
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A discovered skill. ``path`` is its SKILL.md file."""
+
+    name: str
+    description: str
+    path: Path
+    scope: SkillScope = "project"
+
+    @property
+    def folder(self) -> Path:
+        """The skill's folder (scripts and references live next to SKILL.md)."""
+        return self.path.parent
+
+    def body(self) -> str:
+        """SKILL.md without its front matter."""
+        _meta, body = parse_front_matter(self.path.read_text(encoding="utf-8", errors="replace"))
+        return body
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def parse_front_matter(text: str) -> tuple[dict[str, str], str]:
+    """Split ``text`` into (front matter as a dict of strings, body).
+
+    Text without a leading ``---`` line has no front matter. An unterminated block is
+    treated as body, so a stray ``---`` never swallows the whole file.
+    """
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return {}, text
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)
+    if end is None:
+        return {}, text
+    meta: dict[str, str] = {}
+    key: str | None = None
+    block: list[str] | None = None
+    folded = False
+
+    def close_block() -> None:
+        if key is not None and block is not None:
+            meta[key] = (" " if folded else "\n").join(block).strip()
+
+    for line in lines[1:end]:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if line[:1] in (" ", "\t") and key is not None:
+            # Continuation of the previous value (or the body of a > / | block).
+            if block is not None:
+                block.append(stripped)
+            else:
+                meta[key] = f"{meta[key]} {stripped}".strip()
+            continue
+        close_block()
+        block = None
+        if ":" not in stripped:
+            key = None
+            continue
+        key, _, value = stripped.partition(":")
+        key = key.strip()
+        value = value.strip()
+        if value in (">", ">-", "|", "|-"):
+            block = []
+            folded = value.startswith(">")
+            meta[key] = ""
+        else:
+            meta[key] = _unquote(value)
+    close_block()
+    body = "\n".join(lines[end + 1 :]).lstrip("\n")
+    return meta, body
+
+
+def _first_line(body: str) -> str:
+    for line in body.splitlines():
+        text = line.strip().lstrip("#").strip()
+        if text:
+            return text
+    return ""
+
+
+def _read_skill(skill_md: Path, scope: SkillScope) -> Skill | None:
+    try:
+        text = skill_md.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    meta, body = parse_front_matter(text)
+    name = meta.get("name") or skill_md.parent.name
+    description = meta.get("description") or _first_line(body) or "(no description)"
+    if len(description) > MAX_DESCRIPTION:
+        description = description[: MAX_DESCRIPTION - 1] + "…"
+    return Skill(name=name, description=description, path=skill_md, scope=scope)
+
+
+def _scan(root: Path, scope: SkillScope) -> list[Skill]:
+    if not root.is_dir():
+        return []
+    found: list[Skill] = []
+    for folder in sorted(root.iterdir()):
+        skill_md = folder / "SKILL.md"
+        if folder.is_dir() and skill_md.is_file():
+            skill = _read_skill(skill_md, scope)
+            if skill is not None:
+                found.append(skill)
+    return found
+
+
+def discover_skills(home: Path, working_directory: Path) -> list[Skill]:
+    """Every skill, sorted by name; a project skill replaces a home skill of the same name."""
+    by_name: dict[str, Skill] = {}
+    for skill in _scan(home.expanduser() / "skills", "home"):
+        by_name[skill.name] = skill
+    for skill in _scan(working_directory / ".tron" / "skills", "project"):
+        by_name[skill.name] = skill
+    return [by_name[name] for name in sorted(by_name)]
+
+
+def find_skill(name: str, skills: Sequence[Skill]) -> Skill:
+    """The skill called ``name`` (exact, then case-insensitive); raises SkillNotFoundError."""
+    for skill in skills:
+        if skill.name == name:
+            return skill
+    lowered = name.strip().lower()
+    for skill in skills:
+        if skill.name.lower() == lowered:
+            return skill
+    known = ", ".join(s.name for s in skills) or "none"
+    raise SkillNotFoundError(f"No skill named {name!r}. Available skills: {known}.")
+
+
+def load_skill(name: str, *, home: Path, working_directory: Path) -> str:
+    """The body of skill ``name`` (front matter removed); raises SkillNotFoundError."""
+    return find_skill(name, discover_skills(home, working_directory)).body()
+
+
+def skill_files(skill: Skill, limit: int = MAX_LISTED_FILES) -> tuple[list[str], int]:
+    """Other files in the skill's folder (relative paths, sorted) and how many exist in all."""
+    files: list[str] = []
+    for p in skill.folder.rglob("*"):
+        rel = p.relative_to(skill.folder)
+        if p == skill.path or any(part.startswith(".") for part in rel.parts) or not p.is_file():
+            continue
+        files.append(rel.as_posix())
+    files.sort()
+    return files[:limit], len(files)
