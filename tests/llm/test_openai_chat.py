@@ -734,3 +734,19 @@ async def test_mapped_tool_ids_come_back_as_the_original() -> None:
     body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
     result = done(await run(body, messages=history))
     assert result.message.content == [ToolUseBlock(id=long_id, name="f", input={})]
+
+
+async def test_arguments_before_the_name_are_kept() -> None:
+    body = sse(
+        choice({"tool_calls": [{"index": 0, "id": "c1", "function": {"arguments": '{"a"'}}]}),
+        choice({"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": ": 1}"}}]}),
+        choice({}, "tool_calls"),
+    )
+    events = await run(body, base_url=OLLAMA)
+    assert [type(e).__name__ for e in events] == [
+        "ToolCallStart",
+        "ToolCallDelta",
+        "ToolCallEnd",
+        "Done",
+    ]
+    assert done(events).message.content == [ToolUseBlock(id="c1", name="f", input={"a": 1})]

@@ -484,3 +484,17 @@ def test_input_items() -> None:
     # A model that does not reason gets no reasoning items.
     items = body_of(request(model="gpt-4.1", messages=history))["input"]
     assert all(item["type"] != "reasoning" for item in items)
+
+
+def test_reasoning_that_ends_a_turn_is_not_replayed() -> None:
+    """An aborted turn that only reasoned: alone, the item would be rejected."""
+    history = [
+        Message(role="user", content=[TextBlock(text="hi")]),
+        Message(
+            role="assistant",
+            content=[ThinkingBlock(thinking="t", signature="enc", provider="openai", item_id="rs")],
+        ),
+        Message(role="user", content=[TextBlock(text="again")]),
+    ]
+    items = body_of(request(messages=history))["input"]
+    assert [item["type"] for item in items] == ["message", "message"]

@@ -248,6 +248,11 @@ def _assistant_items(
                 }
             )
     flush_text()
+    # A reasoning item must be followed by the output item it led to, or the API
+    # rejects the input ("provided without its required following item"). An aborted
+    # turn can end in reasoning: that reasoning is dropped.
+    while items and items[-1]["type"] == "reasoning":
+        items.pop()
     return items
 
 
