@@ -7,6 +7,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.hooks.conftest import StoreRecorder
 from tron_events import Session
@@ -376,3 +378,26 @@ async def test_event_kind_is_checked() -> None:
         )
     with pytest.raises(ValueError):
         engine.fire_background(pre())
+
+
+@given(st.lists(st.integers(-5, 5), min_size=1, max_size=12))
+def test_run_order_is_priority_descending_then_registration(priorities: list[int]) -> None:
+    engine = HookEngine()
+
+    async def fn(ctx: HookContext) -> None:
+        return None
+
+    for i, p in enumerate(priorities):
+        engine.register(f"h{i}", "PreToolUse", fn, priority=p)
+    expected = [f"h{i}" for i, _ in sorted(enumerate(priorities), key=lambda t: (-t[1], t[0]))]
+    assert engine.hooks_for("PreToolUse", "Bash") == expected
+
+
+NAME = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,8}", fullmatch=True)
+
+
+@given(st.lists(NAME, min_size=1, max_size=4, unique=True), NAME)
+def test_name_list_matcher_is_exact_membership(names: list[str], probe: str) -> None:
+    pred = compile_matcher("|".join(names))
+    assert pred(probe) == (probe in names)
+    assert all(pred(n) for n in names)
