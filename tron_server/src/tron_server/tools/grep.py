@@ -201,8 +201,8 @@ def _rg_args(spec: SearchSpec) -> list[str]:
         if spec.after:
             args += ["--after-context", str(spec.after)]
     args += ["--regexp", spec.pattern]
-    if spec.is_file:
-        args += ["--", spec.root.name]
+    # Always name the path: with none, ripgrep reads stdin when it is not a terminal.
+    args += ["--", spec.root.name if spec.is_file else "."]
     return args
 
 
@@ -253,17 +253,17 @@ async def _parse_rg_output(
     buffer = b""
     records = 0
     current: FileHits | None = None
+    # -l --null separates paths with NUL and no newline; the other modes end lines with \n.
+    separator = b"\0" if spec.mode == "files_with_matches" else b"\n"
     async for chunk in stdout:
         buffer += chunk
-        *complete, buffer = buffer.split(b"\n")
+        *complete, buffer = buffer.split(separator)
         for raw in complete:
             if not raw:
                 continue
             if spec.mode == "files_with_matches":
-                for name in raw.split(b"\0"):
-                    if name:
-                        results.append(FileHits(_rg_rel(name), count=1))
-                        records += 1
+                results.append(FileHits(_rg_rel(raw), count=1))
+                records += 1
             elif spec.mode == "count":
                 name, _, count = raw.rpartition(b"\0")
                 results.append(FileHits(_rg_rel(name), count=int(count)))
