@@ -101,7 +101,7 @@ class ContextUsage:
     @property
     def percent(self) -> float:
         return (
-            round(100.0 * self.used_tokens / self.context_window, 1) if self.context_window else 0.0
+            round(100.0 * self.used_tokens / self.context_window, 2) if self.context_window else 0.0
         )
 
 

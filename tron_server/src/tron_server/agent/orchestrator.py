@@ -64,9 +64,9 @@ ProviderFactory = Callable[[str, str], Provider]
 
 RecordFn = Callable[[str, str, dict[str, Any]], Awaitable[None]]
 
-HooksFactory = Callable[..., HookEngine]
-"""``factory(working_directory, home, record=...)`` → the hook engine for sessions in
-that directory (``tron_server.hooks.build_hook_engine``)."""
+HooksFactory = Callable[[Path, RecordFn], HookEngine]
+"""``factory(working_directory, record)`` → the hook engine for sessions in that
+directory (the app wraps ``tron_server.hooks.build_hook_engine`` with its home)."""
 
 ABORT_WAIT = 5.0
 """How long ``abort`` waits for the run to record its interruption."""
@@ -288,7 +288,7 @@ class Orchestrator:
         engine = self._engines.get(working_directory)
         if engine is None:
             engine = self._engines[working_directory] = self._hooks_factory(
-                working_directory, self.home, record=self.record_event
+                working_directory, self.record_event
             )
         return engine
 
