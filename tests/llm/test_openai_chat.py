@@ -750,3 +750,12 @@ async def test_arguments_before_the_name_are_kept() -> None:
         "Done",
     ]
     assert done(events).message.content == [ToolUseBlock(id="c1", name="f", input={"a": 1})]
+
+
+async def test_an_empty_key_sends_no_authorization_header() -> None:
+    """The registry passes "" for openai-compatible without a key: no bare "Bearer"."""
+    capture: list[httpx.Request] = []
+    client = mock_client(fixture_bytes("openai_chat", "text.sse"), capture=capture)
+    provider = OpenAIChatProvider(api_key="", base_url=OLLAMA, client=client)
+    done([e async for e in provider.stream(request())])
+    assert "authorization" not in capture[0].headers

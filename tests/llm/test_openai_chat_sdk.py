@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+import genai_prices
 import httpx2
 import openai
 import pytest
@@ -42,6 +43,7 @@ from tron_events.messages import (
 )
 from tron_llm import Done, LLMError, LLMRequest, RetryPolicy, ToolSpec
 from tron_llm._ids import ToolIdMap
+from tron_llm._openai_common import usage_from
 from tron_llm._sse import SSEDecoder
 from tron_llm.openai_chat import ChatStreamParser, OpenAIChatProvider
 
@@ -421,3 +423,45 @@ def test_request_bodies_are_valid_for_the_api(request: LLMRequest, base_url: str
     # Thinking replay fields never leak; OpenAI's own reasoning is never sent as text.
     dumped = json.dumps(body)
     assert "gAAAAABenc==" not in dumped and "EmwKAhgB" not in dumped
+
+
+# --- usage against genai-prices' own extraction ---------------------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(0, 10**7),
+    st.integers(0, 10**6),
+    st.floats(0, 1),
+    st.floats(0, 1),
+    st.sampled_from(["chat", "responses"]),
+)
+def test_usage_matches_genai_prices(
+    inputs: int, outputs: int, cached: float, reasoning: float, flavor: str
+) -> None:
+    cache_read, thought = int(inputs * cached), int(outputs * reasoning)
+    if flavor == "chat":
+        raw = {
+            "prompt_tokens": inputs,
+            "completion_tokens": outputs,
+            "total_tokens": inputs + outputs,
+            "prompt_tokens_details": {"cached_tokens": cache_read},
+            "completion_tokens_details": {"reasoning_tokens": thought},
+        }
+    else:
+        raw = {
+            "input_tokens": inputs,
+            "output_tokens": outputs,
+            "total_tokens": inputs + outputs,
+            "input_tokens_details": {"cached_tokens": cache_read},
+            "output_tokens_details": {"reasoning_tokens": thought},
+        }
+    theirs = genai_prices.extract_usage(
+        {"model": "gpt-4o", "usage": raw}, provider_id="openai", api_flavor=flavor
+    ).usage
+    ours = usage_from(raw)
+    assert ours.input_tokens == theirs.input_tokens
+    assert ours.output_tokens == theirs.output_tokens
+    assert ours.cache_read_tokens == (theirs.cache_read_tokens or 0)
+    assert ours.reasoning_tokens == (theirs.output_reasoning_tokens or 0)
+    assert ours.uncached_input_tokens == inputs - cache_read

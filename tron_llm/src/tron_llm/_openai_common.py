@@ -57,8 +57,9 @@ def is_openai_host(base_url: str) -> bool:
 
 
 def bearer(api_key: str) -> dict[str, str]:
-    """The ``Authorization`` header every OpenAI-style server reads."""
-    return {"authorization": f"Bearer {api_key}"}
+    """The ``Authorization`` header every OpenAI-style server reads; none for an empty
+    key (a local server: a bare ``Bearer`` is malformed and some proxies refuse it)."""
+    return {"authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 # Models OpenAI documents as accepting "xhigh": gpt-5.1-codex-max and every GPT-5
