@@ -531,3 +531,33 @@ def test_tool_result_parts_and_images() -> None:
     result = wire[2]["content"][0]
     assert result["is_error"] is True
     assert [p["type"] for p in result["content"]] == ["text", "image"]
+
+
+def test_thinking_off_when_the_tool_loop_started_without_it() -> None:
+    call = ToolUseBlock(id="t1", name="bash", input={})
+    result = user(ToolResultBlock(tool_use_id="t1", content="ok"))
+    # The calls came from another provider (its thinking turned into text) or with
+    # thinking off: the API would demand a signed thinking block first.
+    foreign = [
+        user(TextBlock(text="go")),
+        assistant(ThinkingBlock(thinking="hm", signature="x", provider="openai"), call),
+        result,
+    ]
+    request = LLMRequest(
+        model="claude-sonnet-4-5", messages=foreign, reasoning="high", max_tokens=1000
+    )
+    body = build_body(request)
+    assert "thinking" not in body and body["max_tokens"] == 1000
+    # Signed Anthropic thinking first: thinking stays on.
+    own = [
+        user(TextBlock(text="go")),
+        assistant(ThinkingBlock(thinking="hm", signature="s"), call),
+        result,
+    ]
+    assert (
+        build_body(request.model_copy(update={"messages": own}))["thinking"]["budget_tokens"]
+        == 16384
+    )
+    # A fresh user prompt after the loop: thinking on again.
+    fresh = [*foreign, assistant(TextBlock(text="done")), user(TextBlock(text="next"))]
+    assert "thinking" in build_body(request.model_copy(update={"messages": fresh}))

@@ -333,6 +333,10 @@ def test_request_bodies_are_valid_for_the_api(request: LLMRequest) -> None:
         assert body["thinking"]["budget_tokens"] >= 1024
         assert body["thinking"]["budget_tokens"] < body["max_tokens"]
         assert "temperature" not in body
+        last = messages[-1]["content"] if messages else []
+        if any(b["type"] == "tool_result" for b in last) and len(messages) > 1:
+            # The turn whose calls are answered must open with its thinking.
+            assert messages[-2]["content"][0]["type"] in ("thinking", "redacted_thinking")
 
 
 def test_a_malformed_body_is_caught() -> None:

@@ -192,7 +192,9 @@ def build_body(request: LLMRequest) -> dict[str, Any]:
         if caching:
             tools[-1]["cache_control"] = dict(_EPHEMERAL)
         body["tools"] = tools
-    if request.reasoning is not None:
+    if request.reasoning is not None and _tool_loop_without_thinking(messages):
+        log.info("thinking off for this request: the tool calls it answers came without thinking")
+    elif request.reasoning is not None:
         max_tokens, budget = thinking_budget(request.model, request.max_tokens, request.reasoning)
         body["max_tokens"] = max_tokens
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
@@ -207,6 +209,22 @@ def build_body(request: LLMRequest) -> dict[str, Any]:
                 message["content"][-1]["cache_control"] = dict(_EPHEMERAL)
                 break
     return body
+
+
+def _tool_loop_without_thinking(messages: list[dict[str, Any]]) -> bool:
+    """Whether the request continues a tool loop whose assistant turn does not start
+    with thinking (made by another provider, or with thinking off).
+
+    With thinking on, the API requires that turn to start with a thinking block
+    ("Expected `thinking` or `redacted_thinking`, but found `tool_use`"), and a
+    signature cannot be made up: such a request goes without thinking.
+    """
+    if len(messages) < 2 or messages[-1]["role"] != "user":
+        return False
+    if not any(b["type"] == "tool_result" for b in messages[-1]["content"]):
+        return False
+    previous = messages[-2]["content"]
+    return previous[0]["type"] not in ("thinking", "redacted_thinking")
 
 
 def convert_messages(messages: list[Message], ids: ToolIdMap | None = None) -> list[dict[str, Any]]:
