@@ -22,6 +22,7 @@ from tron_llm import RetryPolicy
 from tron_llm.anthropic import AnthropicProvider
 from tron_server.agent import Orchestrator
 from tron_server.hooks.base import HookEngine
+from tron_server.tools import Read
 from tron_server.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
 
 MODEL = "claude-sonnet-4-5"
@@ -166,7 +167,7 @@ async def h(tmp_path: Path) -> AsyncIterator[Harness]:
         orch = Orchestrator(
             store,
             lambda _provider, _model: provider,
-            ToolRegistry([echo, slow]),
+            ToolRegistry([echo, slow, Read()]),
             HookEngine(),
             lambda method, sid, data: notes.append((method, sid, data)),
             home=tmp_path / "home",

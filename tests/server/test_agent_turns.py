@@ -204,3 +204,45 @@ async def test_tool_use_blocks_survive_truncation_of_huge_inputs(h: Harness) -> 
     use = sent[1].content[0]
     assert isinstance(use, ToolUseBlock) and use.input == {"text": big}
     assert h.llm.violations(1) == []
+
+
+async def test_rules_files_are_loaded_recorded_and_restored(h: Harness) -> None:
+    (h.tmp / "AGENTS.md").write_text("Always answer in French.\n")
+    sub = h.tmp / "pkg"
+    sub.mkdir()
+    (sub / "AGENTS.md").write_text("In pkg, never use tabs.\n")
+    (sub / "mod.py").write_text("x = 1\n")
+    h.llm.add(
+        Response([ToolUse("Read", {"file_path": str(sub / "mod.py")}, id="toolu_r")]),
+        Response([Text("Lu.")]),
+    )
+    s = await h.session()
+    await h.run(s.id, "read pkg/mod.py")
+    assert "Always answer in French." in str(h.llm.requests[0]["system"])
+    assert "never use tabs" not in str(h.llm.requests[0]["system"])
+    assert "never use tabs" in str(h.llm.requests[1]["system"])
+    path = await h.path(s.id)
+    loaded = [e.payload["files"] for e in path if e.type == "rules.loaded"]
+    assert [[f["path"] for f in files] for files in loaded] == [
+        [str(h.tmp / "AGENTS.md")],
+        [str(sub / "AGENTS.md")],
+    ]
+    assert path[1].type == "rules.loaded" and path[2].type == "message.user"
+    assert_event_order(path)
+
+    # A new orchestrator (a server restart) restores them without recording again.
+    from tron_server.agent import Orchestrator
+    from tron_server.tools.base import ToolRegistry
+
+    provider = h.orch.providers("anthropic", MODEL)
+    other = Orchestrator(
+        h.store, lambda _p, _m: provider, ToolRegistry([]), None,
+        lambda m, sid, d: h.notes.append((m, sid, d)), home=h.tmp / "home",
+    )  # fmt: skip
+    h.llm.add(Response([Text("Encore.")]))
+    await other.send_message(s.id, "again")
+    await h.wait_for(s.id, "agent.complete", 2)
+    await other.shutdown()
+    system = str(h.llm.requests[-1]["system"])
+    assert "Always answer in French." in system and "never use tabs" in system
+    assert [e.type for e in await h.path(s.id)].count("rules.loaded") == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -63,46 +64,50 @@ def build_system_prompt(
     stored: str | None,
     working_directory: Path,
     home: Path,
+    rules: Sequence[Any] = (),
     now: datetime | None = None,
 ) -> str:
     """The system prompt of a turn.
 
-    A prompt stored in the session (``session.start`` / ``config.prompt_update``) wins.
-    Otherwise the context layer's template with the rules files and skills
-    (``tron_server.context``), or a plain default when that layer is not installed.
+    With the context layer (``tron_server.context``): its template with the
+    environment, the session's loaded ``rules`` files and the discovered skills; a
+    prompt stored in the session (``session.start`` / ``config.prompt_update``)
+    replaces the template's instructions. Without it: the stored prompt, or a plain
+    default.
     """
-    if stored:
-        return stored
     when = now or datetime.now(UTC)
-    built = _from_context_layer(working_directory, home, when)
+    built = _from_context_layer(stored, working_directory, home, rules, when)
     if built is not None:
         return built
+    if stored:
+        return stored
     return (
         f"{DEFAULT_BASE_PROMPT}\n\nWorking directory: {working_directory}\n"
         f"Current date: {when.date().isoformat()}"
     )
 
 
-def _from_context_layer(working_directory: Path, home: Path, now: datetime) -> str | None:
+def _from_context_layer(
+    stored: str | None,
+    working_directory: Path,
+    home: Path,
+    rules: Sequence[Any],
+    now: datetime,
+) -> str | None:
     """``tron_server.context.system_prompt.build_system_prompt`` with rules and skills,
     or None when the context layer is missing (it is optional for the runtime)."""
     try:
         prompt_mod: Any = importlib.import_module("tron_server.context.system_prompt")
     except ImportError:
         return None
-    rules: list[Any] = []
     skills: list[Any] = []
-    try:
-        rules_mod: Any = importlib.import_module("tron_server.context.rules")
-        rules = list(rules_mod.RulesLoader(home, working_directory).initial())
-    except (ImportError, AttributeError):
-        pass
     try:
         skills_mod: Any = importlib.import_module("tron_server.context.skills")
         skills = list(skills_mod.discover_skills(home, working_directory))
-    except (ImportError, AttributeError):
+    except (ImportError, AttributeError, OSError):
         pass
     text: str = prompt_mod.build_system_prompt(
-        working_directory=working_directory, rules=rules, skills=skills, base=None, now=now
-    )
+        working_directory=working_directory, rules=list(rules), skills=skills, base=stored,
+        now=now,
+    )  # fmt: skip
     return text

@@ -49,6 +49,7 @@ from ..errors import (
 )
 from ..hooks.base import HookEngine
 from ..tools.base import ToolRegistry
+from .rules import SessionRules
 from .turn import AgentRun, RunRequest, RunResult, TurnDeps
 from .writer import SessionWriter
 
@@ -96,6 +97,17 @@ def _has_content(content: str | list[dict[str, Any]]) -> bool:
     )
 
 
+def _add_skill_tool(tools: ToolRegistry, home: Path) -> None:
+    """Offer the Skill tool (from the context layer) when the registry lacks it."""
+    if "Skill" in tools.names():
+        return
+    try:
+        from ..tools.skill import SkillTool
+    except ImportError:
+        return
+    tools.register(SkillTool(home))
+
+
 class Orchestrator:
     """Runs agent loops: one per session at a time, detached from connections."""
 
@@ -128,6 +140,8 @@ class Orchestrator:
         self._hooks_factory = hooks_factory
         self._engines: dict[Path, HookEngine] = {}
         self._runs: dict[str, _SessionRun] = {}
+        self._rules: dict[str, SessionRules] = {}
+        _add_skill_tool(tools, home)
         self._closing = False
         if hooks is not None and getattr(hooks, "_record", None) is None:
             # The engine records hook.triggered/completed; during a run they must go
@@ -142,6 +156,7 @@ class Orchestrator:
             max_turns=max_turns_per_message,
             max_tokens=max_tokens,
             before_turn=self._before_turn,
+            rules_for=self._rules_for,
         )
 
     # -- public API -------------------------------------------------------------------
@@ -291,6 +306,12 @@ class Orchestrator:
                 working_directory, self.record_event
             )
         return engine
+
+    def _rules_for(self, session_id: str, working_directory: Path) -> SessionRules:
+        rules = self._rules.get(session_id)
+        if rules is None:
+            rules = self._rules[session_id] = SessionRules(self.home, working_directory)
+        return rules
 
     async def _before_turn(self, run: AgentRun) -> None:
         if self.auto_compact_threshold is None:

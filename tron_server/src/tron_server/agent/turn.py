@@ -37,6 +37,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,7 @@ from ..hooks.base import HookContext, HookEngine
 from ..tools.base import ToolContext, ToolRegistry, ToolResult
 from .context import InvalidHistoryError, build_system_prompt, check_history
 from .progress import TurnProgress
+from .rules import SessionRules
 from .writer import SessionWriter
 
 __all__ = ["ABORTED_RESULT", "AgentRun", "RunRequest", "RunResult", "TurnDeps", "usage_json"]
@@ -107,6 +109,8 @@ class TurnDeps:
     max_tokens: int | None = None
     before_turn: Callable[[AgentRun], Any] | None = None
     """Awaited before each LLM call (auto-compaction); returns nothing."""
+    rules_for: Callable[[str, Path], SessionRules] | None = None
+    """The session's rules files (AGENTS.md), kept across its runs."""
 
 
 def usage_json(usage: Usage) -> dict[str, Any]:
@@ -176,6 +180,7 @@ class AgentRun:
         self.working_directory = Path(".")
         self.hooks: HookEngine | None = None
         self._scope: anyio.CancelScope | None = None
+        self.rules: SessionRules | None = None
 
     # -- control ----------------------------------------------------------------------
 
@@ -225,6 +230,10 @@ class AgentRun:
             if decision.action == "modify" and decision.prompt is not None:
                 content = _with_prompt(content, decision.prompt)
 
+        if self.deps.rules_for is not None:
+            self.rules = self.deps.rules_for(self.session_id, self.working_directory)
+            await self._record_rules(await self.rules.start(self.deps.store, state.head_event_id))
+
         level = self.request.reasoning_level
         if level is not None and level != state.reasoning_level:
             await self.writer.append(
@@ -264,10 +273,14 @@ class AgentRun:
             check_history(self.session_id, messages)
         except InvalidHistoryError as exc:
             return await self._finish_invalid(turn, exc)
-        system = build_system_prompt(
-            stored=state.system_prompt,
-            working_directory=self.working_directory,
-            home=self.deps.home,
+        system = await anyio.to_thread.run_sync(
+            partial(
+                build_system_prompt,
+                stored=state.system_prompt,
+                working_directory=self.working_directory,
+                home=self.deps.home,
+                rules=self.rules.loaded if self.rules is not None else (),
+            )
         )
         request = LLMRequest(
             model=state.model,
@@ -303,6 +316,10 @@ class AgentRun:
             return await self._close_aborted(turn, uses, answered, usage)
         await self._turn_end(turn, done.stop_reason, usage)
         return done.stop_reason, bool(uses)
+
+    async def _record_rules(self, files: list[Any]) -> None:
+        if files and self.rules is not None:
+            await self.writer.append("rules.loaded", self.rules.payload(files))
 
     async def _before_turn(self) -> None:
         if self.deps.before_turn is not None and not self.abort_requested:
@@ -514,6 +531,8 @@ class AgentRun:
                 payload["details"] = result.details
             await self.writer.append("tool.result", payload)
             answered.add(use.id)
+            if self.rules is not None:
+                await self._record_rules(await self.rules.touched(use.input))
             call = self.progress.tool(use.id, use.name)
             call.status = "error" if result.is_error else "done"
             self._emit(

@@ -1,0 +1,79 @@
+"""Rules files (AGENTS.md / CLAUDE.md) of one session, as the runtime tracks them.
+
+On the session's first run in this process the files an earlier run recorded in
+``rules.loaded`` are restored (a resume neither loses nor re-announces them), then
+the global and project files are loaded; afterwards each tool call that names a
+path (``file_path`` / ``path``) may add the AGENTS.md of the folders it touches.
+Every newly loaded batch is recorded as ``rules.loaded`` by the caller, and the
+loaded files go into the next system prompt.
+
+Uses ``tron_server.context.rules``; without that layer the session has no rules.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from tron_events import AsyncEventStore
+
+__all__ = ["PATH_ARGUMENTS", "SessionRules"]
+
+PATH_ARGUMENTS = ("file_path", "path", "notebook_path")
+"""Tool arguments that name a path the agent touches."""
+
+
+class SessionRules:
+    """The rules files of one session (see the module docstring)."""
+
+    def __init__(self, home: Path, working_directory: Path) -> None:
+        self._loader: Any = None
+        self._started = False
+        try:
+            module: Any = importlib.import_module("tron_server.context.rules")
+        except ImportError:
+            return
+        self._loader = module.RulesLoader(home, working_directory)
+        self._payload = module.rules_loaded_payload
+
+    @property
+    def loaded(self) -> list[Any]:
+        """Every rules file loaded so far (``RulesFile``), in load order."""
+        return list(self._loader.loaded) if self._loader is not None else []
+
+    def payload(self, files: list[Any]) -> dict[str, Any]:
+        """The ``rules.loaded`` payload for ``files``."""
+        result: dict[str, Any] = self._payload(files)
+        return result
+
+    async def start(self, store: AsyncEventStore, head_event_id: str) -> list[Any]:
+        """Restore recorded files (first call only) and load the initial ones; returns
+        the files to record as newly loaded."""
+        if self._loader is None:
+            return []
+        if not self._started:
+            self._started = True
+            path = await store.get_ancestors(head_event_id)
+            recorded = [
+                str(f["path"])
+                for e in path
+                if e.type == "rules.loaded"
+                for f in e.payload.get("files", [])
+                if isinstance(f, dict) and f.get("path")
+            ]
+            await anyio.to_thread.run_sync(self._loader.restore, recorded)
+        new: list[Any] = await anyio.to_thread.run_sync(self._loader.initial)
+        return new
+
+    async def touched(self, arguments: dict[str, Any]) -> list[Any]:
+        """Rules files newly applicable after a tool call with ``arguments``."""
+        if self._loader is None:
+            return []
+        paths = [v for k in PATH_ARGUMENTS if isinstance(v := arguments.get(k), str) and v]
+        new: list[Any] = []
+        for p in paths:
+            new += await anyio.to_thread.run_sync(self._loader.on_path_touched, p)
+        return new
