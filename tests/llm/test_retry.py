@@ -330,3 +330,18 @@ async def test_network_error_messages_are_redacted(fake_retry: RetryPolicy) -> N
     error = (await collect(provider))[-1]
     assert isinstance(error, ErrorEvent) and isinstance(error.error, NetworkError)
     assert KEY not in str(error.error) and "***" in str(error.error)
+
+
+async def test_undecodable_body_ends_in_an_error_event(fake_retry: RetryPolicy) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200,
+            headers={"content-type": "text/event-stream", "content-encoding": "gzip"},
+            content=b"this is not gzip",
+        )
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    provider = AnthropicProvider(api_key=KEY, client=client, retry=fake_retry)
+    events = await collect(provider)
+    assert len(events) == 1
+    assert isinstance(events[0], ErrorEvent) and isinstance(events[0].error, NetworkError)

@@ -165,7 +165,9 @@ class HTTPProvider(ABC):
                 failure = error
             except httpx.TimeoutException as exc:
                 failure = NetworkError(f"timed out: {type(exc).__name__}", provider=self.name)
-            except httpx.TransportError as exc:
+            except httpx.HTTPError as exc:
+                # Transport errors, and also a body that fails to decode (a proxy's
+                # broken gzip): the stream must still end in an ErrorEvent.
                 failure = NetworkError(
                     f"connection failed: {self._redact(str(exc)) or type(exc).__name__}",
                     provider=self.name,
