@@ -27,11 +27,14 @@ from tron_events.messages import (
     ToolUseBlock,
 )
 from tron_llm import (
+    ContextLengthExceededError,
     Done,
     ErrorEvent,
+    InvalidRequestError,
     LLMRequest,
     NetworkError,
     OverloadedError,
+    PermissionDeniedError,
     RateLimitError,
     RetryPolicy,
     ServerError,
@@ -498,3 +501,22 @@ def test_reasoning_that_ends_a_turn_is_not_replayed() -> None:
     ]
     items = body_of(request(messages=history))["input"]
     assert [item["type"] for item in items] == ["message", "message"]
+
+
+@pytest.mark.parametrize(
+    ("error", "cls"),
+    [
+        (
+            {"code": None, "message": "Your input exceeds the context window of this model."},
+            ContextLengthExceededError,
+        ),
+        ({"code": None, "message": "Something went wrong."}, ServerError),
+        ({"code": "invalid_prompt", "message": "Invalid prompt: flagged."}, InvalidRequestError),
+        ({"code": "vector_store_timeout", "message": "timed out"}, ServerError),
+        ({"code": "insufficient_quota", "message": "Quota."}, PermissionDeniedError),
+        ({"code": 400, "message": "bad things", "type": "BadRequestError"}, InvalidRequestError),
+    ],
+)
+async def test_failed_error_codes(error: dict[str, Any], cls: type[Exception]) -> None:
+    body = sse({"type": "response.failed", "response": {"id": "r", "error": error}})
+    assert type(failure(await run(body)).error) is cls

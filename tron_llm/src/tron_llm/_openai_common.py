@@ -173,6 +173,7 @@ _KINDS: tuple[tuple[tuple[str, ...], type[LLMError], int], ...] = (
     (("server_error", "api_error", "internal", "timeout"), ServerError, 500),
 )
 
+_CONTEXT_WORDS = ("context length", "context window", "maximum context", "too many tokens")
 _QUOTA_HINT = " (your OpenAI quota is used up: check the plan and billing of this API key)"
 
 
@@ -218,6 +219,9 @@ def openai_error(
                 provider=provider,
                 error_type=error_type,
             )
+    if status is None and any(hint in message.lower() for hint in _CONTEXT_WORDS):
+        # An in-stream error with no code that is still plainly about the context.
+        status = 400
     return error_for_status(
         status or 500,
         message,

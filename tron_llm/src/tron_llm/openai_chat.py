@@ -8,7 +8,8 @@ Request mapping:
   ``developer`` role is not needed);
 - tool results become ``role: "tool"`` messages, one per result, in order, right after
   the assistant message that called them; their text parts are joined, and their
-  images (a tool message holds text only) go in a ``user`` message after them;
+  images (a tool message holds text only) go in a ``user`` message after them.
+  ``is_error`` has no field here: the result's own text says what failed;
 - assistant tool calls carry their input as a JSON string; ids go through
   ``ToolIdMap`` (OpenAI allows at most 40 characters);
 - images are ``image_url`` parts (``data:`` URLs for inline bytes);

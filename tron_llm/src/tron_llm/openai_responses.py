@@ -13,7 +13,7 @@ Request mapping:
   without the output item's id);
 - tool calls are ``function_call`` items (``call_id``, ``name``, JSON ``arguments``)
   and results ``function_call_output`` items (text, or text and image parts), ids
-  through ``ToolIdMap``;
+  through ``ToolIdMap`` (``is_error`` has no field: the output's text says it);
 - a ``ThinkingBlock`` this adapter produced (``provider="openai"`` with an
   ``item_id`` and ``encrypted_content`` in ``signature``) is replayed as the same
   reasoning item (id, summary, encrypted content), in its place before the item that
