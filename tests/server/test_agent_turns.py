@@ -4,6 +4,8 @@ model receives on the next call, forks."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.server.scripted_llm import Response, Text, Thinking, ToolUse, Usage
@@ -246,3 +248,22 @@ async def test_rules_files_are_loaded_recorded_and_restored(h: Harness) -> None:
     system = str(h.llm.requests[-1]["system"])
     assert "Always answer in French." in system and "never use tabs" in system
     assert [e.type for e in await h.path(s.id)].count("rules.loaded") == 2
+
+
+async def test_the_provider_factory_uses_settings_and_caches_per_endpoint(tmp_path: Path) -> None:
+    from tron_llm.anthropic import AnthropicProvider
+    from tron_server.providers import ProviderFactory
+    from tron_server.settings import Settings
+
+    settings = Settings(
+        home=tmp_path, anthropic_base_url="http://127.0.0.1:9/", openai_compatible_base_url=None
+    )
+    factory = ProviderFactory(settings, api_keys={"anthropic": "k"})
+    a = factory("anthropic", "claude-sonnet-4-5")
+    assert isinstance(a, AnthropicProvider) and a.base_url == "http://127.0.0.1:9"
+    assert factory("anthropic", "claude-opus-4-1") is a
+    with pytest.raises(ValueError, match="base_url"):
+        factory("openai-compatible", "llama3")
+    with pytest.raises(ValueError, match="unknown provider"):
+        factory("nope", "m")
+    await factory.aclose()
