@@ -1,7 +1,14 @@
 """Tron's provider adapters over raw httpx: one streaming protocol for Anthropic,
 OpenAI (Chat Completions and Responses, and any OpenAI-compatible server) and Gemini.
 
-Adapters are added to the exports below as they land.
+    from tron_llm import LLMRequest, create_provider
+    from tron_events.messages import Message, TextBlock
+
+    provider = create_provider("anthropic")          # key from ANTHROPIC_API_KEY
+    request = LLMRequest(model="claude-sonnet-4-5",
+                         messages=[Message(role="user", content=[TextBlock(text="hi")])])
+    async for event in provider.stream(request):     # TextDelta, ..., then Done or ErrorEvent
+        ...
 """
 
 from ._http import HTTPCall, HTTPProvider, StreamParser
@@ -24,6 +31,8 @@ from ._types import (
     ToolSpec,
     Usage,
 )
+from .anthropic import AnthropicProvider
+from .catalog import DEFAULT_CONTEXT_WINDOW, ModelInfo, get_model, list_models
 from .errors import (
     AbortedError,
     AuthenticationError,
@@ -37,20 +46,30 @@ from .errors import (
     RateLimitError,
     ServerError,
 )
+from .gemini import GeminiProvider
+from .openai_chat import OpenAIChatProvider
+from .openai_responses import OpenAIResponsesProvider
+from .registry import create_provider
 
 __all__ = [
+    "DEFAULT_CONTEXT_WINDOW",
     "AbortedError",
+    "AnthropicProvider",
     "AuthenticationError",
     "ContextLengthExceededError",
     "Done",
     "ErrorEvent",
+    "GeminiProvider",
     "HTTPCall",
     "HTTPProvider",
     "InvalidRequestError",
     "LLMError",
     "LLMRequest",
+    "ModelInfo",
     "NetworkError",
     "NotFoundError",
+    "OpenAIChatProvider",
+    "OpenAIResponsesProvider",
     "OverloadedError",
     "PermissionDeniedError",
     "Provider",
@@ -71,5 +90,8 @@ __all__ = [
     "ToolIdMap",
     "ToolSpec",
     "Usage",
+    "create_provider",
+    "get_model",
+    "list_models",
     "safe_tool_id",
 ]

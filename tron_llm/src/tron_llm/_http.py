@@ -69,7 +69,9 @@ class HTTPProvider(ABC):
     name: ClassVar[str]
     default_base_url: ClassVar[str]
     api_key_env: ClassVar[tuple[str, ...]] = ()
-    requires_api_key: ClassVar[bool] = True
+    requires_api_key: bool = True
+    """Whether a call without a key fails at once (an instance may switch it off, e.g.
+    for a local OpenAI-compatible server)."""
     price_provider: str | None = None
     """The ``genai-prices`` provider id used for cost (None: cost unknown)."""
 

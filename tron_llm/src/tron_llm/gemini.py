@@ -644,7 +644,7 @@ class GeminiProvider(HTTPProvider):
     name: ClassVar[str] = PROVIDER
     default_base_url: ClassVar[str] = "https://generativelanguage.googleapis.com/v1beta"
     api_key_env: ClassVar[tuple[str, ...]] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-    requires_api_key: ClassVar[bool] = True
+    requires_api_key = True
     price_provider = PROVIDER
 
     def build_call(self, request: LLMRequest) -> HTTPCall:

@@ -131,7 +131,7 @@ class OpenAIChatProvider(HTTPProvider):
         if not self.is_openai:
             # The base declares requires_api_key per class; a compatible server (a
             # local Ollama) usually takes no key, so this instance shadows it.
-            setattr(self, "requires_api_key", False)  # noqa: B010
+            self.requires_api_key = False
 
     def auth_headers(self, api_key: str) -> dict[str, str]:
         """``Authorization: Bearer <key>``."""

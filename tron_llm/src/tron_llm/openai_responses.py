@@ -123,7 +123,7 @@ class OpenAIResponsesProvider(HTTPProvider):
         if not self.is_openai:
             # A compatible server (vLLM, Ollama) usually takes no key; the base
             # declares requires_api_key per class, so this instance shadows it.
-            setattr(self, "requires_api_key", False)  # noqa: B010
+            self.requires_api_key = False
 
     def auth_headers(self, api_key: str) -> dict[str, str]:
         """``Authorization: Bearer <key>``."""
