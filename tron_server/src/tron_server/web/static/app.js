@@ -5,7 +5,7 @@ import { RpcClient, RpcError } from "./rpc.js";
 import { SessionData, contentText } from "./model.js";
 import { Transcript } from "./transcript.js";
 import { TreeView } from "./tree.js";
-import { h, setChildren, fmtTokens, fmtCost, fmtTime, basename, shortId, markedSnippet } from "./dom.js";
+import { h, icon, setChildren, fmtTokens, fmtCost, fmtTime, basename, shortId, markedSnippet } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -90,10 +90,18 @@ function renderHeader(sd) {
   status.hidden = !status.textContent;
   status.dataset.state = s.status === "ended" ? "ended" : sd.busy ? "busy" : "idle";
   const usage = $("session-usage");
-  const parts = [`in ${fmtTokens(s.inputTokens)}`, `out ${fmtTokens(s.outputTokens)}`];
-  if (s.cacheReadTokens) parts.push(`cache ${fmtTokens(s.cacheReadTokens)}`);
-  parts.push(fmtCost(s.cost));
-  usage.textContent = `${parts.join(" · ")}  ·  ${s.turnCount ?? 0} turns`;
+  const t = sd.usageTotals();
+  // Totals from the session's own turns; the Session row's counters when no turn recorded usage.
+  const input = t.turns ? t.input : s.inputTokens;
+  const output = t.turns ? t.output : s.outputTokens;
+  const parts = [`in ${fmtTokens(input)}`, `out ${fmtTokens(output)}`];
+  const cacheRead = t.turns ? t.cacheRead : s.cacheReadTokens;
+  if (cacheRead) parts.push(`cache ${fmtTokens(cacheRead)}`);
+  parts.push(t.turns ? (t.costKnown || t.cost ? fmtCost(t.cost) : "cost unknown") : fmtCost(s.cost));
+  parts.push(`${t.turns} turn${t.turns === 1 ? "" : "s"}`);
+  usage.textContent = parts.join(" · ");
+  usage.dataset.cost = String(t.cost);
+  usage.dataset.turns = String(t.turns);
   renderModelSelect(s);
   const branches = [...sd.events.values()].filter((e) => e.type === "message.user" || e.type === "message.assistant").length;
   $("tree-stats").textContent = `${branches} messages · head …${shortId(sd.headId)}`;
@@ -174,7 +182,7 @@ function sessionItem(s) {
       dataset: { sessionId: s.id },
       "aria-current": active ? "page" : null,
     },
-    h("span", { class: "session-title" }, s.parentSessionId ? h("span", { class: "fork-mark", title: "a fork" }, "⑂ ") : null, sessionTitle(s, sd)),
+    h("span", { class: "session-title" }, s.parentSessionId ? h("span", { class: "fork-mark", title: "a fork" }, icon("fork")) : null, sessionTitle(s, sd)),
     h("span", { class: "session-meta muted" }, meta.filter(Boolean).join(" · ")),
   );
 }

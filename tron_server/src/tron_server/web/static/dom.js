@@ -121,3 +121,23 @@ export function markedSnippet(snippet) {
   if (last < s.length) out.push(s.slice(last));
   return out;
 }
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+const ICONS = {
+  fork: [["circle", { cx: 6, cy: 5, r: 2 }], ["circle", { cx: 6, cy: 19, r: 2 }], ["circle", { cx: 18, cy: 6, r: 2 }], ["path", { d: "M6 7v10M18 8c0 5-12 3-12 9" }]],
+  rewind: [["path", { d: "M4 12a8 8 0 1 0 2.4-5.7" }], ["path", { d: "M4 4v4.5h4.5" }]],
+};
+
+/** A small stroke icon (inline SVG, no external file). */
+export function icon(name) {
+  const svg = document.createElementNS(SVG_NS, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("class", `icon icon-${name}`);
+  svg.setAttribute("aria-hidden", "true");
+  for (const [tag, attrs] of ICONS[name] || []) {
+    const el = document.createElementNS(SVG_NS, tag);
+    for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+    svg.append(el);
+  }
+  return svg;
+}

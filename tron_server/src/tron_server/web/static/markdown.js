@@ -83,8 +83,10 @@ export function inline(text) {
   const out = [];
   let last = 0;
   let m;
-  INLINE.lastIndex = 0;
-  while ((m = INLINE.exec(text)) !== null) {
+  // A fresh regex per call: inline() recurses (bold inside a link…), and a
+  // shared global regex would have its lastIndex reset under the outer loop.
+  const re = new RegExp(INLINE.source, "g");
+  while ((m = re.exec(text)) !== null) {
     if (m.index > last) out.push(text.slice(last, m.index));
     if (m[1]) out.push(h("code", {}, m[2]));
     else if (m[3] !== undefined) out.push(h("strong", {}, inline(m[3])));

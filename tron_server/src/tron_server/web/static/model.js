@@ -241,6 +241,30 @@ export class SessionData {
     this.version++;
   }
 
+  /**
+   * Token use and cost of this session: every turn it ran (its own
+   * stream.turn_end events, off-path ones too: they were paid for), plus
+   * turns that ended live and are not stored yet.
+   */
+  usageTotals() {
+    const total = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, costKnown: true, turns: 0 };
+    const add = (usage, cost) => {
+      const u = normalizeUsage(usage);
+      total.input += u.input;
+      total.output += u.output;
+      total.cacheRead += u.cacheRead;
+      total.cacheWrite += u.cacheWrite;
+      if (cost === null || cost === undefined) total.costKnown = false;
+      else total.cost += Number(cost) || 0;
+      total.turns += 1;
+    };
+    for (const ev of this.events.values()) {
+      if (ev.type === "stream.turn_end" && ev.sessionId === this.id) add(ev.payload.tokenUsage || ev.payload.usage, ev.payload.cost);
+    }
+    for (const u of this.liveUsage.values()) add(u.usage, u.cost);
+    return total;
+  }
+
   /** Tool calls being shown live: started, but not yet part of a stored message. */
   liveToolIds() {
     const out = [];

@@ -3,7 +3,7 @@
 // Tool cards are keyed by tool call id and updated in place, so a card that
 // started live moves into its stored message instead of being drawn twice.
 
-import { h, reconcile, setChildren, fmtTokens, fmtCost, fmtDuration, fmtTime, shortId } from "./dom.js";
+import { h, icon, reconcile, setChildren, fmtTokens, fmtCost, fmtDuration, fmtTime, shortId } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { contentText, normalizeUsage } from "./model.js";
 
@@ -149,8 +149,8 @@ export class Transcript {
     const actions = h(
       "div",
       { class: "msg-actions" },
-      h("button", { class: "link", testid: "fork-btn", title: "Start a new session from this point (the original stays as it is)", onclick: () => this.actions.onFork(ev.id) }, "⑂ Fork"),
-      h("button", { class: "link", testid: "rewind-btn", title: "Move this session's head back to here (later events stay in the tree)", onclick: () => this.actions.onRewind(ev.id) }, "↺ Rewind"),
+      h("button", { class: "link", testid: "fork-btn", title: "Start a new session from this point (the original stays as it is)", onclick: () => this.actions.onFork(ev.id) }, icon("fork"), "Fork"),
+      h("button", { class: "link", testid: "rewind-btn", title: "Move this session's head back to here (later events stay in the tree)", onclick: () => this.actions.onRewind(ev.id) }, icon("rewind"), "Rewind"),
     );
     return h(
       "article",
@@ -282,10 +282,11 @@ function buildToolCard(id) {
   const args = h("pre", { class: "tool-args", testid: "tool-args" });
   const output = h("pre", { class: "tool-output", testid: "tool-output" });
   const result = h("pre", { class: "tool-result", testid: "tool-result" });
-  const body = h("div", { class: "tool-body" }, h("div", { class: "tool-label" }, "Arguments"), args, output, result);
+  const outLabel = h("div", { class: "tool-label" });
+  const body = h("div", { class: "tool-body" }, h("div", { class: "tool-label" }, "Arguments"), args, outLabel, output, result);
   const head = h("button", { class: "tool-head", type: "button", "aria-expanded": "true" }, h("span", { class: "chevron" }), name, summary, h("span", { class: "spacer" }), duration, status);
   const root = h("div", { class: "tool-card", testid: "tool-card", dataset: { toolCallId: id, status: "pending" } }, head, body);
-  const card = { root, name, summary, status, duration, args, output, result, body, userToggled: false, last: "" };
+  const card = { root, name, summary, status, duration, args, output, result, outLabel, body, userToggled: false, last: "" };
   head.addEventListener("click", () => {
     card.userToggled = true;
     root.classList.toggle("collapsed");
@@ -305,7 +306,8 @@ function toolContentText(content) {
 
 function updateToolCard(card, t) {
   if (!t) return;
-  const argsText = t.arguments === undefined ? "" : JSON.stringify(t.arguments, null, 2);
+  let argsText = t.arguments === undefined ? "" : JSON.stringify(t.arguments);
+  if (argsText.length > 100) argsText = JSON.stringify(t.arguments, null, 2);
   const resultText = toolContentText(t.result);
   const key = [t.name, t.status, argsText, t.output.length, resultText.length, t.durationMs, t.isError].join("|");
   if (key === card.last) return;
@@ -323,6 +325,8 @@ function updateToolCard(card, t) {
   card.output.hidden = showResult || !t.output;
   card.result.textContent = resultText;
   card.result.hidden = !showResult;
+  card.outLabel.textContent = showResult ? (t.isError ? "Error" : "Result") : "Output";
+  card.outLabel.hidden = showResult ? false : !t.output;
   if (!card.userToggled) card.root.classList.toggle("collapsed", false);
 }
 

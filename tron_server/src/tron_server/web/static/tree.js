@@ -3,7 +3,7 @@
 // into the nearest message above them. Branches off the current path (left by
 // a rewind) are shown dimmed; they can be forked but not rewound to.
 
-import { h, setChildren, shortId } from "./dom.js";
+import { h, icon as svgIcon, setChildren, shortId } from "./dom.js";
 import { MESSAGE_TYPES, contentText } from "./model.js";
 
 const NODE_TYPES = new Set([...MESSAGE_TYPES, "session.start", "session.fork"]);
@@ -86,13 +86,13 @@ export class TreeView {
       const tools = (Array.isArray(p.content) ? p.content : []).filter((b) => b && b.type === "tool_use").map((b) => b.name);
       label = text || (tools.length ? `[${tools.join(", ")}]` : "(no text)");
     } else if (ev.type === "session.fork") {
-      icon = "⑂";
+      icon = svgIcon("fork");
       label = `fork of …${shortId(p.sourceSessionId)}`;
     } else {
       icon = "●";
       label = `start · ${p.model || ""}`;
     }
-    label = label.replace(/\s+/g, " ").trim();
+    label = label.replace(/```[\w-]*|[*`#>]+/g, "").replace(/\s+/g, " ").trim();
     if (label.length > 70) label = `${label.slice(0, 69)}…`;
     const isMessage = MESSAGE_TYPES.has(ev.type);
     return h(
@@ -104,14 +104,14 @@ export class TreeView {
         title: onPath ? "On the current path: click to scroll to it" : "On another branch (left by a rewind): fork from it to continue there",
       },
       h("button", { class: "tree-label", type: "button", onclick: () => this.actions.onSelect(ev.id) }, h("span", { class: "tree-icon" }, icon), h("span", { class: "tree-text" }, label)),
-      childCount > 1 ? h("span", { class: "badge", title: `${childCount} branches` }, `${childCount}⑂`) : null,
+      childCount > 1 ? h("span", { class: "badge", title: `${childCount} branches` }, svgIcon("fork"), String(childCount)) : null,
       isHead ? h("span", { class: "badge head-badge", testid: "tree-head" }, "HEAD") : null,
       isMessage
         ? h(
             "span",
             { class: "tree-actions" },
-            h("button", { class: "icon", type: "button", title: "Fork from here", testid: "tree-fork", onclick: () => this.actions.onFork(ev.id) }, "⑂"),
-            onPath && !isHead ? h("button", { class: "icon", type: "button", title: "Rewind to here", testid: "tree-rewind", onclick: () => this.actions.onRewind(ev.id) }, "↺") : null,
+            h("button", { class: "icon", type: "button", title: "Fork from here", testid: "tree-fork", onclick: () => this.actions.onFork(ev.id) }, svgIcon("fork")),
+            onPath && !isHead ? h("button", { class: "icon", type: "button", title: "Rewind to here", testid: "tree-rewind", onclick: () => this.actions.onRewind(ev.id) }, svgIcon("rewind")) : null,
           )
         : null,
     );
