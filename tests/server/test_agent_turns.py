@@ -11,6 +11,9 @@ import pytest
 from tests.server.scripted_llm import Response, Text, Thinking, ToolUse, Usage
 from tests.server.test_agent_harness import MODEL, Harness, assert_event_order, h
 from tron_events.messages import ToolResultBlock, ToolUseBlock
+from tron_server.agent import Orchestrator
+from tron_server.hooks import build_hook_engine
+from tron_server.tools.base import ToolRegistry
 
 __all__ = ["h"]
 
@@ -267,3 +270,29 @@ async def test_the_provider_factory_uses_settings_and_caches_per_endpoint(tmp_pa
     with pytest.raises(ValueError, match="unknown provider"):
         factory("nope", "m")
     await factory.aclose()
+
+
+async def test_a_broken_hooks_settings_file_refuses_the_turn_and_says_why(
+    h: Harness, tmp_path: Path
+) -> None:
+    project = tmp_path / "proj"
+    (project / ".tron").mkdir(parents=True)
+    (project / ".tron" / "settings.json").write_text("{not json")
+    orch = Orchestrator(
+        h.store,
+        lambda _p, _m: pytest.fail("the LLM must not be called"),
+        ToolRegistry([]),
+        None,
+        lambda method, sid, data: h.notes.append((method, sid, data)),
+        home=tmp_path / "home",
+        hooks_factory=lambda wd, record: build_hook_engine(wd, tmp_path / "home", record),
+    )
+    session = await h.session(working_directory=str(project))
+    try:
+        await orch.send_message(session.id, "hello")
+        (error,) = await h.wait_for(session.id, "agent.error")
+        assert error["category"] == "configuration"
+        assert "settings.json" in error["message"]
+        assert "message.user" not in await h.types(session.id)
+    finally:
+        await orch.shutdown(timeout=5)

@@ -48,6 +48,7 @@ from ..errors import (
     SessionNotFoundError,
 )
 from ..hooks.base import HookEngine
+from ..hooks.settings import HookSettingsError
 from ..tools.base import ToolRegistry
 from .rules import SessionRules
 from .turn import AgentRun, RunRequest, RunResult, TurnDeps
@@ -143,10 +144,10 @@ class Orchestrator:
         self._rules: dict[str, SessionRules] = {}
         _add_skill_tool(tools, home)
         self._closing = False
-        if hooks is not None and getattr(hooks, "_record", None) is None:
+        if hooks is not None and not hooks.has_recorder:
             # The engine records hook.triggered/completed; during a run they must go
             # through the session's writer or they would move the head under the turn.
-            hooks._record = self.record_event
+            hooks.set_recorder(self.record_event)
         self._deps = TurnDeps(
             store=store,
             providers=providers,
@@ -359,6 +360,15 @@ class Orchestrator:
         except SessionNotActive as exc:
             self._notify(sid, "agent.error", {"message": str(exc), "category": "conflict",
                                               "retryable": False})  # fmt: skip
+            return RunResult(0, "error", str(exc))
+        except HookSettingsError as exc:
+            # The user's safety hooks cannot be loaded: refuse to run without them.
+            self._notify(
+                sid,
+                "agent.error",
+                {"message": f"hooks are misconfigured, nothing was run: {exc}",
+                 "category": "configuration", "retryable": False},
+            )  # fmt: skip
             return RunResult(0, "error", str(exc))
         except Exception as exc:
             log.exception("agent loop of %s failed", sid)

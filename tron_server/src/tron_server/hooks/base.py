@@ -182,6 +182,16 @@ class HookEngine:
         self._counter = 0
         self._pending: set[asyncio.Task[None]] = set()
 
+    @property
+    def has_recorder(self) -> bool:
+        """Whether hook runs are recorded."""
+        return self._record is not None
+
+    def set_recorder(self, record: RecordFn | None) -> None:
+        """Record hook runs through ``record`` (the runtime passes its session writer, so
+        hook events never move a session's head under a running turn)."""
+        self._record = record
+
     # -- registry ---------------------------------------------------------------------
 
     def register(
