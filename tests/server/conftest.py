@@ -153,7 +153,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerFactory]:
-    """``server_factory(**settings)`` starts a server (its own temp home) and stops it at the end."""
+    """``server_factory(**settings)`` starts a server (own temp home); stopped at the end."""
     servers: list[RunningServer] = []
 
     def make(**overrides: Any) -> RunningServer:
