@@ -140,9 +140,9 @@ async def test_frame_beyond_transport_limit_closes_with_1009(server_factory: Any
 
 
 async def test_internal_error_leaks_nothing(running_server: RunningServer) -> None:
-    from tron_server.rpc import NoParams
+    from tron_server.rpc import MethodRegistry, NoParams
 
-    registry = running_server.app.state.registry
+    registry: MethodRegistry = running_server.app.state.registry
 
     @registry.method("test.boom", NoParams, description="raises", needs=())
     async def boom(ctx: Any, p: NoParams) -> None:
