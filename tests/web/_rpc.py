@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from typing import Any
@@ -20,8 +21,9 @@ class SyncRpc:
 
     def __init__(self, base_url: str, token: str) -> None:
         url = base_url.replace("http://", "ws://") + "/rpc"
-        self._ws: ClientConnection = connect(
-            url, additional_headers={"Authorization": f"Bearer {token}"}, open_timeout=10
+        self._stack = contextlib.ExitStack()
+        self._ws: ClientConnection = self._stack.enter_context(
+            connect(url, additional_headers={"Authorization": f"Bearer {token}"}, open_timeout=10)
         )
         self._ids = itertools.count(1)
         self.notifications: list[dict[str, Any]] = []
@@ -54,7 +56,7 @@ class SyncRpc:
             self.notifications.append(msg)
 
     def close(self) -> None:
-        self._ws.close()
+        self._stack.close()
 
     def __enter__(self) -> SyncRpc:
         return self

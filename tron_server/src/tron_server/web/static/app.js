@@ -520,6 +520,7 @@ function highlightTreeNode(eventId) {
   node.classList.remove("highlight");
   void node.offsetWidth;
   node.classList.add("highlight");
+  setTimeout(() => node.classList.remove("highlight"), 3000);
   node.dataset.highlighted = "true";
   node.scrollIntoView({ block: "center" });
   return true;
@@ -730,6 +731,15 @@ function isNetwork(err) {
 }
 
 // ---------------------------------------------------------------------------
+
+// The login URL as this server prints it (the token itself only the user has).
+$("login-url-hint").textContent = `${location.origin}/login?token=…`;
+
+// Running tools show their elapsed time.
+setInterval(() => {
+  const sd = current();
+  if (sd && sd.busy) transcript.render();
+}, 500);
 
 renderCurrent();
 renderSessions();

@@ -75,6 +75,7 @@ export class Transcript {
     target.classList.remove("highlight");
     void target.offsetWidth; // restart the flash animation
     target.classList.add("highlight");
+    setTimeout(() => target.classList.remove("highlight"), 3000);
     target.scrollIntoView({ block: "center" });
     return true;
   }
@@ -306,6 +307,9 @@ function toolContentText(content) {
 
 function updateToolCard(card, t) {
   if (!t) return;
+  if (t.status === "running" && t.startedAt && t.durationMs === undefined) {
+    card.duration.textContent = fmtDuration(Math.floor((Date.now() - t.startedAt) / 100) * 100);
+  }
   let argsText = t.arguments === undefined ? "" : JSON.stringify(t.arguments);
   if (argsText.length > 100) argsText = JSON.stringify(t.arguments, null, 2);
   const resultText = toolContentText(t.result);
