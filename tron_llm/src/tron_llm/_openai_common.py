@@ -7,13 +7,16 @@ import json
 import logging
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
+
+import httpx
 
 from tron_events.messages import ImageBlock, ToolResultBlock, ToolUseBlock
 
+from ._http import DEFAULT_TIMEOUT, HTTPProvider
 from ._ids import ToolIdMap
-from ._retry import parse_retry_after
+from ._retry import RetryPolicy, parse_retry_after
 from ._types import LLMRequest, ReasoningLevel, Usage
 from .errors import (
     AuthenticationError,
@@ -255,3 +258,48 @@ def response_error(
     return error_for_status(
         status, text or f"HTTP {status}", retry_after=retry_after, provider=provider
     )
+
+
+class OpenAIHTTPProvider(HTTPProvider):
+    """What the Chat Completions and Responses adapters share: OpenAI's endpoint and key,
+    bearer auth, OpenAI-shaped error bodies, and the compatible-server rules.
+
+    Without ``base_url`` it talks to OpenAI and needs ``OPENAI_API_KEY``. With another
+    ``base_url`` (``http://localhost:11434/v1`` for Ollama) no key is required, and cost
+    is left unknown (a local model's price is not OpenAI's).
+    """
+
+    default_base_url: ClassVar[str] = OPENAI_BASE_URL
+    api_key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: httpx.AsyncClient | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            api_key=api_key,
+            base_url=base_url,
+            client=client,
+            retry=retry,
+            timeout=timeout,
+            headers=headers,
+        )
+        self.is_openai = is_openai_host(self.base_url)
+        self.price_provider = "openai" if self.is_openai else None
+        # A compatible server (a local Ollama, vLLM) usually takes no key.
+        self.requires_api_key = self.is_openai
+
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        """``Authorization: Bearer <key>``."""
+        return bearer(api_key)
+
+    def error_from_response(self, status: int, headers: Mapping[str, str], body: bytes) -> LLMError:
+        """OpenAI error bodies (``{"error": {"message", "type", "code"}}``), Ollama's
+        ``{"error": "text"}`` and plain text."""
+        return response_error(status, headers, body, provider=self.name)

@@ -37,8 +37,6 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import httpx
-
 from tron_events.messages import (
     ContentBlock,
     ImageBlock,
@@ -50,23 +48,19 @@ from tron_events.messages import (
 )
 
 from ._cost import with_cost
-from ._http import DEFAULT_TIMEOUT, HTTPCall, HTTPProvider, StreamParser
+from ._http import HTTPCall, StreamParser
 from ._ids import ToolIdMap
 from ._openai_common import (
-    OPENAI_BASE_URL,
     OPENAI_THINKING_PROVIDER,
-    bearer,
+    OpenAIHTTPProvider,
     image_url,
-    is_openai_host,
     openai_error,
     parse_arguments,
     reasoning_effort,
-    response_error,
     tool_id_map,
     tool_result_parts,
     usage_from,
 )
-from ._retry import RetryPolicy
 from ._sse import ServerSentEvent
 from ._types import (
     Done,
@@ -80,7 +74,7 @@ from ._types import (
     ToolCallStart,
     Usage,
 )
-from .errors import LLMError, NetworkError, ServerError
+from .errors import NetworkError, ServerError
 
 __all__ = ["OpenAIResponsesProvider", "is_reasoning_model"]
 
@@ -93,45 +87,10 @@ def is_reasoning_model(model: str) -> bool:
     return bool(_REASONING_MODEL.match(model)) and not _CHAT_MODEL.search(model)
 
 
-class OpenAIResponsesProvider(HTTPProvider):
+class OpenAIResponsesProvider(OpenAIHTTPProvider):
     """The Responses API over raw httpx (see the module docstring for the mapping)."""
 
     name: ClassVar[str] = "openai-responses"
-    default_base_url: ClassVar[str] = OPENAI_BASE_URL
-    api_key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
-
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        retry: RetryPolicy | None = None,
-        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(
-            api_key=api_key,
-            base_url=base_url,
-            client=client,
-            retry=retry,
-            timeout=timeout,
-            headers=headers,
-        )
-        self.is_openai = is_openai_host(self.base_url)
-        self.price_provider = "openai" if self.is_openai else None
-        if not self.is_openai:
-            # A compatible server (vLLM, Ollama) usually takes no key; the base
-            # declares requires_api_key per class, so this instance shadows it.
-            self.requires_api_key = False
-
-    def auth_headers(self, api_key: str) -> dict[str, str]:
-        """``Authorization: Bearer <key>``."""
-        return bearer(api_key)
-
-    def error_from_response(self, status: int, headers: Mapping[str, str], body: bytes) -> LLMError:
-        """OpenAI error bodies (``{"error": {"message", "type", "code"}}``) and others."""
-        return response_error(status, headers, body, provider=self.name)
 
     def build_call(self, request: LLMRequest) -> HTTPCall:
         """The ``/responses`` request for ``request``."""
