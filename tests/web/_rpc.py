@@ -17,7 +17,10 @@ class RpcFailure(Exception):
 
 
 class SyncRpc:
-    """``call(method, **params)`` over ``ws://…/rpc`` with the bearer token; notifications are kept."""
+    """``call(method, **params)`` over ``ws://…/rpc`` with the bearer token.
+
+    Notifications that arrive meanwhile are kept in ``notifications``.
+    """
 
     def __init__(self, base_url: str, token: str) -> None:
         url = base_url.replace("http://", "ws://") + "/rpc"
@@ -50,7 +53,7 @@ class SyncRpc:
             if ok(n):
                 return self.notifications.pop(i)
         while True:
-            msg = json.loads(self._ws.recv(timeout=timeout))
+            msg: dict[str, Any] = json.loads(self._ws.recv(timeout=timeout))
             if ok(msg):
                 return msg
             self.notifications.append(msg)

@@ -98,7 +98,6 @@ def page(browser: Any, web_env: WebEnv) -> Iterator[Any]:
     p.on("pageerror", lambda exc: errors.append(str(exc)))
     p.goto(web_env.server.login_url)
     expect(p.get_by_test_id("conn-status")).to_have_attribute("data-state", "connected")
-    p.page_errors = errors  # type: ignore[attr-defined]
     yield p
     context.close()
     assert not errors, f"uncaught errors in the page: {errors}"

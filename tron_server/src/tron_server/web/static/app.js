@@ -370,6 +370,7 @@ rpc.addEventListener("status", (e) => {
   const { status, retryInMs } = e.detail;
   const el = $("conn");
   el.dataset.state = status;
+  if (status !== "connected") el.dataset.synced = "false";
   el.title = status === "connected" ? `Connected to ${location.host}` : "";
   const label = el.querySelector(".label");
   clearInterval(countdownTimer);
@@ -390,6 +391,9 @@ rpc.addEventListener("status", (e) => {
 
 rpc.addEventListener("open", async () => {
   state.subscribedId = null;
+  const conn = $("conn");
+  conn.dataset.synced = "false";
+  conn.querySelector(".label").textContent = "Syncing…";
   // The server may have restarted: everything below is idempotent.
   const [info, models] = await Promise.allSettled([rpc.call("system.info"), rpc.call("model.list")]);
   if (info.status === "fulfilled") state.info = info.value;
@@ -405,6 +409,11 @@ rpc.addEventListener("open", async () => {
     }
   }
   scheduleRender();
+  if (rpc.connected) {
+    // Caught up: subscribed, synced, live state taken.
+    conn.dataset.synced = "true";
+    conn.querySelector(".label").textContent = STATUS_LABEL.connected;
+  }
 });
 
 $("login-form").addEventListener("submit", async (e) => {

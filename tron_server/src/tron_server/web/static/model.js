@@ -223,8 +223,14 @@ export class SessionData {
     this.live.ignoreUntilSnapshot = false;
     if (this.busy) {
       this.live.turn = state.turn;
-      this.live.text = state.text || "";
-      this.live.thinking = state.thinking || "";
+      // While the turn's tools run, its message is already stored: the snapshot's
+      // text is that message's, not something still streaming.
+      const stored =
+        state.turn !== null &&
+        state.turn !== undefined &&
+        this.path().some((e) => e.type === "message.assistant" && e.sessionId === this.id && e.payload.turn === state.turn);
+      this.live.text = stored ? "" : state.text || "";
+      this.live.thinking = stored ? "" : state.thinking || "";
       for (const tc of state.toolCalls || []) {
         const t = this.tool(tc.toolCallId || tc.id);
         t.name = tc.name || t.name;

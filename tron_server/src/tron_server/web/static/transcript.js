@@ -32,6 +32,8 @@ export class Transcript {
     this.nodes.clear();
     this.cards.clear();
     this.renderedVersion = -1;
+    clearTimeout(this.liveMarkdownTimer);
+    this.liveMarkdownTimer = null;
     this.live = this._buildLive();
     this.list.replaceChildren();
     this.render(true);
@@ -193,7 +195,7 @@ export class Transcript {
     const error = h("div", { class: "sys-line error", testid: "live-error" });
     const msg = h("article", { class: "msg assistant live", testid: "live-turn" }, h("div", { class: "msg-body" }, thinking, text, tools), working);
     const root = h("div", { class: "live-wrap" }, usage, msg, error);
-    return { root, msg, thinking, text, tools, usage, working, error, lastText: null, lastThinking: null };
+    return { root, msg, thinking, text, tools, usage, working, error, lastText: null, renderedText: null, lastThinking: null };
   }
 
   _updateLive() {
@@ -207,13 +209,17 @@ export class Transcript {
     }
     if (live.text !== L.lastText) {
       L.lastText = live.text;
-      // Markdown is re-rendered at most every 80 ms while streaming; plain text in between.
+      // Markdown is re-rendered at most every 80 ms while streaming: at once, then
+      // once more at the end of the window if the text changed meanwhile.
+      const renderText = () => {
+        setChildren(L.text, renderMarkdown(L.lastText || ""));
+        L.renderedText = L.lastText;
+      };
       if (!this.liveMarkdownTimer) {
-        setChildren(L.text, renderMarkdown(live.text));
+        renderText();
         this.liveMarkdownTimer = setTimeout(() => {
           this.liveMarkdownTimer = null;
-          if (this.live === L && L.text.dataset.rendered !== L.lastText) setChildren(L.text, renderMarkdown(L.lastText || ""));
-          L.text.dataset.rendered = L.lastText || "";
+          if (this.live === L && L.renderedText !== L.lastText) renderText();
         }, 80);
       }
     }
