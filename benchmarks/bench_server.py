@@ -201,11 +201,19 @@ async def tron_server(
                     await proc.wait()
 
 
-async def ws_connect(url: str, token: str | None) -> ClientConnection:
+async def ws_connect(url: str, token: str | None, *, deflate: bool = True) -> ClientConnection:
+    """A raw WebSocket client. ``deflate`` offers permessage-deflate, as ``TronClient``
+    (websockets' default) and browsers do; the server accepts it when offered."""
     from websockets.asyncio.client import connect
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return await connect(url, additional_headers=headers, max_size=None, open_timeout=30)
+    return await connect(
+        url,
+        additional_headers=headers,
+        max_size=None,
+        open_timeout=30,
+        compression="deflate" if deflate else None,
+    )
 
 
 async def rpc(ws: ClientConnection, rid: int, method: str, params: dict[str, Any]) -> Any:
@@ -442,20 +450,36 @@ async def sync_over_ws(ws: ClientConnection, session_id: str, limit: int) -> Syn
     return SyncRun(time.perf_counter() - t0, count, nbytes, pages)
 
 
-def sync_floor(store: EventStore, session_id: str, limit: int, serialize: bool) -> SyncRun:
-    """The same pages straight from the store (optionally as the server would encode them)."""
+def sync_floor(store: EventStore, session_id: str, limit: int, serialize: str) -> SyncRun:
+    """The same pages straight from the store; ``serialize``: "" (no), "dict" (as the
+    server encodes them: ``to_dict`` + ``orjson.dumps``), "serialize" (the stored payload
+    JSON spliced in with ``orjson.Fragment``, no decode and re-encode)."""
     t0 = time.perf_counter()
     after, count, nbytes, pages = -1, 0, 0, 0
     while True:
         pages += 1
         page = store.get_since(session_id=session_id, after_sequence=after, limit=limit)
         count += len(page.events)
-        if serialize:
+        if serialize == "serialize":
             nbytes += len(orjson.dumps({"events": [e.to_dict() for e in page.events]}))
+        elif serialize == "fragment":
+            nbytes += len(orjson.dumps({"events": [wire_event(e) for e in page.events]}))
         if not page.has_more or not page.events:
             break
         after = page.events[-1].sequence
     return SyncRun(time.perf_counter() - t0, count, nbytes, pages)
+
+
+def wire_event(e: Any) -> dict[str, Any]:
+    """``Event.to_dict`` with the stored payload JSON as an ``orjson.Fragment`` (reads the
+    store's private ``_raw``: a sketch of the fix proposed in RESULTS_server.md)."""
+    raw = e._raw
+    payload = orjson.Fragment(raw) if isinstance(raw, str | bytes) else e.payload
+    return {
+        "id": e.id, "parentId": e.parent_id, "sessionId": e.session_id,
+        "workspaceId": e.workspace_id, "sequence": e.sequence, "depth": e.depth,
+        "type": e.type, "timestamp": e.timestamp, "payload": payload,
+    }  # fmt: skip
 
 
 async def bench_sync(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
@@ -473,11 +497,19 @@ async def bench_sync(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         f"sync: built a session of {args.events:,} events ({payload_bytes / 1e6:.1f} MB of "
         f"payload JSON) in {time.perf_counter() - t0:.1f} s"
     )
-    names = ["server_10k", "server_1k", "floor_10k", "floor_10k_serialize"]
+    names = [
+        "server_10k",
+        "server_1k",
+        "server_10k_nodeflate",
+        "floor_10k",
+        "floor_10k_serialize",
+        "floor_10k_fragment",
+    ]
     runs: dict[str, list[SyncRun]] = {n: [] for n in names}
     profile = args.profile / "server-sync.prof" if args.profile else None
     async with tron_server(home, profile=profile) as server:
         ws = await ws_connect(server.ws_url, server.token)
+        plain = await ws_connect(server.ws_url, server.token, deflate=False)
         store = EventStore.open(url, upgrade=False)
         try:
             for r in range(args.rounds):
@@ -486,8 +518,11 @@ async def bench_sync(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                         run = await sync_over_ws(ws, session_id, SYNC_MAX_PAGE)
                     elif name == "server_1k":
                         run = await sync_over_ws(ws, session_id, SYNC_DEFAULT_PAGE)
+                    elif name == "server_10k_nodeflate":
+                        run = await sync_over_ws(plain, session_id, SYNC_MAX_PAGE)
                     else:
-                        run = sync_floor(store, session_id, SYNC_MAX_PAGE, "serialize" in name)
+                        mode = name.removeprefix("floor_10k").removeprefix("_")
+                        run = sync_floor(store, session_id, SYNC_MAX_PAGE, mode)
                     if run.events != args.events:
                         raise AssertionError(f"{name} read {run.events} events, not {args.events}")
                     runs[name].append(run)
@@ -498,6 +533,7 @@ async def bench_sync(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         finally:
             store.close()
             await ws.close()
+            await plain.close()
 
     def rate(name: str) -> float:
         return med([args.events / x.seconds for x in runs[name]])
@@ -512,13 +548,13 @@ async def bench_sync(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "events_per_s": {n: rate(n) for n in names},
         "seconds": {n: med([x.seconds for x in runs[n]]) for n in names},
         "bytes_per_s": {
-            n: med([x.nbytes / x.seconds for x in runs[n]])
-            for n in ("server_10k", "server_1k", "floor_10k_serialize")
+            n: med([x.nbytes / x.seconds for x in runs[n]]) for n in names if n != "floor_10k"
         },
         "frame_mb": med([x.nbytes / 1e6 for x in runs["server_10k"]]),
         "pages": {n: runs[n][0].pages for n in names},
         "ratio_server10k_to_floor": ratio("server_10k", "floor_10k"),
         "ratio_server1k_to_floor": ratio("server_1k", "floor_10k"),
+        "ratio_server10k_nodeflate_to_floor": ratio("server_10k_nodeflate", "floor_10k"),
         "ratio_server10k_to_floor_serialize": ratio("server_10k", "floor_10k_serialize"),
         "goal_events_per_s": 50_000,
     }
@@ -537,8 +573,14 @@ def print_sync(res: dict[str, Any]) -> None:
     rows = [
         ("server, events.sync limit 10,000", "server_10k", res["ratio_server10k_to_floor"]),
         ("server, events.sync limit 1,000", "server_1k", res["ratio_server1k_to_floor"]),
+        (
+            "server, limit 10,000, client without permessage-deflate",
+            "server_10k_nodeflate",
+            res["ratio_server10k_nodeflate_to_floor"],
+        ),
         ("floor: get_since pages in-process", "floor_10k", 1.0),
         ("floor + to_dict + orjson.dumps", "floor_10k_serialize", None),
+        ("floor + payload as orjson.Fragment + dumps", "floor_10k_fragment", None),
     ]
     for label, key, ratio in rows:
         mbs = f"{b[key] / 1e6:,.1f}" if key in b else "-"
@@ -560,7 +602,12 @@ def client_main(args: argparse.Namespace) -> None:
 
 async def clients(args: argparse.Namespace) -> None:
     conns = list(
-        await asyncio.gather(*(ws_connect(args.url, args.token) for _ in range(args.clients)))
+        await asyncio.gather(
+            *(
+                ws_connect(args.url, args.token, deflate=not args.no_deflate)
+                for _ in range(args.clients)
+            )
+        )
     )
     if args.mode == "tron":
         for ws in conns:
@@ -700,9 +747,9 @@ async def bench_fanout(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     workdir = tmp / "fanout-work"
     workdir.mkdir(parents=True)
     text = numbered_text(args.chunks)
-    names = ["tron", "floor"]
-    per_round: dict[str, list[dict[str, float]]] = {n: [] for n in names}
+    names = ["tron", "floor", "tron_nodeflate"]
     profile = args.profile / "server-fanout.prof" if args.profile else None
+    results: dict[str, Any] = {}
     async with (
         timed_llm() as (llm, times),
         tron_server(tmp / "fanout-home", env=llm_env(llm), profile=profile) as server,
@@ -712,53 +759,66 @@ async def bench_fanout(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         session = await control.call(
             "session.create", {"workingDirectory": str(workdir), "provider": "anthropic"}
         )
-        for r in range(args.rounds):
-            for name in rotated(names, r):
-                llm.add(Response([Text(text)], delay=args.delay))
-                times.chunk_sent.clear()
-                out = tmp / f"fanout-{name}-{r}.json"
-                common = ["--clients", str(args.clients), "--out", str(out)]
-                if name == "tron":
-                    await run_child(
+        for delay in args.delay:
+            log(f"  {args.chunks} deltas {delay * 1000:g} ms apart:")
+            per_round: dict[str, list[dict[str, float]]] = {n: [] for n in names}
+            for r in range(args.rounds):
+                for name in rotated(names, r):
+                    llm.add(Response([Text(text)], delay=delay))
+                    times.chunk_sent.clear()
+                    out = tmp / f"fanout-{name}-{delay}-{r}.json"
+                    common = ["--clients", str(args.clients), "--out", str(out)]
+                    if name.startswith("tron"):
+                        if name == "tron_nodeflate":
+                            common.append("--no-deflate")
+                        await run_child(
                             "_clients", "--mode", "tron", "--url", server.ws_url,
                             "--token", server.token, "--session", session["id"], *common,
                         )  # fmt: skip
-                else:
-                    await run_child("_clients", "--mode", "floor", "--url", floor_url, *common)
-                lat = latencies(times, out, args.chunks, args.clients)
-                per_round[name].append(
+                    else:
+                        await run_child("_clients", "--mode", "floor", "--url", floor_url, *common)
+                    lat = latencies(times, out, args.chunks, args.clients)
+                    per_round[name].append(
                         {"p50": pct(lat, 0.5), "p90": pct(lat, 0.9), "p99": pct(lat, 0.99),
                          "max": max(lat), "n": len(lat)}
                     )  # fmt: skip
-            log(
-                f"  round {r + 1}: "
-                + ", ".join(
-                    f"{n} p50 {ms(per_round[n][-1]['p50'])} p99 {ms(per_round[n][-1]['p99'])}"
-                    for n in names
+                log(
+                    f"  round {r + 1}: "
+                    + ", ".join(
+                        f"{n} p50 {ms(x[-1]['p50'])} p99 {ms(x[-1]['p99'])}"
+                        for n, x in per_round.items()
+                    )
                 )
-            )
+            result = fanout_summary(per_round, delay, args)
+            print_fanout(result)
+            results[f"{delay * 1000:g}ms"] = result
+    return results
 
+
+def fanout_summary(
+    per_round: dict[str, list[dict[str, float]]], delay: float, args: argparse.Namespace
+) -> dict[str, Any]:
     def stat(name: str, key: str) -> float:
         return med([x[key] for x in per_round[name]])
 
-    def ratio(key: str) -> float:
-        return med(
-            [t[key] / f[key] for t, f in zip(per_round["tron"], per_round["floor"], strict=True)]
-        )
+    def ratio(key: str, name: str = "tron") -> float:
+        pairs = zip(per_round[name], per_round["floor"], strict=True)
+        return med([t[key] / f[key] for t, f in pairs])
 
     result: dict[str, Any] = {
         "clients": args.clients,
         "chunks": args.chunks,
-        "delay_s": args.delay,
+        "delay_s": delay,
         "rounds": args.rounds,
-        "latency_s": {n: {k: stat(n, k) for k in ("p50", "p90", "p99", "max")} for n in names},
+        "latency_s": {n: {k: stat(n, k) for k in ("p50", "p90", "p99", "max")} for n in per_round},
         "ratio_p50": ratio("p50"),
         "ratio_p99": ratio("p99"),
+        "ratio_p50_nodeflate": ratio("p50", "tron_nodeflate"),
+        "ratio_p99_nodeflate": ratio("p99", "tron_nodeflate"),
         "samples_per_round": per_round["tron"][0]["n"],
         "goal_p99_s": 0.020,
     }
     result["goal_met"] = result["latency_s"]["tron"]["p99"] <= 0.020
-    print_fanout(result)
     return result
 
 
@@ -770,10 +830,19 @@ def print_fanout(res: dict[str, Any]) -> None:
     )
     log("| contender | p50 | p90 | p99 | max |")
     log("|---|---|---|---|---|")
-    for label, key in (("tron-server", "tron"), ("floor: bare websockets relay", "floor")):
+    rows = (
+        ("tron-server", "tron"),
+        ("floor: bare websockets relay", "floor"),
+        ("tron-server, clients without permessage-deflate", "tron_nodeflate"),
+    )
+    for label, key in rows:
         x = lat[key]
         log(f"| {label} | {ms(x['p50'])} | {ms(x['p90'])} | {ms(x['p99'])} | {ms(x['max'])} |")
-    log(f"tron/floor: p50 {res['ratio_p50']:.2f}x, p99 {res['ratio_p99']:.2f}x")
+    log(
+        f"tron/floor: p50 {res['ratio_p50']:.2f}x, p99 {res['ratio_p99']:.2f}x; "
+        f"without deflate p50 {res['ratio_p50_nodeflate']:.2f}x, "
+        f"p99 {res['ratio_p99_nodeflate']:.2f}x"
+    )
     log(f"goal p99 <= 20 ms: {'met' if res['goal_met'] else 'MISSED'}")
 
 
@@ -878,11 +947,27 @@ async def adapter_floor(llm: ScriptedLLM, times: LLMTimes, turns: int) -> list[f
     return out
 
 
+def tool_specs_times(home: Path, turns: int) -> list[float]:
+    """``ToolRegistry.specs()`` of the server's registry (default tools + Skill, as the
+    orchestrator builds it), which the runtime calls on the event loop before every LLM call."""
+    from tron_server.tools import default_tools
+    from tron_server.tools.skill import SkillTool
+
+    tools = default_tools()
+    tools.register(SkillTool(home))
+    out: list[float] = []
+    for _ in range(turns):
+        t0 = time.perf_counter()
+        tools.specs()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
 async def bench_turn(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     from tests.server.scripted_llm import Response, Text
     from tron_server.client import TronClient
 
-    names = ["tron", "append_floor", "store_work", "adapter"]
+    names = ["tron", "append_floor", "store_work", "adapter", "tool_specs"]
     samples: dict[str, list[list[float]]] = {n: [] for n in names}
     parts: dict[str, list[float]] = {"before_llm": [], "llm": [], "after_llm": []}
     profile = args.profile / "server-turn.prof" if args.profile else None
@@ -922,6 +1007,7 @@ async def bench_turn(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         # Warm-up (not counted): the first turns of a fresh server import and build
         # the adapter, the hooks engine and the rules loader.
         await tron_turns(await new_session(0, "warmup"), 3, tmp / "turn-warmup.json")
+        await adapter_floor(llm, times, 3)  # its first Done loads the price table
         for r in range(args.rounds):
             for name in rotated(names, r):
                 if name == "tron":
@@ -933,6 +1019,8 @@ async def bench_turn(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                     parts["after_llm"] += [x[3] for x in rows]
                 elif name == "adapter":
                     samples[name].append(await adapter_floor(llm, times, args.turns))
+                elif name == "tool_specs":
+                    samples[name].append(tool_specs_times(tmp, args.turns))
                 else:
                     url = f"sqlite:///{tmp / f'floor-{name}-{r}.db'}"
                     workdir = tmp / f"floor-work-{name}-{r}"
@@ -986,6 +1074,7 @@ def print_turn(res: dict[str, Any]) -> None:
         ("floor: 4 appends via AsyncEventStore", "append_floor"),
         ("store work of a turn (4 appends + the runtime's reads)", "store_work"),
         ("Anthropic adapter alone, minus the LLM's time", "adapter"),
+        ("ToolRegistry.specs() alone (JSON schemas rebuilt every turn)", "tool_specs"),
     ]
     for label, key in rows:
         log(f"| {label} | {ms(o[key]['p50'])} | {ms(o[key]['p99'])} |")
@@ -1029,7 +1118,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--clients", type=int, default=50, help="subscribed clients (50)")
         p.add_argument("--chunks", type=int, default=500, help="text deltas per stream (500)")
         p.add_argument(
-            "--delay", type=float, default=0.005, help="seconds between LLM chunks (0.005)"
+            "--delay",
+            type=float,
+            nargs="+",
+            default=[0.01, 0.005],
+            help="seconds between LLM chunks; each value is a separate series (0.01 0.005: "
+            "a fast model's pace, then twice that)",
         )
 
     def turn_opts(p: argparse.ArgumentParser) -> None:
@@ -1059,6 +1153,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clients", type=int, required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--timeout", type=float, default=120)
+    p.add_argument("--no-deflate", action="store_true")
     p = sub.add_parser("_floor")
     p.add_argument("--llm", required=True)
     p = sub.add_parser("_turns")
