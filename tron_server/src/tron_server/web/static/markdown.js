@@ -25,7 +25,9 @@ export function renderMarkdown(text) {
       const close = fence[1];
       const body = [];
       i++;
-      while (i < lines.length && !lines[i].trim().startsWith(close)) body.push(lines[i++]);
+      // The closing fence: the same character, at least as long, nothing after it.
+      const closing = new RegExp(`^\\s*${close[0] === "`" ? "`" : "~"}{${close.length},}\\s*$`);
+      while (i < lines.length && !closing.test(lines[i])) body.push(lines[i++]);
       i++; // the closing fence (or the end of an unfinished, streaming block)
       const code = h("code", {}, body.join("\n"));
       if (fence[2]) code.dataset.lang = fence[2];
