@@ -281,12 +281,21 @@ def test_search_jumps_to_the_event(page: Page, web_env: WebEnv) -> None:
 
 def test_escape_aborts_the_running_turn(page: Page, web_env: WebEnv) -> None:
     env = web_env
+    box = page.get_by_test_id("composer-input")
+    box.fill("first line")
+    box.press("Shift+Enter")
+    box.press_sequentially("second line")
+    expect(box).to_have_value("first line\nsecond line")  # Shift+Enter: a new line, not sent
+    expect(page.get_by_test_id("abort-btn")).to_be_hidden()
+
     env.llm.add(Response([Text("Working on a very long answer")], delay=0.05, hang=True))
-    send(page, "Write me a novel")
+    box.press("Enter")
     expect(page.get_by_test_id("live-text")).to_contain_text("very long answer")
     page.keyboard.press("Escape")
     expect(page.get_by_test_id("sys-interrupted")).to_have_count(1)
     wait_idle(page)
+    expect(page.get_by_test_id("user-text").last).to_have_text("first line\nsecond line")
+    expect(page.get_by_test_id("turn-usage").last).to_contain_text("aborted")
     expect(assistant(page, "very long answer")).to_have_count(1)
     expect(page.get_by_test_id("live-turn")).to_be_hidden()
     assert_transcript_matches_store(page, env)
@@ -319,6 +328,20 @@ def test_model_switch_and_model_output_is_escaped(page: Page, web_env: WebEnv) -
     expect(links).to_have_count(1)
     expect(links).to_have_attribute("href", "https://example.com/x")
     assert page.evaluate("window.pwned") is None
+
+    # A failing tool: the card shows the error.
+    missing = env.workdir / "missing.txt"
+    env.llm.add(
+        Response([ToolUse("Read", {"file_path": str(missing)})]),
+        Response([Text("That file does not exist.")]),
+    )
+    send(page, "Read missing.txt")
+    card = page.locator("[data-testid=tool-card]", has_text="missing.txt")
+    expect(card).to_have_attribute("data-status", "error")
+    expect(card.get_by_test_id("tool-status")).to_have_text("error")
+    expect(card.get_by_test_id("tool-result")).to_contain_text("missing.txt")
+    expect(assistant(page, "does not exist")).to_have_count(1)
+    wait_idle(page)
     assert_transcript_matches_store(page, env)
 
 
@@ -427,3 +450,30 @@ def test_server_restart_log_in_again_and_catch_up(page: Page, web_env: WebEnv) -
     wait_idle(page)
     assert_transcript_matches_store(page, env)
     shot(page, "08-recovered")
+
+
+# -- 8. a page opened without the login URL -----------------------------------------------
+
+
+def test_a_page_without_login_asks_for_the_token(browser: Any, web_env: WebEnv) -> None:
+    env = web_env
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(env.server.base_url + "/")
+        status = page.get_by_test_id("conn-status")
+        expect(status).to_have_attribute("data-state", "unauthorized")
+        expect(page.get_by_test_id("login-banner")).to_be_visible()
+        expect(page.get_by_test_id("login-banner")).to_contain_text(env.server.base_url)
+
+        page.get_by_test_id("login-input").fill("not-the-token")
+        page.get_by_test_id("login-submit").click()
+        expect(page.get_by_test_id("toast").last).to_contain_text("Login failed")
+        expect(status).to_have_attribute("data-state", "unauthorized")
+
+        page.get_by_test_id("login-input").fill(env.server.token)  # the bare token works too
+        page.get_by_test_id("login-submit").click()
+        expect(status).to_have_attribute("data-state", "connected")
+        expect(page.get_by_test_id("session-item")).to_have_count(2)
+    finally:
+        context.close()

@@ -137,6 +137,7 @@ function renderComposerState(sd) {
     ? "This session has ended: fork it from any message to continue"
     : "Message the agent — Enter to send, Shift+Enter for a new line, Esc to abort";
   $("abort-btn").hidden = !sd.busy;
+  $("abort-btn").disabled = !rpc.connected;
   $("send-btn").textContent = sd.busy ? "Queue" : "Send";
   $("send-btn").title = sd.busy ? "The agent is working: this message runs after the current one" : "Send (Enter)";
   $("send-btn").disabled = ended || !rpc.connected;

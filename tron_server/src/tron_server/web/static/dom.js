@@ -69,6 +69,7 @@ export function fmtCost(usd) {
   if (usd === null || usd === undefined || Number.isNaN(Number(usd))) return "–";
   usd = Number(usd);
   if (usd === 0) return "$0";
+  if (usd < 0.0001) return "<$0.0001";
   if (usd < 0.01) return `$${usd.toFixed(4)}`;
   return `$${usd.toFixed(2)}`;
 }

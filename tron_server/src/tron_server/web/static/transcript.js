@@ -247,6 +247,7 @@ function usageLine(key, turn, usage, cost, stopReason) {
   const parts = [`in ${fmtTokens(u.input)}`, `out ${fmtTokens(u.output)}`];
   if (u.cacheRead) parts.push(`cache ${fmtTokens(u.cacheRead)}`);
   parts.push(fmtCost(cost));
+  if (stopReason && !["end_turn", "tool_use", "stop_sequence"].includes(stopReason)) parts.push(stopReason.replace("_", " "));
   return h(
     "div",
     { class: "usage-line", testid: "turn-usage", dataset: { key, turn: turn ?? "" } },

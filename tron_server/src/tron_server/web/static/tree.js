@@ -92,7 +92,8 @@ export class TreeView {
       icon = "●";
       label = `start · ${p.model || ""}`;
     }
-    label = label.replace(/```[\w-]*|[*`#>]+/g, "").replace(/\s+/g, " ").trim();
+    // Labels are plain text: drop the Markdown markers (fences, emphasis, code, heading and quote marks).
+    label = label.replace(/```[\w-]*|[*`]+/g, "").replace(/^\s*[#>]+\s*/gm, "").replace(/\s+/g, " ").trim();
     if (label.length > 70) label = `${label.slice(0, 69)}…`;
     const isMessage = MESSAGE_TYPES.has(ev.type);
     return h(
