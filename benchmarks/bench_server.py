@@ -744,10 +744,11 @@ async def bench_fanout(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     from tests.server.scripted_llm import Response, Text
     from tron_server.client import TronClient
 
+    rounds = args.fanout_rounds if args.cmd == "all" else args.rounds
     workdir = tmp / "fanout-work"
     workdir.mkdir(parents=True)
     text = numbered_text(args.chunks)
-    names = ["tron", "floor", "tron_nodeflate"]
+    names = ["tron", "floor", "tron_nodeflate", "floor_nodeflate"]
     profile = args.profile / "server-fanout.prof" if args.profile else None
     results: dict[str, Any] = {}
     async with (
@@ -762,15 +763,15 @@ async def bench_fanout(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         for delay in args.delay:
             log(f"  {args.chunks} deltas {delay * 1000:g} ms apart:")
             per_round: dict[str, list[dict[str, float]]] = {n: [] for n in names}
-            for r in range(args.rounds):
+            for r in range(rounds):
                 for name in rotated(names, r):
                     llm.add(Response([Text(text)], delay=delay))
                     times.chunk_sent.clear()
                     out = tmp / f"fanout-{name}-{delay}-{r}.json"
                     common = ["--clients", str(args.clients), "--out", str(out)]
+                    if name.endswith("_nodeflate"):
+                        common.append("--no-deflate")
                     if name.startswith("tron"):
-                        if name == "tron_nodeflate":
-                            common.append("--no-deflate")
                         await run_child(
                             "_clients", "--mode", "tron", "--url", server.ws_url,
                             "--token", server.token, "--session", session["id"], *common,
@@ -789,32 +790,36 @@ async def bench_fanout(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                         for n, x in per_round.items()
                     )
                 )
-            result = fanout_summary(per_round, delay, args)
+            result = fanout_summary(per_round, delay, rounds, args.clients, args.chunks)
             print_fanout(result)
             results[f"{delay * 1000:g}ms"] = result
     return results
 
 
 def fanout_summary(
-    per_round: dict[str, list[dict[str, float]]], delay: float, args: argparse.Namespace
+    per_round: dict[str, list[dict[str, float]]],
+    delay: float,
+    rounds: int,
+    clients: int,
+    chunks: int,
 ) -> dict[str, Any]:
     def stat(name: str, key: str) -> float:
         return med([x[key] for x in per_round[name]])
 
-    def ratio(key: str, name: str = "tron") -> float:
-        pairs = zip(per_round[name], per_round["floor"], strict=True)
+    def ratio(key: str, name: str = "tron", floor: str = "floor") -> float:
+        pairs = zip(per_round[name], per_round[floor], strict=True)
         return med([t[key] / f[key] for t, f in pairs])
 
     result: dict[str, Any] = {
-        "clients": args.clients,
-        "chunks": args.chunks,
+        "clients": clients,
+        "chunks": chunks,
         "delay_s": delay,
-        "rounds": args.rounds,
+        "rounds": rounds,
         "latency_s": {n: {k: stat(n, k) for k in ("p50", "p90", "p99", "max")} for n in per_round},
         "ratio_p50": ratio("p50"),
         "ratio_p99": ratio("p99"),
-        "ratio_p50_nodeflate": ratio("p50", "tron_nodeflate"),
-        "ratio_p99_nodeflate": ratio("p99", "tron_nodeflate"),
+        "ratio_p50_nodeflate": ratio("p50", "tron_nodeflate", "floor_nodeflate"),
+        "ratio_p99_nodeflate": ratio("p99", "tron_nodeflate", "floor_nodeflate"),
         "samples_per_round": per_round["tron"][0]["n"],
         "goal_p99_s": 0.020,
     }
@@ -834,13 +839,14 @@ def print_fanout(res: dict[str, Any]) -> None:
         ("tron-server", "tron"),
         ("floor: bare websockets relay", "floor"),
         ("tron-server, clients without permessage-deflate", "tron_nodeflate"),
+        ("floor, clients without permessage-deflate", "floor_nodeflate"),
     )
     for label, key in rows:
         x = lat[key]
         log(f"| {label} | {ms(x['p50'])} | {ms(x['p90'])} | {ms(x['p99'])} | {ms(x['max'])} |")
     log(
         f"tron/floor: p50 {res['ratio_p50']:.2f}x, p99 {res['ratio_p99']:.2f}x; "
-        f"without deflate p50 {res['ratio_p50_nodeflate']:.2f}x, "
+        f"both without deflate p50 {res['ratio_p50_nodeflate']:.2f}x, "
         f"p99 {res['ratio_p99_nodeflate']:.2f}x"
     )
     log(f"goal p99 <= 20 ms: {'met' if res['goal_met'] else 'MISSED'}")
@@ -1133,13 +1139,16 @@ def build_parser() -> argparse.ArgumentParser:
     common(p, 5)
     sync_opts(p)
     p = sub.add_parser("fanout", help="text-delta fan-out latency to N clients")
-    common(p, 5)
+    common(p, 3)
     fanout_opts(p)
     p = sub.add_parser("turn", help="server overhead per turn, excluding the LLM")
     common(p, 5)
     turn_opts(p)
     p = sub.add_parser("all", help="sync, fanout and turn, one after the other")
     common(p, 5)
+    p.add_argument(
+        "--fanout-rounds", type=int, default=3, help="rounds of each fanout series (default 3)"
+    )
     sync_opts(p)
     fanout_opts(p)
     turn_opts(p)
