@@ -121,7 +121,7 @@ def test_login_create_and_stream_a_tool_call(page: Page, web_env: WebEnv) -> Non
             [
                 Text(
                     "The command printed `hi` and then `bye`. All done here.\n\n"
-                    "- `echo hi` ran first\n- `sleep 1` waited a second\n- `echo bye` ran last"
+                    "- `echo hi` ran first\n- `sleep 1.5` waited\n- `echo bye` ran last"
                 )
             ],
             delay=0.05,
@@ -237,6 +237,7 @@ def test_fork_from_the_first_reply_and_rewind(page: Page, web_env: WebEnv) -> No
     page.get_by_test_id("transcript").evaluate("el => el.scrollTop = 0")
     page.evaluate("document.getElementById('toasts').replaceChildren()")
     page.mouse.move(0, 0)
+    page.wait_for_timeout(300)  # the hover actions fade out
     path = shot(page, "03-fork-rewind-tree")
     if os.environ.get("TRON_UPDATE_SCREENSHOT"):
         DOCS_SCREENSHOT.write_bytes(path.read_bytes())
