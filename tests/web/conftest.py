@@ -37,6 +37,15 @@ def chromium_missing() -> str | None:
     return None
 
 
+def _skip_unless_chromium() -> None:
+    reason = chromium_missing()
+    if reason is None:
+        return
+    if os.environ.get("TRON_REQUIRE_CHROMIUM"):  # CI: a missing browser is a failure
+        pytest.fail(f"TRON_REQUIRE_CHROMIUM is set but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 @dataclass
 class WebEnv:
     """The server under test, its scripted LLM and a project directory for sessions."""
@@ -49,9 +58,7 @@ class WebEnv:
 
 @pytest.fixture(scope="module")
 def web_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebEnv]:
-    reason = chromium_missing()
-    if reason:
-        pytest.skip(reason)
+    _skip_unless_chromium()
     root = tmp_path_factory.mktemp("web")
     workdir = root / "project"
     workdir.mkdir()
@@ -70,9 +77,7 @@ def web_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebEnv]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    reason = chromium_missing()
-    if reason:
-        pytest.skip(reason)
+    _skip_unless_chromium()
     from playwright.sync_api import sync_playwright
 
     pw = sync_playwright().start()
