@@ -1,6 +1,6 @@
 """Benchmarks of tron-server over real sockets, each against a floor measured in the same run.
 
-    uv run python benchmarks/bench_server.py all          # everything, ~3-4 min
+    uv run python benchmarks/bench_server.py all          # everything, ~3.5 min
     uv run python benchmarks/bench_server.py sync         # events.sync throughput to one client
     uv run python benchmarks/bench_server.py fanout       # text-delta fan-out to 50 clients
     uv run python benchmarks/bench_server.py turn         # server overhead per turn (no LLM)
@@ -23,16 +23,19 @@ figures are medians over rounds, and a ratio is the median of per-round ratios.
   tool calls and results of realistic sizes) is written with ``tron_events`` into
   the server's database before it starts. One WebSocket client reads it all with
   ``events.sync`` pages of 10,000 (the largest the server allows) and of 1,000 (the
-  default, what ``TronClient.sync`` asks for). Floor: the same ``get_since`` pages
-  straight from ``tron_events.EventStore`` in this process (and, for information,
-  the same plus ``Event.to_dict`` and ``orjson.dumps``).
+  default, what ``TronClient.sync`` asks for), offering permessage-deflate as
+  ``TronClient`` and browsers do, and once more without it. Floor: the same
+  ``get_since`` pages straight from ``tron_events.EventStore`` in this process (and,
+  for information, the same plus ``Event.to_dict`` and ``orjson.dumps``, or plus
+  the stored payload JSON spliced in as an ``orjson.Fragment``).
 - ``fanout``: ``--clients`` connections subscribe to one session; one of them sends
   ``agent.message``; the scripted LLM streams ``--chunks`` text deltas ``--delay``
   seconds apart, each carrying its index. Latency = the client's receive time of
   ``agent.text_delta`` i - the time the LLM handed chunk i to its socket. Peer: a
   bare ``websockets`` server (another subprocess) that reads the same LLM stream
   with httpx and ``websockets.broadcast``\\ s each delta as the same JSON-RPC frame
-  to the same client process.
+  to the same client process. Both run with clients that offer permessage-deflate
+  (the default everywhere) and with clients that do not.
 - ``turn``: ``--turns`` sequential one-turn messages (a short scripted reply);
   overhead = (``agent.message`` sent -> ``agent.complete`` received) minus the
   LLM's own time (its request -> last byte), split into before and after the LLM.
@@ -568,7 +571,7 @@ def print_sync(res: dict[str, Any]) -> None:
     s = res["seconds"]
     b = res["bytes_per_s"]
     log(f"\nsync: {res['events']:,} events, medians over {res['rounds']} rounds")
-    log("| contender | pages | events/s | time | MB/s | vs floor |")
+    log("| contender | pages | events/s | time | JSON MB/s | vs floor |")
     log("|---|---|---|---|---|---|")
     rows = [
         ("server, events.sync limit 10,000", "server_10k", res["ratio_server10k_to_floor"]),
