@@ -33,9 +33,9 @@ figures are medians over rounds, and a ratio is the median of per-round ratios.
   seconds apart, each carrying its index. Latency = the client's receive time of
   ``agent.text_delta`` i - the time the LLM handed chunk i to its socket. Peer: a
   bare ``websockets`` server (another subprocess) that reads the same LLM stream
-  with httpx and ``websockets.broadcast``\\ s each delta as the same JSON-RPC frame
-  to the same client process. Both run with clients that offer permessage-deflate
-  (the default everywhere) and with clients that do not.
+  with httpx and sends each delta with ``websockets.broadcast``, as the same
+  JSON-RPC frame, to the same client process. Both run with clients that offer
+  permessage-deflate (the default everywhere) and with clients that do not.
 - ``turn``: ``--turns`` sequential one-turn messages (a short scripted reply);
   overhead = (``agent.message`` sent -> ``agent.complete`` received) minus the
   LLM's own time (its request -> last byte), split into before and after the LLM.
