@@ -63,7 +63,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, MutableMapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterator,
+    MutableMapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -431,6 +438,34 @@ class SyncRun:
     events: int
     nbytes: int
     pages: int
+    ping_max: float = float("nan")
+    """The slowest ``system.ping`` round trip of another connection during the read."""
+
+
+async def with_pings(
+    ws: ClientConnection, work: Coroutine[Any, Any, SyncRun]
+) -> tuple[SyncRun, float]:
+    """Run ``work`` (a coroutine) while ``ws`` sends ``system.ping`` every 10 ms; returns
+    its result and the slowest round trip: how long the server's loop stalled."""
+    done = asyncio.Event()
+    rtts: list[float] = []
+
+    async def ping() -> None:
+        rid = 0
+        while not done.is_set():
+            rid += 1
+            t0 = time.perf_counter()
+            await rpc(ws, rid, "system.ping", {})
+            rtts.append(time.perf_counter() - t0)
+            await asyncio.sleep(0.01)
+
+    task = asyncio.create_task(ping())
+    try:
+        result = await work
+    finally:
+        done.set()
+        await task
+    return result, max(rtts, default=float("nan"))
 
 
 async def sync_over_ws(ws: ClientConnection, session_id: str, limit: int) -> SyncRun:
@@ -513,16 +548,16 @@ async def bench_sync(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     async with tron_server(home, profile=profile) as server:
         ws = await ws_connect(server.ws_url, server.token)
         plain = await ws_connect(server.ws_url, server.token, deflate=False)
+        pinger = await ws_connect(server.ws_url, server.token)
         store = EventStore.open(url, upgrade=False)
         try:
             for r in range(args.rounds):
                 for name in rotated(names, r):
-                    if name == "server_10k":
-                        run = await sync_over_ws(ws, session_id, SYNC_MAX_PAGE)
-                    elif name == "server_1k":
-                        run = await sync_over_ws(ws, session_id, SYNC_DEFAULT_PAGE)
-                    elif name == "server_10k_nodeflate":
-                        run = await sync_over_ws(plain, session_id, SYNC_MAX_PAGE)
+                    if name.startswith("server"):
+                        conn = plain if name.endswith("nodeflate") else ws
+                        limit = SYNC_DEFAULT_PAGE if "1k" in name else SYNC_MAX_PAGE
+                        run, stall = await with_pings(pinger, sync_over_ws(conn, session_id, limit))
+                        run.ping_max = stall
                     else:
                         mode = name.removeprefix("floor_10k").removeprefix("_")
                         run = sync_floor(store, session_id, SYNC_MAX_PAGE, mode)
@@ -537,6 +572,7 @@ async def bench_sync(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             store.close()
             await ws.close()
             await plain.close()
+            await pinger.close()
 
     def rate(name: str) -> float:
         return med([args.events / x.seconds for x in runs[name]])
@@ -554,6 +590,7 @@ async def bench_sync(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             n: med([x.nbytes / x.seconds for x in runs[n]]) for n in names if n != "floor_10k"
         },
         "frame_mb": med([x.nbytes / 1e6 for x in runs["server_10k"]]),
+        "ping_max_s": {n: med([x.ping_max for x in runs[n]]) for n in names if "server" in n},
         "pages": {n: runs[n][0].pages for n in names},
         "ratio_server10k_to_floor": ratio("server_10k", "floor_10k"),
         "ratio_server1k_to_floor": ratio("server_1k", "floor_10k"),
@@ -570,9 +607,10 @@ def print_sync(res: dict[str, Any]) -> None:
     e = res["events_per_s"]
     s = res["seconds"]
     b = res["bytes_per_s"]
+    pings = res["ping_max_s"]
     log(f"\nsync: {res['events']:,} events, medians over {res['rounds']} rounds")
-    log("| contender | pages | events/s | time | JSON MB/s | vs floor |")
-    log("|---|---|---|---|---|---|")
+    log("| contender | pages | events/s | time | JSON MB/s | vs floor | slowest ping meanwhile |")
+    log("|---|---|---|---|---|---|---|")
     rows = [
         ("server, events.sync limit 10,000", "server_10k", res["ratio_server10k_to_floor"]),
         ("server, events.sync limit 1,000", "server_1k", res["ratio_server1k_to_floor"]),
@@ -588,7 +626,11 @@ def print_sync(res: dict[str, Any]) -> None:
     for label, key, ratio in rows:
         mbs = f"{b[key] / 1e6:,.1f}" if key in b else "-"
         r = f"{ratio:.2f}x" if ratio is not None else "-"
-        log(f"| {label} | {res['pages'][key]} | {e[key]:,.0f} | {ms(s[key])} | {mbs} | {r} |")
+        ping = ms(pings[key]) if key in pings else "-"
+        log(
+            f"| {label} | {res['pages'][key]} | {e[key]:,.0f} | {ms(s[key])} | {mbs} | {r} "
+            f"| {ping} |"
+        )
     verdict = "met" if res["goal_met"] else "MISSED"
     log(f"goal >= 50,000 events/s (limit 10,000): {verdict}")
 
