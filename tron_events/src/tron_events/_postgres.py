@@ -120,6 +120,8 @@ CHANNEL = "tron_events"
 LISTENER_APPLICATION = "tron-events-listener"
 LISTENERS_RECHECK_S = 0.2
 POOL_MAX_SIZE = 10
+#: How long optional writes (state snapshots) wait for a row lock.
+TRY_WRITE_LOCK_TIMEOUT_MS = 200
 
 _DUPLICATE_KEY = re.compile(r"Key \(id\)=\((?P<id>[^)]*)\)")
 
@@ -289,6 +291,24 @@ class PostgresRecorder(Recorder):
 
     def read(self) -> Any:
         return self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+    @contextmanager
+    def try_write(self) -> Iterator[Cursor]:
+        # Optional work (a state snapshot) never queues long behind a row lock.
+        with self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED") as cur:
+            cur.execute(f"SET LOCAL lock_timeout = '{TRY_WRITE_LOCK_TIMEOUT_MS}ms'")
+            yield cur
+
+    def read_snapshot(self, cur: Cursor, event_id: str, fmt: str) -> bytes | None:
+        # Binary results: a bytea of megabytes in text form is hex, twice the size.
+        pcur = cast("psycopg.Cursor[tuple[Any, ...]]", cur)
+        pcur.execute(
+            "SELECT data FROM state_snapshots WHERE event_id = %s AND format = %s",
+            (event_id, fmt),
+            binary=True,
+        )
+        row = pcur.fetchone()
+        return bytes(row[0]) if row is not None else None
 
     # -- live subscriptions across processes --------------------------------
 

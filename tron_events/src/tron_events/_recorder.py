@@ -10,7 +10,7 @@ session for an append, full-text indexing and search, and error translation.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -261,6 +261,128 @@ class Recorder(abc.ABC):
         path.reverse()
         return path
 
+    def get_path_after(
+        self, cur: Cursor, event: Event, stops: Mapping[str, tuple[str, int]]
+    ) -> tuple[list[Event], str | None]:
+        """The ancestors of ``event`` (root first, ``event`` last) after the
+        nearest one in ``stops`` (event id -> (session id, sequence)), and that
+        ancestor's id; the whole path and None if no ancestor is in ``stops``.
+
+        Like :meth:`get_path`, but a session's rows are read only down to the
+        highest stop below the entry point (a cold resume from a snapshot reads
+        the events after it, not the session); cached rows are used when the
+        path cache has them. A stop that is not an ancestor (orphaned by a
+        rewind) costs one more lookup and a further range below it.
+        """
+        if event.id in stops:
+            return [], event.id
+        path: list[Event] = [event]
+        seen = {event.id}
+        current = event
+        found: str | None = None
+        while current.parent_id is not None:
+            if current.parent_id in stops:
+                found = current.parent_id
+                break
+            parent = self.get_event(cur, current.parent_id)
+            if parent is None or parent.id in seen:
+                break
+            sid, wid = parent.session_id, parent.workspace_id
+            low = max(
+                (seq for s, seq in stops.values() if s == sid and seq < parent.sequence),
+                default=-1,
+            )
+            entry = self.path_cache.get(sid)
+            rows: Mapping[str, tuple[Any, ...]]
+            if low < 0 or (entry is not None and entry.max_sequence >= parent.sequence):
+                rows = self._session_rows(cur, sid, wid, parent.sequence)
+            else:
+                cur.execute(
+                    self.sql(
+                        f"SELECT {NARROW_COLUMNS} FROM events "
+                        "WHERE session_id = ? AND sequence > ? AND sequence <= ?"
+                    ),
+                    (sid, low, parent.sequence),
+                )
+                rows = {row[1]: row for row in cur.fetchall()}
+            step = parent
+            while True:
+                seen.add(step.id)
+                path.append(step)
+                current = step
+                parent_id = step.parent_id
+                if parent_id is None or parent_id in stops:
+                    break
+                row = rows.get(parent_id)
+                if row is None or row[1] in seen:
+                    break  # another session, or below the range read: look it up
+                step = _event(row, sid, wid)
+        path.reverse()
+        return path, found
+
+    # -- state snapshots (see _state_snapshots.py) ---------------------------
+
+    def snapshot_stops(self, cur: Cursor, session_id: str, fmt: str) -> dict[str, tuple[str, int]]:
+        """Snapshots of ``fmt`` in a session and the sessions it was forked
+        from (every session its paths can cross): id -> (session, sequence)."""
+        cur.execute(
+            self.sql(
+                "WITH RECURSIVE chain(id) AS (SELECT CAST(? AS VARCHAR(64)) UNION "
+                "SELECT s.parent_session_id FROM sessions s JOIN chain c ON s.id = c.id "
+                "WHERE s.parent_session_id IS NOT NULL) "
+                "SELECT event_id, session_id, sequence FROM state_snapshots "
+                "WHERE format = ? AND session_id IN (SELECT id FROM chain)"
+            ),
+            (session_id, fmt),
+        )
+        return {row[0]: (row[1], row[2]) for row in cur.fetchall()}
+
+    def read_snapshot(self, cur: Cursor, event_id: str, fmt: str) -> bytes | None:
+        cur.execute(
+            self.sql("SELECT data FROM state_snapshots WHERE event_id = ? AND format = ?"),
+            (event_id, fmt),
+        )
+        row = cur.fetchone()
+        return bytes(row[0]) if row is not None else None
+
+    def write_snapshot(
+        self, cur: Cursor, event: Event, fmt: str, data: bytes, keep: int, when: str
+    ) -> None:
+        """Store (or replace) the snapshot at ``event``, keeping only the
+        ``keep`` newest of its session."""
+        cur.execute(
+            self.sql(
+                "INSERT INTO state_snapshots (event_id, session_id, sequence, format, "
+                "created_at, data) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO UPDATE "
+                "SET format = excluded.format, created_at = excluded.created_at, "
+                "data = excluded.data"
+            ),
+            (event.id, event.session_id, event.sequence, fmt, when, data),
+        )
+        cur.execute(
+            self.sql(
+                "DELETE FROM state_snapshots WHERE session_id = ? AND event_id NOT IN "
+                "(SELECT event_id FROM state_snapshots WHERE session_id = ? "
+                "ORDER BY sequence DESC LIMIT ?)"
+            ),
+            (event.session_id, event.session_id, keep),
+        )
+
+    def has_snapshot_table(self) -> bool:
+        """False on a schema older than revision 0002 (opened with upgrade=False)."""
+        try:
+            with self.read() as cur:
+                cur.execute("SELECT 1 FROM state_snapshots WHERE 1 = 0")
+                cur.fetchall()
+        except Exception:  # any error means: do not use snapshots
+            return False
+        return True
+
+    def try_write(self) -> AbstractContextManager[Cursor]:
+        """A write transaction for optional work: gives up quickly instead of
+        waiting for a busy database (default: an ordinary write)."""
+        return self.write()
+
     def _session_rows(
         self, cur: Cursor, session_id: str, workspace_id: str, sequence: int
     ) -> dict[str, tuple[Any, ...]]:
@@ -488,6 +610,9 @@ class Recorder(abc.ABC):
         """Delete sessions (dependents first) with their events and search rows."""
         self.delete_search_rows(cur, session_ids)
         marks = ", ".join("?" for _ in session_ids)
+        cur.execute(
+            self.sql(f"DELETE FROM state_snapshots WHERE session_id IN ({marks})"), session_ids
+        )
         cur.execute(self.sql(f"DELETE FROM events WHERE session_id IN ({marks})"), session_ids)
         for sid in session_ids:
             cur.execute(self.sql("DELETE FROM sessions WHERE id = ?"), (sid,))

@@ -26,6 +26,8 @@ from .search_text import fts5_literal_query
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
+#: How long optional writes (state snapshots) wait for the write lock.
+TRY_WRITE_TIMEOUT_MS = 50
 #: Give up on a busy database only after this long (then raise StoreBusy).
 BUSY_GIVE_UP_S = 300.0
 #: Common terms are ranked among their most recent matches only, so the first
@@ -95,9 +97,9 @@ class SQLiteRecorder(Recorder):
         self._local = threading.local()
 
     @contextmanager
-    def _transaction(self, begin: str) -> Iterator[Cursor]:
+    def _transaction(self, begin: str, give_up_s: float = BUSY_GIVE_UP_S) -> Iterator[Cursor]:
         conn = self._connection()
-        deadline = time.monotonic() + BUSY_GIVE_UP_S
+        deadline = time.monotonic() + give_up_s
         delay = 0.001
         while True:
             try:
@@ -142,6 +144,18 @@ class SQLiteRecorder(Recorder):
 
     def read(self) -> Any:
         return self._transaction("BEGIN")
+
+    @contextmanager
+    def try_write(self) -> Iterator[Cursor]:
+        # Optional work (a state snapshot) never queues behind other writers:
+        # one short wait for the write lock, then StoreBusy.
+        conn = self._connection()
+        conn.execute(f"PRAGMA busy_timeout = {TRY_WRITE_TIMEOUT_MS}")
+        try:
+            with self._transaction("BEGIN IMMEDIATE", give_up_s=0.0) as cur:
+                yield cur
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     def start_change_listener(self) -> None:
         with self._lock:

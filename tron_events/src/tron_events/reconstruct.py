@@ -66,9 +66,15 @@ __all__ = [
     "COMPACTION_ACK",
     "INTERRUPTED_RESULT",
     "SUMMARY_PREFIX",
+    "NeedsFullPath",
+    "Projection",
     "SessionState",
+    "advance",
     "build_messages",
     "build_state",
+    "new_projection",
+    "project",
+    "state_of",
 ]
 
 SUMMARY_PREFIX = "Context from earlier in this conversation (summarized):\n\n"
@@ -224,8 +230,14 @@ def _interrupted(tool_use_id: str) -> Any:
     )
 
 
+class NeedsFullPath(Exception):
+    """Resuming a projection hit a rule that reaches back before its start (a
+    deletion of an earlier event, or tool arguments recorded before it): the
+    state must be projected from the whole path instead."""
+
+
 def _assistant_blocks(
-    content: Any, tool_args: dict[str, Any], seen_uses: set[str]
+    content: Any, tool_args: dict[str, Any], seen_uses: set[str], proj: Projection
 ) -> tuple[list[Any], list[str]]:
     """The sendable blocks of a message.assistant payload, and its tool_use ids."""
     blocks: list[Any] = []
@@ -253,7 +265,12 @@ def _assistant_blocks(
                 tool_input = {}
             elif tool_input.get("_truncated") is True:
                 # Stored truncated by normalization; tool.call has the full arguments.
-                tool_input = tool_args.get(use_id, tool_input)
+                proj.truncated.add(use_id)
+                full = tool_args.get(use_id)
+                if full is not None:
+                    tool_input = full
+                elif use_id in proj.called_before:
+                    raise NeedsFullPath(f"the arguments of {use_id} precede the snapshot")
             uses.append(use_id)
             blocks.append(
                 _new_tool_use(
@@ -429,37 +446,93 @@ _STATE_TYPES = _TURN_TYPES | {
 }
 
 
+class Projection:
+    """The second pass's state after a prefix of a path, ready to go on.
+
+    ``messages`` are the history so far, before the repair that ends a path (the
+    open assistant message's results are still collecting in ``uses`` /
+    ``results``); ``state`` folds model, prompt, tokens and turns (None: messages
+    only). Resuming one over the events after its prefix gives exactly what
+    projecting the whole path gives, except where a rule reaches back before the
+    prefix; :func:`advance` detects those and raises :class:`NeedsFullPath`:
+
+    * a ``message.deleted`` of an event before the prefix's end;
+    * a ``tool.call`` for a ``tool_use`` whose stored input was truncated and is
+      already projected (``truncated``): its full arguments would replace it;
+    * a truncated input after the prefix whose only ``tool.call`` lies before it
+      (``called_before``: the legacy order, or an id used twice).
+
+    Everything else in a path only moves forward. ``_state_snapshots.py``
+    stores these by event id.
+    """
+
+    __slots__ = (
+        "ack_event",
+        "called",
+        "called_before",
+        "messages",
+        "pending",
+        "result_ids",
+        "results",
+        "seen_uses",
+        "state",
+        "truncated",
+        "uses",
+    )
+
+    def __init__(self, state: _State | None) -> None:
+        self.messages: list[Message] = []
+        self.uses: list[str] = []  # tool_use ids of the open assistant message
+        self.results: dict[str, Any] = {}  # tool_use id -> result block
+        self.result_ids: list[str] = []  # events the results came from
+        self.seen_uses: set[str] = set()  # every tool_use id in the projection
+        # Results recorded before their assistant message (the legacy order).
+        self.pending: dict[str, tuple[Any, str]] = {}
+        self.ack_event: str | None = None  # a compaction summary that may need its ack
+        self.state = state
+        #: tool_use ids whose stored input was truncated (looked up in tool.call).
+        self.truncated: set[str] = set()
+        #: toolCallIds of every tool.call projected.
+        self.called: set[str] = set()
+        #: ``called`` when the current resume started (empty for a whole path).
+        self.called_before: set[str] = set()
+
+
 def _second_pass(
     path: Sequence[Event],
     tool_args: dict[str, Any],
     deleted: set[str],
-    state: _State | None,
-) -> list[Message]:
-    """Build the messages (and fold the state, if given) in one walk of the path.
+    proj: Projection,
+) -> None:
+    """Build the messages (and fold the state, if any) in one walk of the path,
+    continuing ``proj`` and leaving it ready for the next events.
 
     ``messages`` alternate roles by construction. A message's ``content`` and
     ``event_ids`` lists are filled in place while it is the last one (merges
     extend them), so each Message is built once. The last assistant message is
     open while its ``tool_use`` ids (``uses``) collect results; it closes when
-    another assistant message starts, when the history is reset, or at the end
-    of the path: its results (synthetic where missing) then go at the front of
-    the user message after it, created if there is none.
+    another assistant message starts or when the history is reset; at the end
+    of a path (:func:`_finish`) its results (synthetic where missing) go at the
+    front of the user message after it, created if there is none.
 
     Deliberately one flat loop over locals: it runs over every event of a session
     on each resume, and calls and attribute lookups per event add up.
     """
-    messages: list[Message] = []
-    last_role = ""  # role of messages[-1]
-    last_content: list[Any] = []  # its content and event ids, filled in place
-    last_ids: list[str] = []
-    uses: list[str] = []  # tool_use ids of the open assistant message, in order
-    results: dict[str, Any] = {}  # tool_use id -> result block
-    result_ids: list[str] = []  # events the results came from
-    seen_uses: set[str] = set()  # every tool_use id in the projection
-    # Results recorded before their assistant message (the legacy order), held
-    # until that message arrives.
-    pending: dict[str, tuple[Any, str]] = {}
-    ack_event: str | None = None  # a compaction summary that may need its ack
+    messages = proj.messages
+    if messages:
+        last = messages[-1]
+        last_role: str = last.role  # role of messages[-1]
+        last_content: list[Any] = last.content  # its content and event ids, filled in place
+        last_ids: list[str] = last.event_ids
+    else:
+        last_role, last_content, last_ids = "", [], []
+    uses = proj.uses
+    results = proj.results
+    result_ids = proj.result_ids
+    seen_uses = proj.seen_uses
+    pending = proj.pending
+    ack_event = proj.ack_event
+    state = proj.state
     new_message = _new_message
 
     for event in path:
@@ -481,7 +554,7 @@ def _second_pass(
                     state.output_tokens += usage.get("outputTokens") or 0
                     state.cache_read += usage.get("cacheReadTokens") or 0
                     state.cache_creation += usage.get("cacheCreationTokens") or 0
-            blocks, new_uses = _assistant_blocks(payload.get("content"), tool_args, seen_uses)
+            blocks, new_uses = _assistant_blocks(payload.get("content"), tool_args, seen_uses, proj)
             if not blocks:
                 continue
             ack_event = None
@@ -605,41 +678,69 @@ def _second_pass(
         elif state is not None and kind in _STATE_TYPES:
             state.other(kind, event.payload)
 
-    if uses:
-        if last_role == "assistant":
-            messages.append(
-                new_message(
-                    {"role": "user", "content": _results_of(uses, results), "event_ids": result_ids}
-                )
-            )
-        else:
-            last_content[0:0] = _results_of(uses, results)
-            last_ids[:] = result_ids + [i for i in last_ids if i not in result_ids]
-    return messages
+    proj.messages = messages
+    proj.uses = uses
+    proj.results = results
+    proj.result_ids = result_ids
+    proj.seen_uses = seen_uses
+    proj.pending = pending
+    proj.ack_event = ack_event
 
 
-def build_messages(path: Sequence[Event]) -> list[Message]:
-    """The provider-ready history at the last event of ``path`` (root first)."""
-    with gc_paused():
-        tool_args, deleted = _first_pass(path)
-        return _second_pass(path, tool_args, deleted, None)
+def _finish(proj: Projection) -> list[Message]:
+    """The history at the end of the projected path: the open assistant
+    message's results (synthetic where missing) lead the user message after it,
+    created if there is none. ``proj`` is left unchanged (it can go on)."""
+    messages = proj.messages
+    uses = proj.uses
+    if not uses:
+        return list(messages)
+    results = _results_of(uses, proj.results)
+    result_ids = proj.result_ids
+    last = messages[-1]  # uses are only open after an assistant message was added
+    if last.role == "assistant":
+        return [
+            *messages,
+            _new_message({"role": "user", "content": results, "event_ids": list(result_ids)}),
+        ]
+    ids = result_ids + [i for i in last.event_ids if i not in result_ids]
+    merged = _new_message({"role": "user", "content": results + last.content, "event_ids": ids})
+    return [*messages[:-1], merged]
 
 
-def build_state(path: Sequence[Event]) -> SessionState:
-    """The session state at the last event of ``path`` (root first).
+def new_projection(*, with_state: bool = True) -> Projection:
+    """An empty projection (before a session's root)."""
+    return Projection(_State() if with_state else None)
 
-    Everything comes from the events on the path, never from session-row caches,
-    so a rewind or a fork yields exactly the state of that point.
+
+def advance(proj: Projection, events: Sequence[Event], *, resuming: bool = False) -> None:
+    """Project ``events`` (the next events of the path, in order) onto ``proj``.
+
+    ``resuming``: ``proj`` came from an earlier prefix of the path (a snapshot),
+    and rules that reach back before it raise :class:`NeedsFullPath` (then
+    ``proj`` is left half-advanced: discard it and project the whole path).
     """
-    if not path:
-        raise ValueError("build_state needs a non-empty ancestor path")
-    state = _State()
-    with gc_paused():
-        tool_args, deleted = _first_pass(path)
-        messages = _second_pass(path, tool_args, deleted, state)
+    tool_args, deleted = _first_pass(events)
+    if resuming:
+        if deleted and not deleted.issubset(e.id for e in events):
+            raise NeedsFullPath("a message.deleted targets an event before the snapshot")
+        if proj.truncated and not proj.truncated.isdisjoint(tool_args):
+            raise NeedsFullPath("a tool.call completes a truncated input before the snapshot")
+        proj.called_before = proj.called
+        proj.called = proj.called.union(tool_args)
+    else:
+        proj.called.update(tool_args)
+    _second_pass(events, tool_args, deleted, proj)
+
+
+def state_of(proj: Projection, head_event_id: str) -> SessionState:
+    """The session state at the end of the projected path (whose last event is
+    ``head_event_id``)."""
+    state = proj.state
+    assert state is not None, "a projection made with with_state=False"
     result: SessionState = _new_state(
         {
-            "messages": messages,
+            "messages": _finish(proj),
             "model": state.model,
             "provider": state.provider,
             "working_directory": state.working_directory,
@@ -654,7 +755,35 @@ def build_state(path: Sequence[Event]) -> SessionState:
                 }
             ),
             "turn_count": state.turn_count,
-            "head_event_id": path[-1].id,
+            "head_event_id": head_event_id,
         }
     )
     return result
+
+
+def build_messages(path: Sequence[Event]) -> list[Message]:
+    """The provider-ready history at the last event of ``path`` (root first)."""
+    with gc_paused():
+        proj = new_projection(with_state=False)
+        advance(proj, path)
+        return _finish(proj)
+
+
+def project(path: Sequence[Event]) -> Projection:
+    """The projection of a whole path (root first)."""
+    with gc_paused():
+        proj = new_projection()
+        advance(proj, path)
+        return proj
+
+
+def build_state(path: Sequence[Event]) -> SessionState:
+    """The session state at the last event of ``path`` (root first).
+
+    Everything comes from the events on the path, never from session-row caches,
+    so a rewind or a fork yields exactly the state of that point.
+    """
+    if not path:
+        raise ValueError("build_state needs a non-empty ancestor path")
+    with gc_paused():
+        return state_of(project(path), path[-1].id)

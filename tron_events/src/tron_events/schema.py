@@ -15,6 +15,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -84,4 +85,23 @@ events = Table(
     Index("ix_events_parent", "parent_id"),
     Index("ix_events_workspace_position", "workspace_id", "position"),
     sqlite_autoincrement=True,
+)
+
+# A cache of projections by event id (see ``_state_snapshots.py``): rows can be
+# dropped at any time; revision 0002.
+state_snapshots = Table(
+    "state_snapshots",
+    metadata,
+    Column(
+        "event_id",
+        String(64),
+        ForeignKey("events.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("session_id", String(64), nullable=False),
+    Column("sequence", Integer, nullable=False),
+    Column("format", String(64), nullable=False),
+    Column("created_at", String(40), nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    Index("ix_state_snapshots_session", "session_id", "sequence"),
 )

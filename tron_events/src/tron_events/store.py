@@ -7,6 +7,7 @@ backend (``_sqlite.py``, ``_postgres.py``) only stores and finds rows.
 from __future__ import annotations
 
 import functools
+import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,6 +42,8 @@ from .search_text import search_text
 if TYPE_CHECKING:
     from .messages import Message
     from .reconstruct import SessionState
+
+log = logging.getLogger(__name__)
 
 #: The change-signal key of the feed of every event.
 ALL_EVENTS = "all-events"
@@ -82,6 +85,9 @@ def _dumps(payload: dict[str, Any]) -> str:
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+#: See ``_state_snapshots.py`` (kept here so the store imports no pydantic models).
+DEFAULT_SNAPSHOT_MIN_EVENTS = 200
+DEFAULT_SNAPSHOT_KEEP = 2
 #: Attempts of one write before a TransientConflict reaches the caller.
 TRANSIENT_ATTEMPTS = 5
 
@@ -106,10 +112,22 @@ def _retry_transient(method: Callable[_P, _T]) -> Callable[_P, _T]:
 
 
 class EventStore:
-    """The event store. Thread-safe; open one per process with :meth:`open`."""
+    """The event store. Thread-safe; open one per process with :meth:`open`.
+
+    State snapshots (``_state_snapshots.py``): a ``get_state_at*`` call that
+    projected at least ``snapshot_min_events`` events (and an eighth of the
+    path) stores its projection by event id, keeping the ``snapshot_keep``
+    newest per session; later calls, in any process, continue from the nearest
+    snapshotted ancestor. ``snapshot_min_events = 0`` turns writing them off.
+    """
 
     def __init__(self, recorder: Recorder) -> None:
         self._rec = recorder
+        #: Write a state snapshot after projecting at least this many events (0: never).
+        self.snapshot_min_events = DEFAULT_SNAPSHOT_MIN_EVENTS
+        #: State snapshots kept per session.
+        self.snapshot_keep = DEFAULT_SNAPSHOT_KEEP
+        self._snapshots_usable: bool | None = None  # None: not checked yet
 
     @classmethod
     def open(cls, url: str = _urls.DEFAULT_DATABASE_URL, *, upgrade: bool = True) -> EventStore:
@@ -701,28 +719,82 @@ class EventStore:
 
     def get_messages_at(self, event_id: str) -> list[Message]:
         """The message history an LLM API accepts, as of ``event_id``."""
-        from .reconstruct import build_messages
-
-        with gc_paused():
-            return build_messages(self.get_ancestors(event_id))
+        return self._state_at(event_id=event_id).messages
 
     def get_state_at(self, event_id: str) -> SessionState:
         """Messages, model, prompt, reasoning level, tokens and turns at ``event_id``."""
-        from .reconstruct import build_state
-
-        with gc_paused():
-            return build_state(self.get_ancestors(event_id))
+        return self._state_at(event_id=event_id)
 
     def get_state_at_head(self, session_id: str) -> SessionState:
-        from .reconstruct import build_state
+        return self._state_at(session_id=session_id)
 
+    def _state_at(
+        self, *, event_id: str | None = None, session_id: str | None = None
+    ) -> SessionState:
+        """The state at an event (or a session's head): continued from the
+        nearest snapshotted ancestor when there is one, else projected from the
+        whole path; stored as a snapshot when that took many events."""
+        from . import _state_snapshots as snapshots
+        from . import reconstruct
+
+        use_snapshots = self._snapshots_enabled()
         with gc_paused():
             with self._rec.read() as cur:
-                session = self._rec.get_session(cur, session_id)
-                if session is None:
-                    raise SessionNotFound(session_id)
-                path = self._path(cur, session.head_event_id)
-            return build_state(path)
+                if session_id is not None:
+                    session = self._rec.get_session(cur, session_id)
+                    if session is None:
+                        raise SessionNotFound(session_id)
+                    event_id = session.head_event_id
+                assert event_id is not None
+                event = self._rec.get_event(cur, event_id)
+                if event is None:
+                    raise EventNotFound(event_id)
+                stops = (
+                    self._rec.snapshot_stops(cur, event.session_id, snapshots.FORMAT)
+                    if use_snapshots
+                    else {}
+                )
+                events, stop = self._rec.get_path_after(cur, event, stops)
+                data = self._rec.read_snapshot(cur, stop, snapshots.FORMAT) if stop else None
+            proj = None
+            if data is not None:
+                try:
+                    proj = snapshots.loads(data)
+                    reconstruct.advance(proj, events, resuming=True)
+                except (snapshots.SnapshotError, reconstruct.NeedsFullPath) as exc:
+                    log.debug("state at %s: not resuming from snapshot %s: %s", event_id, stop, exc)
+                    proj = None
+            if proj is None:
+                if stop is not None:  # only the events after the snapshot were read
+                    with self._rec.read() as cur:
+                        events = self._rec.get_path(cur, event)
+                proj = reconstruct.project(events)
+            state = reconstruct.state_of(proj, event.id)
+            if use_snapshots and snapshots.should_snapshot(
+                len(events), event.depth + 1, self.snapshot_min_events
+            ):
+                self._save_snapshot(event, proj)
+        return state
+
+    def _snapshots_enabled(self) -> bool:
+        usable = self._snapshots_usable
+        if usable is None:
+            usable = self._snapshots_usable = self._rec.has_snapshot_table()
+        return usable
+
+    def _save_snapshot(self, event: Event, proj: Any) -> None:
+        """Store a projection; a failure (busy database, anything) only costs
+        the next resume some time, so it is logged and never raised."""
+        from . import _state_snapshots as snapshots
+
+        try:
+            data = snapshots.dumps(proj)
+            with self._rec.try_write() as cur:
+                self._rec.write_snapshot(
+                    cur, event, snapshots.FORMAT, data, self.snapshot_keep, now()
+                )
+        except Exception:  # a cache write must never fail a read
+            log.info("state snapshot at %s not stored", event.id, exc_info=True)
 
 
 def _count(delta: SessionDelta, type: str, data: dict[str, Any]) -> None:
