@@ -852,12 +852,19 @@ def state_floor(conn: sqlite3.Connection, positions_json: str) -> list[Any]:
 
 
 def cold(mode: str, path: Path, meta: dict[str, Any], positions_json: str) -> dict[str, float]:
+    """One cold resume in a new process. tron_* modes run the store on their
+    own copy of the database (see ``snapshot_variants``)."""
+    if mode.startswith("tron"):
+        path = path.with_name(f"{path.stem}-{mode}.db")
+        if mode == "tron_no_snapshot":  # the first resume ever: nothing stored yet
+            with sqlite3.connect(path) as c:
+                c.execute("DELETE FROM state_snapshots")
     t0 = time.perf_counter()
     out = subprocess.run(
         [
             sys.executable,
             str(HERE / "_cold_state.py"),
-            mode,
+            "floor" if mode == "floor" else "naive" if mode == "naive" else "tron",
             str(path),
             meta["session_id"],
             meta["head"],
@@ -873,6 +880,45 @@ def cold(mode: str, path: Path, meta: dict[str, Any], positions_json: str) -> di
     return res
 
 
+#: How far behind the head the worst steady-state snapshot is: just under the
+#: 1/SNAPSHOT_FRACTION of the path after which the store writes a new one.
+def snapshot_variants(path: Path, meta: dict[str, Any]) -> dict[str, int]:
+    """Copies of the state database for the cold tron modes:
+
+    * ``tron``: a snapshot at the head (a resume with nothing appended since the
+      last snapshot);
+    * ``tron_behind``: the nearest snapshot as far behind the head as the store
+      lets it get (just under an eighth of the path: one more event and a resume
+      stores a new one), the worst steady state;
+    * ``tron_no_snapshot``: none (the first resume of a session ever, which
+      also writes one; its snapshots are deleted before each run).
+
+    Returns how many events each one projects after its snapshot.
+    """
+    from tron_events import _state_snapshots
+
+    store = EventStore.open(f"sqlite:///{path}")
+    with store.recorder.write() as cur:
+        cur.execute("DELETE FROM state_snapshots")
+    store.close()
+    path_len = meta["path_len"]
+    behind = min(path_len // _state_snapshots.SNAPSHOT_FRACTION, path_len) - 1
+    out = {}
+    for mode, back in (("tron", 0), ("tron_behind", behind), ("tron_no_snapshot", path_len)):
+        copy = path.with_name(f"{path.stem}-{mode}.db")
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(copy) + suffix).unlink(missing_ok=True)
+        shutil.copyfile(path, copy)
+        store = EventStore.open(f"sqlite:///{copy}")
+        store.snapshot_min_events = 1
+        if back < path_len:
+            path_events = store.get_ancestors(meta["head"])
+            store.get_state_at(path_events[-1 - back].id)
+        store.close()
+        out[mode] = back
+    return out
+
+
 def bench_state(args: argparse.Namespace) -> dict[str, Any]:
     from _naive import naive_state
 
@@ -885,16 +931,25 @@ def bench_state(args: argparse.Namespace) -> dict[str, Any]:
         meta = json.loads(meta_path.read_text())
     sid, head = meta["session_id"], meta["head"]
     positions_json = json.dumps(meta["positions"])
+    variants = snapshot_variants(path, meta)
+    # Warm: the store as a server holds it, with a snapshot at the head (written
+    # by the first call) ...
     store = EventStore.open(f"sqlite:///{path}")
+    # ... next to the same store projecting the whole path from its path cache
+    # (no snapshots: what the store did before them).
+    plain = EventStore.open(f"sqlite:///{path}")
+    plain._snapshots_usable = False
     conn = floor_connection(path)
     conn.execute("PRAGMA cache_size = -32000")
     state = store.get_state_at_head(sid)
-    assert state == naive_state(conn, head)
+    assert state == naive_state(conn, head) == plain.get_state_at_head(sid)
+    assert store.get_state_at_head(sid) == state  # now from the snapshot
     assert len(state_floor(conn, positions_json)) == meta["path_len"]
     contenders: dict[str, Callable[[], Any]] = {
         "tron": lambda: store.get_state_at_head(sid),
         "floor": lambda: state_floor(conn, positions_json),
         "naive": lambda: naive_state(conn, head),
+        "tron_without_snapshots": lambda: plain.get_state_at_head(sid),
         "tron_get_ancestors_only": lambda: store.get_ancestors(head),
     }
     if args.prototypes:
@@ -949,15 +1004,23 @@ def bench_state(args: argparse.Namespace) -> dict[str, Any]:
         + ("  ✅" if ratio["tron"] <= 1.5 else "  ❌")
     )
     store.close()
+    plain.close()
     conn.close()
     print(f"  cold: a new process (`python _cold_state.py`), {args.cold_rounds} rounds, median")
-    cold_t: dict[str, list[dict[str, float]]] = {k: [] for k in ("tron", "floor", "naive")}
+    print(
+        "  tron: snapshot at the head; tron_behind: the nearest snapshot "
+        f"{variants['tron_behind']:,} events back (the worst steady state); "
+        "tron_no_snapshot: none stored yet (the call also stores one)"
+    )
+    cold_t: dict[str, list[dict[str, float]]] = {
+        k: [] for k in ("tron", "tron_behind", "tron_no_snapshot", "floor", "naive")
+    }
     for _, order in rotations(list(cold_t), args.cold_rounds):
         for name in order:
             cold_t[name].append(cold(name, path, meta, positions_json))
     print(
-        f"  {'':10s} {'imports':>9s} {'open':>9s} {'1st call':>9s} {'2nd call':>9s} "
-        f"{'open+1st':>9s} {'process':>9s}"
+        f"  {'':16s} {'imports':>9s} {'open':>9s} {'1st call':>9s} {'2nd call':>9s} "
+        f"{'open+1st':>9s} {'process':>9s}  ×floor"
     )
     cm = {}
     for k, runs in cold_t.items():
@@ -967,13 +1030,21 @@ def bench_state(args: argparse.Namespace) -> dict[str, Any]:
         }
         c["open_first"] = median([r["open"] + r["first"] for r in runs])
         cm[k] = c
-        print(
-            f"  {k:10s} {fmt_ms(c['import']):>9s} {fmt_ms(c['open']):>9s} "
-            f"{fmt_ms(c['first']):>9s} {fmt_ms(c['second']):>9s} {fmt_ms(c['open_first']):>9s} "
-            f"{fmt_ms(c['process']):>9s}"
+        c["ratio_open_first"] = median(
+            [
+                (r["open"] + r["first"]) / (f["open"] + f["first"])
+                for r, f in zip(runs, cold_t["floor"], strict=True)
+            ]
         )
-    r1 = cm["tron"]["open_first"] / cm["floor"]["open_first"]
-    print(f"  cold tron (open + first call) / floor (connect + first call): {r1:.2f}×")
+        print(
+            f"  {k:16s} {fmt_ms(c['import']):>9s} {fmt_ms(c['open']):>9s} "
+            f"{fmt_ms(c['first']):>9s} {fmt_ms(c['second']):>9s} {fmt_ms(c['open_first']):>9s} "
+            f"{fmt_ms(c['process']):>9s}  {c['ratio_open_first']:5.2f}×"
+        )
+    print("  (× = open + 1st call / the floor's connect + 1st call, same round, median)")
+    for k in ("tron", "tron_behind", "tron_no_snapshot"):
+        r1 = cm[k]["ratio_open_first"]
+        print(f"  cold {k} within 1.5× the floor: {r1:.2f}×" + ("  ✅" if r1 <= 1.5 else "  ❌"))
     return {
         "warm": m,
         "ratio": ratio,
