@@ -1142,6 +1142,145 @@ def print_turn(res: dict[str, Any]) -> None:
 
 
 # =============================================================================================
+# breakdown: where a turn's time goes (diagnostic, not part of `all`)
+# =============================================================================================
+
+
+class _Timers:
+    """Wall time per label, summed over calls (nested labels overlap)."""
+
+    def __init__(self) -> None:
+        self.total: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+
+    def add(self, label: str, seconds: float) -> None:
+        self.total[label] = self.total.get(label, 0.0) + seconds
+        self.calls[label] = self.calls.get(label, 0) + 1
+
+    def wrap(self, owner: Any, name: str, label: str) -> None:
+        """Replace ``owner.name`` (a function or coroutine function) with a timed one."""
+        import functools
+        import inspect
+
+        fn = getattr(owner, name)
+        timers = self
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def timed_async(*a: Any, **k: Any) -> Any:
+                t0 = time.perf_counter()
+                try:
+                    return await fn(*a, **k)
+                finally:
+                    timers.add(label, time.perf_counter() - t0)
+
+            setattr(owner, name, timed_async)
+        else:
+
+            @functools.wraps(fn)
+            def timed(*a: Any, **k: Any) -> Any:
+                t0 = time.perf_counter()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    timers.add(label, time.perf_counter() - t0)
+
+            setattr(owner, name, timed)
+
+
+def instrument_server() -> _Timers:
+    """Wrap the runtime's steps and the store calls with wall-clock timers. Patches
+    private names of tron_server (a diagnostic: update it when they change)."""
+    import tron_server.agent.compaction as compaction
+    import tron_server.agent.rules as rules
+    import tron_server.agent.turn as turn
+    import tron_server.hooks.base as hooks
+    import tron_server.hub as hub
+    import tron_server.rpc.dispatch as dispatch
+    import tron_server.tools.base as tools
+    from tron_events import AsyncEventStore
+
+    t = _Timers()
+    for m in ("get_state_at_head", "get_session", "append", "append_many", "get_ancestors"):
+        t.wrap(AsyncEventStore, m, f"store.{m}")
+    for m in ("execute", "_turn", "_stream", "_record_assistant", "_turn_end"):
+        t.wrap(turn.AgentRun, m, f"AgentRun.{m}")
+    t.wrap(hooks.HookEngine, "run_blocking", "HookEngine.run_blocking")
+    t.wrap(rules.SessionRules, "start", "SessionRules.start")
+    t.wrap(compaction, "maybe_auto_compact", "maybe_auto_compact (context_usage)")
+    t.wrap(tools.ToolRegistry, "specs", "ToolRegistry.specs")
+    t.wrap(turn, "build_system_prompt", "build_system_prompt (in a thread)")
+    t.wrap(turn, "check_history", "check_history")
+    t.wrap(hub.Hub, "publish", "Hub.publish")
+    t.wrap(dispatch.Dispatcher, "handle", "Dispatcher.handle")
+    return t
+
+
+async def bench_breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """Sequential turns against a server in a thread of this process, its steps timed."""
+    import threading
+
+    import uvicorn
+
+    from tests.server.scripted_llm import Response, Text
+    from tron_server.app import create_app, uvicorn_options
+    from tron_server.client import TronClient
+    from tron_server.settings import Settings
+
+    timers = instrument_server()
+    os.environ.setdefault("ANTHROPIC_API_KEY", "bench-key")
+    async with timed_llm() as (llm, times):
+        port = free_port()  # uvicorn binds it itself: TCP_NODELAY as in production
+        settings = Settings(
+            home=tmp / "home", port=port, anthropic_base_url=llm.base_url, log_level="warning"
+        )
+        app = create_app(settings)
+        server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
+        thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+        thread.start()
+        while not server.started:
+            await asyncio.sleep(0.01)
+        (tmp / "work").mkdir()
+        create = {"workingDirectory": str(tmp / "work"), "provider": "anthropic"}
+        total = llm_time = 0.0
+        try:
+            async with TronClient.connect(f"ws://127.0.0.1:{port}/rpc", token=app.state.token) as c:
+                warm = await c.call("session.create", create)
+                for _ in range(3):
+                    llm.add(Response([Text(REPLY)]))
+                    await c.send_message_and_wait(warm["id"], "warm up")
+                timers.total.clear()
+                timers.calls.clear()
+                session = await c.call("session.create", create)
+                for i in range(args.turns):
+                    llm.add(Response([Text(REPLY)]))
+                    t0 = time.perf_counter()
+                    await c.send_message_and_wait(session["id"], f"turn {i}")
+                    total += time.perf_counter() - t0
+                    start, end = times.spans[-1]
+                    llm_time += end - start
+        finally:
+            server.should_exit = True
+            thread.join(20)
+    n = args.turns
+    log(f"\nbreakdown: {n} turns, server in a thread of this process; ms per turn (mean)")
+    log(
+        f"message -> complete {total / n * 1000:.2f} ms, of which the LLM {llm_time / n * 1000:.2f}"
+    )
+    log("| step | ms per turn | calls per turn |")
+    log("|---|---|---|")
+    rows = sorted(timers.total.items(), key=lambda kv: -kv[1])
+    for label, seconds in rows:
+        log(f"| {label} | {seconds / n * 1000:.2f} | {timers.calls[label] / n:.1f} |")
+    return {
+        "turns": n,
+        "total_ms": total / n * 1000,
+        "llm_ms": llm_time / n * 1000,
+        "steps_ms": {k: v / n * 1000 for k, v in rows},
+    }
+
+
+# =============================================================================================
 # the command line
 # =============================================================================================
 
@@ -1198,6 +1337,13 @@ def build_parser() -> argparse.ArgumentParser:
     fanout_opts(p)
     turn_opts(p)
 
+    p = sub.add_parser(
+        "breakdown",
+        help="diagnostic: time the steps of a turn (server in this process, patched timers)",
+    )
+    common(p, 1)
+    turn_opts(p)
+
     # Internal: the child processes.
     p = sub.add_parser("_clients")
     p.add_argument("--mode", choices=["tron", "floor"], required=True)
@@ -1226,6 +1372,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "turn": bench_turn,
     }
     chosen = list(benches) if args.cmd == "all" else [args.cmd]
+    benches["breakdown"] = bench_breakdown
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"machine": machine(), "command": " ".join(sys.argv)}
