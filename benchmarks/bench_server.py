@@ -589,7 +589,7 @@ async def bench_sync(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "bytes_per_s": {
             n: med([x.nbytes / x.seconds for x in runs[n]]) for n in names if n != "floor_10k"
         },
-        "frame_mb": med([x.nbytes / 1e6 for x in runs["server_10k"]]),
+        "json_mb_per_read": med([x.nbytes / 1e6 for x in runs["server_10k"]]),
         "ping_max_s": {n: med([x.ping_max for x in runs[n]]) for n in names if "server" in n},
         "pages": {n: runs[n][0].pages for n in names},
         "ratio_server10k_to_floor": ratio("server_10k", "floor_10k"),
