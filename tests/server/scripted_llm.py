@@ -489,7 +489,8 @@ class _QuietServer(uvicorn.Server):
 
 
 def _bound_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # With proto 0 asyncio never sets TCP_NODELAY: ~40 ms stalls per response.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     return sock

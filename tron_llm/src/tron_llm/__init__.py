@@ -11,6 +11,7 @@ OpenAI (Chat Completions and Responses, and any OpenAI-compatible server) and Ge
         ...
 """
 
+from ._cost import cost_usd
 from ._http import HTTPCall, HTTPProvider, StreamParser
 from ._ids import ToolIdMap, safe_tool_id
 from ._retry import RetryPolicy
@@ -90,6 +91,7 @@ __all__ = [
     "ToolIdMap",
     "ToolSpec",
     "Usage",
+    "cost_usd",
     "create_provider",
     "get_model",
     "list_models",

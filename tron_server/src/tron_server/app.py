@@ -67,6 +67,9 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         "port": settings.port,
         "ws_max_size": transport_max_size(settings),
         "ws": "websockets-sansio",
+        # Every client offers permessage-deflate; compressing each frame for each client
+        # on the event loop stalled every other connection (benchmarks/RESULTS_server.md).
+        "ws_per_message_deflate": False,
         "lifespan": "on",
         "log_config": None,
         "timeout_graceful_shutdown": 15,

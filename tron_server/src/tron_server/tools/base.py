@@ -109,12 +109,14 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
         self._tools: dict[str, Tool[Any]] = {}
+        self._specs: list[ToolSpec] | None = None
         for tool in tools:
             self.register(tool)
 
     def register(self, tool: Tool[Any]) -> None:
         """Add (or replace) a tool under its ``name``."""
         self._tools[tool.name] = tool
+        self._specs = None
 
     def get(self, name: str) -> Tool[Any] | None:
         """The tool called ``name``, or None."""
@@ -126,7 +128,11 @@ class ToolRegistry:
 
     def specs(self) -> list[ToolSpec]:
         """Definitions of every tool, in registration order."""
-        return [tool.spec() for tool in self._tools.values()]
+        # Building JSON schemas costs milliseconds per turn; tools are fixed once
+        # registered, so build them once.
+        if self._specs is None:
+            self._specs = [tool.spec() for tool in self._tools.values()]
+        return list(self._specs)
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
