@@ -114,6 +114,32 @@ class Event:
             "payload": self.payload,
         }
 
+    def to_wire(self) -> dict[str, Any]:
+        """``to_dict`` for an ``orjson`` encoder: a payload not decoded yet passes through
+        as its stored JSON text (an ``orjson.Fragment``), without a decode and re-encode.
+        Other encoders need ``to_dict``."""
+        raw = self._raw
+        payload: Any
+        if self._payload is not None:
+            payload = self._payload
+        elif isinstance(raw, SharedPayload):
+            payload = raw.value if raw.value is not None else orjson.Fragment(raw.raw)
+        elif raw is not None:
+            payload = orjson.Fragment(raw)
+        else:
+            payload = {}
+        return {
+            "id": self.id,
+            "parentId": self.parent_id,
+            "sessionId": self.session_id,
+            "workspaceId": self.workspace_id,
+            "sequence": self.sequence,
+            "depth": self.depth,
+            "type": self.type,
+            "timestamp": self.timestamp,
+            "payload": payload,
+        }
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Event):
             return NotImplemented

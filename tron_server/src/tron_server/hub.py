@@ -197,7 +197,7 @@ class Hub:
             try:
                 async for event in events:
                     self.publish(
-                        event.session_id, "events.new", event.to_dict(), timestamp=event.timestamp
+                        event.session_id, "events.new", event.to_wire(), timestamp=event.timestamp
                     )
             except Exception:
                 if self._closing:

@@ -51,7 +51,7 @@ def register(registry: MethodRegistry) -> None:
         events = await ctx.services.store.get_events(
             p.session_id, after_sequence=p.after_sequence, types=p.types, limit=p.limit
         )
-        return {"events": [e.to_dict() for e in events]}
+        return {"events": [e.to_wire() for e in events]}
 
     @registry.method(
         "events.sync",
@@ -65,7 +65,7 @@ def register(registry: MethodRegistry) -> None:
         )
         next_sequence = page.events[-1].sequence if page.events else p.after_sequence
         return {
-            "events": [e.to_dict() for e in page.events],
+            "events": [e.to_wire() for e in page.events],
             "nextSequence": next_sequence,
             "nextCursor": page.next_cursor,
             "hasMore": page.has_more,

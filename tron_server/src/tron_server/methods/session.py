@@ -247,7 +247,7 @@ def register(registry: MethodRegistry) -> None:
         return {
             "rootEventId": session.root_event_id,
             "headEventId": session.head_event_id,
-            "events": [e.to_dict() for e in events],
+            "events": [e.to_wire() for e in events],
         }
 
 
