@@ -74,10 +74,16 @@ def database(backend: str) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def writer(url: str, session_id: str, seconds: float, seed: int, barrier: Any) -> tuple[int, float]:
-    """Append to one session until the time is up; (appends, seconds taken)."""
+def writer(
+    url: str, session_id: str, seconds: float, seed: int, barrier: Any, general: bool = False
+) -> tuple[int, float]:
+    """Append to one session until the time is up; (appends, seconds taken).
+    ``general``: without the backend's one-statement append (the path every
+    append took before it)."""
     stream = message_stream(4_000, seed=seed)
     with EventStore.open(url, upgrade=False) as store:
+        if general:
+            store.recorder.has_append_at_head = False
         store.append(session_id, *stream[0])  # warm up the connection and caches
         barrier.wait()
         start = time.perf_counter()
@@ -90,7 +96,7 @@ def writer(url: str, session_id: str, seconds: float, seed: int, barrier: Any) -
         return n, time.perf_counter() - start
 
 
-def cpu_per_append(n: int = 2_000) -> dict[str, float]:
+def cpu_per_append(n: int = 2_000, general: bool = False) -> dict[str, float]:
     """One PostgreSQL writer: wall time and CPU per append, client and server.
 
     Shows the ceiling of scaling on this machine: with C cores, W writers can
@@ -98,6 +104,8 @@ def cpu_per_append(n: int = 2_000) -> dict[str, float]:
     """
     stream = message_stream(n + 100, seed=3)
     with database("postgres") as url, EventStore.open(url, upgrade=False) as store:
+        if general:
+            store.recorder.has_append_at_head = False
         s = store.create_session(working_directory="/bench/cpu", model="m", provider="p")
         for kind, payload in stream[:100]:
             store.append(s.id, kind, payload)
@@ -168,7 +176,7 @@ def search_million() -> None:
             print(f"| {label} | {median(times) * 1e3:.1f} ms | {len(hits)} |")
 
 
-def measure(backend: str, writers: int, seconds: float) -> float:
+def measure(backend: str, writers: int, seconds: float, general: bool = False) -> float:
     """Appends per second of ``writers`` processes on separate sessions."""
     ctx = multiprocessing.get_context("spawn")
     with database(backend) as url:
@@ -183,7 +191,10 @@ def measure(backend: str, writers: int, seconds: float) -> float:
             with ctx.Pool(writers) as pool:
                 results = pool.starmap(
                     writer,
-                    [(url, sid, seconds, i + 1, barrier) for i, sid in enumerate(sessions)],
+                    [
+                        (url, sid, seconds, i + 1, barrier, general)
+                        for i, sid in enumerate(sessions)
+                    ],
                 )
         finally:
             manager.shutdown()
@@ -203,23 +214,37 @@ def main() -> None:
         "--cpu", action="store_true", help="only: CPU per append of one PostgreSQL writer"
     )
     parser.add_argument("--search", action="store_true", help="only: search latency over 1M events")
+    parser.add_argument(
+        "--general-path",
+        action="store_true",
+        help="also measure PostgreSQL without the one-statement append ('postgres-general')",
+    )
     args = parser.parse_args()
     if args.search:
         search_million()
         return
     if args.cpu:
-        figures = [cpu_per_append() for _ in range(args.rounds)]
-        for key in figures[0]:
-            print(f"{key}: {median([f[key] for f in figures]):.0f}")
+        variants = [False, True] if args.general_path else [False]
+        figures: dict[bool, list[dict[str, float]]] = {v: [] for v in variants}
+        for _ in range(args.rounds):  # interleaved, so load changes hit both alike
+            for v in variants:
+                figures[v].append(cpu_per_append(general=v))
+        for v in variants:
+            print("general path (5 statements):" if v else "one-statement append:")
+            for key in figures[v][0]:
+                print(f"  {key}: {median([f[key] for f in figures[v]]):.0f}")
         return
     counts = [int(x) for x in args.writers.split(",")]
     backends = args.backends.split(",")
+    if args.general_path and "postgres" in backends:
+        backends.insert(backends.index("postgres") + 1, "postgres-general")
     cells = [(b, n) for n in counts for b in backends]
     results: dict[tuple[str, int], list[float]] = {cell: [] for cell in cells}
     for r in range(args.rounds):
         order = cells[r % len(cells) :] + cells[: r % len(cells)]
         for backend, n in order:
-            rate = measure(backend, n, args.seconds)
+            general = backend == "postgres-general"
+            rate = measure("postgres" if general else backend, n, args.seconds, general)
             results[(backend, n)].append(rate)
             print(
                 f"round {r + 1}: {backend:8} {n:2} writers {rate:8.0f} appends/s", file=sys.stderr

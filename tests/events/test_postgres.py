@@ -282,3 +282,81 @@ def test_concurrent_openers_migrate_once(pg_template: str) -> None:
         ids = _run_at_once(_open_and_create, [(url,)] * 4)
         assert len(set(ids)) == 1
         assert migrate.check(url).ok
+
+
+# -- the one-statement append ---------------------------------------------
+
+
+def _rows(store: EventStore, session_id: str) -> tuple[Any, list[Any]]:
+    """The session row and its events and search rows, without ids and times."""
+    with store.recorder.read() as cur:
+        cur.execute(
+            "SELECT status, event_count, message_count, turn_count, input_tokens, "
+            "output_tokens, cache_read_tokens, cache_creation_tokens, "
+            "head_event_id = (SELECT id FROM events WHERE session_id = %s "
+            "ORDER BY sequence DESC LIMIT 1) FROM sessions WHERE id = %s",
+            (session_id, session_id),
+        )
+        session = cur.fetchone()
+        cur.execute(
+            "SELECT e.sequence, e.depth, e.type, e.payload, "
+            "p.sequence, e.timestamp = s.last_activity_at OR e.sequence < s.event_count - 1, "
+            "x.text FROM events e JOIN sessions s ON s.id = e.session_id "
+            "LEFT JOIN events p ON p.id = e.parent_id "
+            "LEFT JOIN events_search x ON x.position = e.position "
+            "WHERE e.session_id = %s ORDER BY e.sequence",
+            (session_id,),
+        )
+        return session, cur.fetchall()
+
+
+def test_the_one_statement_append_writes_what_the_general_path_writes(
+    pg_store: EventStore,
+) -> None:
+    appends: list[tuple[str, dict[str, Any]]] = [
+        ("message.user", {"content": "hello there", "turn": 1}),
+        (
+            "message.assistant",
+            {
+                "content": [{"type": "text", "text": "hi"}],
+                "turn": 1,
+                "tokenUsage": {"inputTokens": 7, "outputTokens": 3, "cacheReadTokens": 2},
+            },
+        ),
+        ("tool.call", {"toolCallId": "t1", "name": "Bash", "arguments": {"cmd": "ls"}}),
+        ("config.reasoning_level", {"newLevel": "high"}),
+        ("message.user", {"content": "again \x00 with a NUL", "turn": 3}),
+    ]
+    fast = pg_store.create_session(working_directory="/w", model="m", provider="p")
+    general = pg_store.create_session(working_directory="/w", model="m", provider="p")
+    fast_events = [pg_store.append(fast.id, t, p) for t, p in appends]
+    pg_store.recorder.has_append_at_head = False
+    try:
+        general_events = [pg_store.append(general.id, t, p) for t, p in appends]
+    finally:
+        pg_store.recorder.has_append_at_head = True
+    assert _rows(pg_store, fast.id) == _rows(pg_store, general.id)
+    for a, b in zip(fast_events, general_events, strict=True):
+        assert (a.sequence, a.depth, a.type, a.payload) == (b.sequence, b.depth, b.type, b.payload)
+        assert pg_store.get_event(a.id) == a
+    assert [e.parent_id for e in fast_events[1:]] == [e.id for e in fast_events[:-1]]
+    assert pg_store.get_state_at_head(fast.id).token_usage.input_tokens == 7
+
+
+def test_appends_survive_dead_pooled_connections(pg_store: EventStore, pg_url: str) -> None:
+    """A server-side disconnect of idle pooled connections: the one-statement
+    append learns from its own event id whether it committed, and never
+    appends twice."""
+    s = pg_store.create_session(working_directory="/w", model="m", provider="p")
+    pg_store.append(s.id, "message.user", {"content": "before"})
+    dbname = pg_url.rsplit("/", 1)[1]
+    with psycopg.connect(pg.ADMIN_DSN, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
+            (dbname,),
+        )
+    after = pg_store.append(s.id, "message.user", {"content": "after"})
+    events = pg_store.get_events(s.id)
+    assert [e.payload.get("content") for e in events[1:]] == ["before", "after"]
+    assert events[-1] == after

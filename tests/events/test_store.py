@@ -617,7 +617,17 @@ def test_transient_conflicts_are_retried_then_surface(
             raise TransientConflict("deadlock detected (injected)")
         return real_write()
 
+    real_append_at_head = store.recorder.append_at_head
+
+    def flaky_append_at_head(*args):  # type: ignore[no-untyped-def]
+        # PostgreSQL's one-statement append (no write() transaction) fails alike.
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise TransientConflict("deadlock detected (injected)")
+        return real_append_at_head(*args)
+
     monkeypatch.setattr(store.recorder, "write", flaky_write)
+    monkeypatch.setattr(store.recorder, "append_at_head", flaky_append_at_head)
     e = user(store, s.id, "retried")
     assert failures["left"] == 0
     assert [x.id for x in store.get_events(s.id)] == [s.root_event_id, e.id]

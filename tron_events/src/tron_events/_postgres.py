@@ -77,6 +77,7 @@ from ._recorder import (
     Cursor,
     NewEvent,
     Recorder,
+    SessionDelta,
     session_and_head_from_row,
     session_from_row,
 )
@@ -187,6 +188,7 @@ def _translate(exc: psycopg.Error) -> Exception | None:
 
 class PostgresRecorder(Recorder):
     placeholder = "%s"
+    has_append_at_head = True
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
@@ -483,6 +485,87 @@ class PostgresRecorder(Recorder):
         "AND l.last_value IS NOT NULL) "
         f"FROM (SELECT last_value FROM {POSITION_SEQUENCE} OFFSET 0) l"
     )
+
+    # The common append (to the head, no client id, nothing to check but the
+    # session's status and expected head) as ONE statement in autocommit: lock
+    # the session row, check, register, insert the event and its search row,
+    # move the head and counters. One round trip and no BEGIN/COMMIT, where the
+    # general path takes five; it inserts nothing when a check fails (or when
+    # another writer moved the head while it waited for the lock, see
+    # lock_session), and the store then takes the general path, which raises
+    # the precise error. ``r`` reads the sequence and locks after ``ok`` has a
+    # row, so a writer waiting for its session holds no registration.
+    _APPEND_AT_HEAD = (
+        "WITH s AS (SELECT s.id, s.workspace_id, s.head_event_id, s.status, s.event_count, "
+        "e.depth FROM sessions s JOIN events e ON e.id = s.head_event_id "
+        "WHERE s.id = %(sid)s FOR NO KEY UPDATE OF s), "
+        "ok AS (SELECT * FROM s WHERE s.status = 'active' "
+        "AND (%(expected)s::text IS NULL OR s.head_event_id = %(expected)s::text)), "
+        f"r AS (SELECT pg_advisory_xact_lock_shared({REGISTRATION_NAMESPACE} + q.last_value) "
+        f"AS registered FROM ok, {POSITION_SEQUENCE} q), "
+        "ins AS (INSERT INTO events (id, parent_id, session_id, workspace_id, sequence, depth, "
+        "type, timestamp, payload) SELECT %(id)s, ok.head_event_id, ok.id, ok.workspace_id, "
+        "ok.event_count, ok.depth + 1, %(type)s, %(ts)s, %(payload)s FROM ok, r "
+        "RETURNING position, parent_id, workspace_id, sequence, depth), "
+        "srch AS (INSERT INTO events_search (position, text) SELECT ins.position, "
+        "%(search)s::text FROM ins WHERE %(search)s::text <> ''), "
+        "upd AS (UPDATE sessions SET head_event_id = %(id)s, event_count = event_count + 1, "
+        "message_count = message_count + %(messages)s, "
+        "turn_count = CASE WHEN turn_count > %(turn)s THEN turn_count ELSE %(turn)s END, "
+        "input_tokens = input_tokens + %(input)s, output_tokens = output_tokens + %(output)s, "
+        "cache_read_tokens = cache_read_tokens + %(cache_read)s, "
+        "cache_creation_tokens = cache_creation_tokens + %(cache_creation)s, "
+        "last_activity_at = %(ts)s FROM ins WHERE sessions.id = %(sid)s) "
+        "SELECT position, parent_id, workspace_id, sequence, depth FROM ins"
+    )
+
+    def append_at_head(
+        self, row: NewEvent, delta: SessionDelta, expected_head: str | None
+    ) -> tuple[int, str, str, int, int] | None:
+        params = {
+            "sid": row.session_id,
+            "expected": expected_head,
+            "id": row.id,
+            "type": row.type,
+            "ts": row.timestamp,
+            "payload": row.payload_json,
+            "search": _no_nul(row.search_text[:MAX_INDEXED_CHARS]),
+            "messages": delta.messages,
+            "turn": delta.max_turn,
+            "input": delta.input_tokens,
+            "output": delta.output_tokens,
+            "cache_read": delta.cache_read_tokens,
+            "cache_creation": delta.cache_creation_tokens,
+        }
+        if self._closed:
+            raise StoreClosed()
+        try:
+            with self._pool.connection() as conn:
+                try:
+                    found = conn.execute(self._APPEND_AT_HEAD, params).fetchone()
+                except psycopg.OperationalError:
+                    if not conn.closed:
+                        raise
+                    # A dead pooled connection. Whether the statement committed
+                    # is unknown; the event id (ours, unique) says. If it did
+                    # not, the general path appends on another connection.
+                    found = None
+                    with self.read() as cur:
+                        event = self.get_event(cur, row.id)
+                    if event is not None:
+                        found = (event.position, event.parent_id, event.workspace_id,
+                                 event.sequence, event.depth)  # fmt: skip
+        except PoolTimeout as exc:
+            raise StoreBusy(f"{self.url} (no free connection in the pool)") from exc
+        except psycopg.Error as exc:
+            translated = _translate(exc)
+            if translated is not None:
+                raise translated from exc
+            raise
+        if found is None:
+            return None
+        self._announce({(row.session_id, found[2])})
+        return found
 
     def insert_events(self, cur: Cursor, rows: Sequence[NewEvent]) -> list[int]:
         if not rows:

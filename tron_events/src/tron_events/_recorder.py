@@ -127,6 +127,8 @@ class Recorder(abc.ABC):
 
     #: ``?`` placeholders are rewritten to this backend's paramstyle.
     placeholder = "?"
+    #: Whether :meth:`append_at_head` is implemented (else the store skips it).
+    has_append_at_head = False
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -163,6 +165,19 @@ class Recorder(abc.ABC):
     def lock_session(self, cur: Cursor, session_id: str) -> tuple[Session, Event] | None:
         """Read a session row and its head event in one statement, and hold the
         session against concurrent appends until commit."""
+
+    def append_at_head(
+        self, row: NewEvent, delta: SessionDelta, expected_head: str | None
+    ) -> tuple[int, str, str, int, int] | None:
+        """Optional fast path of the common append, in a transaction of its own:
+        ``row`` (its parent, workspace, sequence and depth not filled in) goes
+        after the session's head if the session is active and its head is
+        ``expected_head`` (when given), and the session row takes ``delta``.
+        Returns (position, parent_id, workspace_id, sequence, depth) of the
+        committed event, or None when nothing was written (a check failed, or
+        this backend has no fast path): the store then takes the general path.
+        """
+        return None
 
     @abc.abstractmethod
     def insert_events(self, cur: Cursor, rows: Sequence[NewEvent]) -> list[int]:

@@ -309,6 +309,10 @@ class EventStore:
         data = self._prepare(type, payload)
         if event_id is not None:
             ids.check_client_event_id(event_id)
+        elif parent_id is None and type != "message.deleted" and self._rec.has_append_at_head:
+            fast = self._append_at_head(session_id, type, data, expected_head)
+            if fast is not None:
+                return fast
         with self._rec.write() as cur:
             # Lock the session before looking for the id: a retry racing its
             # original then sees the stored event instead of a duplicate key.
@@ -325,6 +329,32 @@ class EventStore:
             events = self._append_chain(cur, session, [(type, data, event_id)], parent)
         self._committed(session, events)
         return events[0]
+
+    def _append_at_head(
+        self, session_id: str, type: str, data: dict[str, Any], expected_head: str | None
+    ) -> Event | None:
+        """The backend's one-statement append to the head, if it has one and
+        every check passes (else None, and nothing was written)."""
+        when = now()
+        row = NewEvent(
+            id=ids.new_event_id(), parent_id=None, session_id=session_id, workspace_id="",
+            sequence=0, depth=0, type=type, timestamp=when, payload_json=_dumps(data),
+            search_text=search_text(type, data),
+        )  # fmt: skip
+        delta = SessionDelta(head_event_id=row.id, events=1, last_activity_at=when)
+        _count(delta, type, data)
+        found = self._rec.append_at_head(row, delta, expected_head)
+        if found is None:
+            return None
+        position, parent, workspace_id, sequence, depth = found
+        event = Event(
+            id=row.id, parent_id=parent, session_id=session_id, workspace_id=workspace_id,
+            sequence=sequence, depth=depth, type=type, timestamp=when, payload=data,
+            raw_payload=row.payload_json, position=position,
+        )  # fmt: skip
+        self._rec.remember([event])
+        self._rec.changes.bump(session_id, workspace_id, ALL_EVENTS)
+        return event
 
     @_retry_transient
     def append_many(
