@@ -325,6 +325,14 @@ class PostgresRecorder(Recorder):
         fewer NOTIFYs than it commits. A lost or late wake-up only delays a
         subscriber until its next poll; the events are already durable.
         """
+        if (
+            not self._listeners_seen
+            and time.monotonic() < self._listeners_checked_at + LISTENERS_RECHECK_S
+        ):
+            # Nobody listened when the notifier last looked, and it will look
+            # again at the first commit after LISTENERS_RECHECK_S: waking it
+            # for each commit in between would cost a thread switch per append.
+            return
         with self._notify_cond:
             self._to_announce.update(written)
             if self._notifier is None and not self._closed:
