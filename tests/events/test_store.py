@@ -111,6 +111,14 @@ def test_append_chains_from_head_with_sequence_and_depth(store: EventStore) -> N
     assert (got.input_tokens, got.output_tokens, got.cache_read_tokens) == (10, 5, 2)
 
 
+def test_session_cost_adds_up_the_turns_costs(store: EventStore) -> None:
+    s = new_session(store)
+    store.append(s.id, "stream.turn_end", {"turn": 1, "cost": 0.25})
+    store.append(s.id, "stream.turn_end", {"turn": 2, "cost": None})  # price unknown
+    store.append_many(s.id, [{"type": "stream.turn_end", "payload": {"turn": 3, "cost": 0.5}}])
+    assert store.get_session(s.id).cost == pytest.approx(0.75)
+
+
 def test_append_accepts_snake_case_and_stores_camel_case(store: EventStore) -> None:
     s = new_session(store)
     e = store.append(

@@ -523,6 +523,7 @@ class PostgresRecorder(Recorder):
         "input_tokens = input_tokens + %(input)s, output_tokens = output_tokens + %(output)s, "
         "cache_read_tokens = cache_read_tokens + %(cache_read)s, "
         "cache_creation_tokens = cache_creation_tokens + %(cache_creation)s, "
+        "cost = cost + %(cost)s, "
         "last_activity_at = %(ts)s FROM ins WHERE sessions.id = %(sid)s) "
         "SELECT position, parent_id, workspace_id, sequence, depth FROM ins"
     )
@@ -544,6 +545,7 @@ class PostgresRecorder(Recorder):
             "output": delta.output_tokens,
             "cache_read": delta.cache_read_tokens,
             "cache_creation": delta.cache_creation_tokens,
+            "cost": delta.cost,
         }
         if self._closed:
             raise StoreClosed()

@@ -118,6 +118,7 @@ class SessionDelta:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
+    cost: float = 0.0
     last_activity_at: str = ""
 
 
@@ -576,13 +577,13 @@ class Recorder(abc.ABC):
                 "turn_count = CASE WHEN turn_count > ? THEN turn_count ELSE ? END, "
                 "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
                 "cache_read_tokens = cache_read_tokens + ?, "
-                "cache_creation_tokens = cache_creation_tokens + ?, last_activity_at = ? "
-                "WHERE id = ?"
+                "cache_creation_tokens = cache_creation_tokens + ?, cost = cost + ?, "
+                "last_activity_at = ? WHERE id = ?"
             ),
             (
                 d.head_event_id, d.events, d.messages, d.max_turn, d.max_turn,
                 d.input_tokens, d.output_tokens, d.cache_read_tokens,
-                d.cache_creation_tokens, d.last_activity_at, session_id,
+                d.cache_creation_tokens, d.cost, d.last_activity_at, session_id,
             ),
         )  # fmt: skip
 

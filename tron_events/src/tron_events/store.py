@@ -840,6 +840,11 @@ def _count(delta: SessionDelta, type: str, data: dict[str, Any]) -> None:
             delta.output_tokens += usage.get("outputTokens") or 0
             delta.cache_read_tokens += usage.get("cacheReadTokens") or 0
             delta.cache_creation_tokens += usage.get("cacheCreationTokens") or 0
+    elif type == "stream.turn_end":
+        # What a turn cost (tron_llm's price of its usage); None when unknown.
+        cost = data.get("cost")
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and cost > 0:
+            delta.cost += cost
 
 
 def _model_at(path: Sequence[Event]) -> str | None:
