@@ -102,17 +102,7 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         """The event as a JSON-ready dict with camelCase keys (what clients receive)."""
-        return {
-            "id": self.id,
-            "parentId": self.parent_id,
-            "sessionId": self.session_id,
-            "workspaceId": self.workspace_id,
-            "sequence": self.sequence,
-            "depth": self.depth,
-            "type": self.type,
-            "timestamp": self.timestamp,
-            "payload": self.payload,
-        }
+        return self._with_payload(self.payload)
 
     def to_wire(self) -> dict[str, Any]:
         """``to_dict`` for an ``orjson`` encoder: a payload not decoded yet passes through
@@ -128,6 +118,9 @@ class Event:
             payload = orjson.Fragment(raw)
         else:
             payload = {}
+        return self._with_payload(payload)
+
+    def _with_payload(self, payload: Any) -> dict[str, Any]:
         return {
             "id": self.id,
             "parentId": self.parent_id,
