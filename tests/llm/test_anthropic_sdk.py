@@ -25,19 +25,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
+from tests.llm import _histories
 from tests.llm._serve import mock_client
 from tests.llm.conftest import FIXTURES
 from tron_events.messages import (
-    Base64ImageSource,
     ContentBlock,
-    ImageBlock,
     Message,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
-    ToolResultBlock,
     ToolUseBlock,
-    UrlImageSource,
 )
 from tron_llm import Done, ErrorEvent, LLMError, LLMRequest, RetryPolicy, ToolSpec
 from tron_llm.anthropic import AnthropicProvider, build_body
@@ -186,76 +183,22 @@ def dropped_keys(sent: Any, validated: Any, path: str = "") -> list[str]:
 
 texts = st.text(alphabet=st.sampled_from("ab ü\n\t🌍"), max_size=8)
 tool_ids = st.text(alphabet=st.sampled_from("abcXYZ019_-|.:/ @"), min_size=1, max_size=60)
-images = st.builds(
-    ImageBlock,
-    source=st.one_of(
-        st.builds(
-            Base64ImageSource,
-            media_type=st.sampled_from(["image/png", "image/jpeg"]),
-            data=st.just("iVBORw0KGgo="),
-        ),
-        st.builds(UrlImageSource, url=st.just("https://example.com/a.png")),
-    ),
+histories = _histories.histories(
+    texts=texts,
+    tool_ids=tool_ids,
+    thinking_signatures=st.none() | st.just("") | st.just("EqQBsig=="),
+    item_ids=st.none() | st.just("rs_1"),
+    tool_inputs=st.just({"path": "a"}),
+    tool_use_signatures=st.none() | st.just("g"),
+    max_turns=6,
+    max_reply_blocks=3,
 )
-text_blocks = st.builds(TextBlock, text=texts, signature=st.none() | st.just("gsig"))
-thinking_blocks = st.builds(
-    ThinkingBlock,
-    thinking=texts,
-    signature=st.none() | st.just("") | st.just("EqQBsig=="),
-    provider=st.sampled_from([None, "anthropic", "openai", "google"]),
-    item_id=st.none() | st.just("rs_1"),
-)
-redacted = st.builds(RedactedThinkingBlock, data=st.just("EmwKAhgB"))
-
-
-@st.composite
-def histories(draw: st.DrawFn) -> list[Message]:
-    """User/assistant turns; tool calls answered by results in the next user turn."""
-    messages: list[Message] = []
-    pending: list[str] = []
-    for _ in range(draw(st.integers(1, 6))):
-        user_blocks: list[Any] = [
-            ToolResultBlock(
-                tool_use_id=tool_id,
-                content=draw(
-                    st.one_of(texts, st.lists(st.one_of(text_blocks, images), max_size=3))
-                ),
-                is_error=draw(st.booleans()),
-            )
-            for tool_id in pending
-        ]
-        user_blocks += draw(st.lists(st.one_of(text_blocks, images), max_size=3))
-        if not user_blocks:
-            user_blocks = [TextBlock(text="hello")]
-        messages.append(Message(role="user", content=user_blocks))
-        calls = draw(st.lists(tool_ids, max_size=3, unique=True))
-        pending = calls
-        reply: list[Any] = draw(
-            st.lists(st.one_of(thinking_blocks, redacted, text_blocks), max_size=3)
-        )
-        reply += [
-            ToolUseBlock(
-                id=c, name="read", input={"path": "a"}, signature=draw(st.none() | st.just("g"))
-            )
-            for c in calls
-        ]
-        if reply:
-            messages.append(Message(role="assistant", content=reply))
-        else:
-            pending = []
-    if pending:
-        messages.append(
-            Message(
-                role="user", content=[ToolResultBlock(tool_use_id=c, content="ok") for c in pending]
-            )
-        )
-    return messages
 
 
 requests = st.builds(
     LLMRequest,
     model=st.sampled_from(["claude-sonnet-4-5", "claude-opus-4-1", "claude-next"]),
-    messages=histories(),
+    messages=histories,
     system=st.none() | st.just("") | st.just("You are Tron."),
     tools=st.lists(
         st.builds(

@@ -28,18 +28,13 @@ from openai.types.chat import ChatCompletionChunk
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 from pydantic import TypeAdapter
 
+from tests.llm import _histories
 from tests.llm._serve import mock_client
 from tests.llm.conftest import fixture_bytes
 from tron_events.messages import (
-    Base64ImageSource,
-    ImageBlock,
     Message,
-    RedactedThinkingBlock,
     TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
     ToolUseBlock,
-    UrlImageSource,
 )
 from tron_llm import Done, LLMError, LLMRequest, RetryPolicy, ToolSpec
 from tron_llm._ids import ToolIdMap
@@ -299,77 +294,23 @@ tool_ids = st.one_of(
     st.just("functions.Bash:0"),
     st.just("id|with.odd:chars and spaces" + "x" * 40),
 )
-images = st.builds(
-    ImageBlock,
-    source=st.one_of(
-        st.builds(
-            Base64ImageSource,
-            media_type=st.sampled_from(["image/png", "image/jpeg"]),
-            data=st.just("iVBORw0KGgo="),
-        ),
-        st.builds(UrlImageSource, url=st.just("https://example.com/a.png")),
-    ),
+histories = _histories.histories(
+    texts=texts,
+    tool_ids=tool_ids,
+    thinking_signatures=st.none() | st.just("gAAAAABenc=="),
+    item_ids=st.none() | st.from_regex(r"rs_[a-f0-9]{6}", fullmatch=True),
+    tool_inputs=st.dictionaries(st.text(max_size=4), json_values, max_size=2),
+    tool_use_signatures=st.none(),
+    max_turns=5,
+    max_reply_blocks=4,
 )
-text_blocks = st.builds(TextBlock, text=texts, signature=st.none() | st.just("gsig"))
-thinking_blocks = st.builds(
-    ThinkingBlock,
-    thinking=texts,
-    signature=st.none() | st.just("gAAAAABenc=="),
-    provider=st.sampled_from([None, "anthropic", "openai", "google"]),
-    item_id=st.none() | st.from_regex(r"rs_[a-f0-9]{6}", fullmatch=True),
-)
-redacted = st.builds(RedactedThinkingBlock, data=st.just("EmwKAhgB"))
-
-
-@st.composite
-def histories(draw: st.DrawFn) -> list[Message]:
-    """User/assistant turns with text, images, every provider's thinking, redacted
-    thinking, tool calls, and their results (text or text+image) in the next turn."""
-    messages: list[Message] = []
-    pending: list[str] = []
-    for _ in range(draw(st.integers(1, 5))):
-        user: list[Any] = [
-            ToolResultBlock(
-                tool_use_id=tool_id,
-                content=draw(
-                    st.one_of(texts, st.lists(st.one_of(text_blocks, images), max_size=3))
-                ),
-                is_error=draw(st.booleans()),
-            )
-            for tool_id in pending
-        ]
-        user += draw(st.lists(st.one_of(text_blocks, images), max_size=3))
-        messages.append(Message(role="user", content=user or [TextBlock(text="hello")]))
-        pending = draw(st.lists(tool_ids, max_size=3, unique=True))
-        reply: list[Any] = draw(
-            st.lists(st.one_of(thinking_blocks, redacted, text_blocks), max_size=4)
-        )
-        reply += [
-            ToolUseBlock(
-                id=c,
-                name="read",
-                input=draw(st.dictionaries(st.text(max_size=4), json_values, max_size=2)),
-            )
-            for c in pending
-        ]
-        if reply:
-            messages.append(Message(role="assistant", content=reply))
-        else:
-            pending = []
-    if pending:
-        messages.append(
-            Message(
-                role="user", content=[ToolResultBlock(tool_use_id=c, content="ok") for c in pending]
-            )
-        )
-    return messages
 
 
 def requests(models: list[str]) -> st.SearchStrategy[LLMRequest]:
     return st.builds(
         LLMRequest,
         model=st.sampled_from(models),
-        messages=histories(),
+        messages=histories,
         system=st.none() | st.just("") | st.just("You are Tron."),
         tools=st.lists(
             st.builds(
