@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
+from tests.llm._events import last_done
 from tests.llm._serve import mock_client, serve_asgi
 from tests.llm.conftest import fixture_bytes
 from tron_events.messages import (
@@ -31,7 +32,6 @@ from tron_events.messages import (
     ToolUseBlock,
 )
 from tron_llm import (
-    Done,
     ErrorEvent,
     LLMRequest,
     NetworkError,
@@ -90,12 +90,6 @@ async def run(
         return [event async for event in provider.stream(request)]
 
 
-def final(events: list[StreamEvent]) -> Done:
-    assert isinstance(events[-1], Done), events[-1]
-    assert sum(isinstance(e, Done | ErrorEvent) for e in events) == 1
-    return events[-1]
-
-
 def text_of(events: list[StreamEvent], index: int) -> str:
     return "".join(e.text for e in events if isinstance(e, TextDelta) and e.index == index)
 
@@ -103,7 +97,7 @@ def text_of(events: list[StreamEvent], index: int) -> str:
 @pytest.mark.parametrize("chunks", [None, 1, 7])
 async def test_text_with_pings_and_utf8(chunks: int | None) -> None:
     events = await run("text_with_pings.sse", chunks=chunks)
-    done = final(events)
+    done = last_done(events)
     expected = "Hello, wörld — ça va? 日本語 🌍 ok."
     assert text_of(events, 0) == expected
     assert done.message == Message(role="assistant", content=[TextBlock(text=expected)])
@@ -116,7 +110,7 @@ async def test_text_with_pings_and_utf8(chunks: int | None) -> None:
 
 async def test_tool_without_arguments_gets_empty_object() -> None:
     events = await run("tool_no_args.sse")
-    done = final(events)
+    done = last_done(events)
     starts = [e for e in events if isinstance(e, ToolCallStart)]
     ends = [e for e in events if isinstance(e, ToolCallEnd)]
     assert starts == [ToolCallStart(index=1, id="toolu_01NoArgsAbCdEf", name="get_time")]
@@ -132,7 +126,7 @@ async def test_tool_without_arguments_gets_empty_object() -> None:
 
 async def test_thinking_keeps_its_signature_and_provider() -> None:
     events = await run("thinking_signature.sse", chunks=5)
-    done = final(events)
+    done = last_done(events)
     thinking = "".join(e.thinking for e in events if isinstance(e, ThinkingDelta))
     assert thinking == "The user asks 27 * 453. 27 * 453 = 12231."
     assert done.message.content == [
@@ -145,7 +139,7 @@ async def test_thinking_keeps_its_signature_and_provider() -> None:
 
 
 async def test_redacted_thinking_is_kept_verbatim() -> None:
-    done = final(await run("redacted_thinking.sse"))
+    done = last_done(await run("redacted_thinking.sse"))
     blocks = done.message.content
     assert isinstance(blocks[0], RedactedThinkingBlock)
     assert blocks[0].data.startswith("EmwKAhgBEgy3va3pzix") and blocks[0].data.endswith("AA==")
@@ -158,7 +152,7 @@ async def test_redacted_thinking_is_kept_verbatim() -> None:
 
 
 async def test_message_delta_usage_overwrites_and_includes_cache() -> None:
-    done = final(await run("message_delta_input_tokens.sse"))
+    done = last_done(await run("message_delta_input_tokens.sse"))
     usage = done.usage
     # message_start said 43 input; the (cumulative) message_delta says 61 plus cache.
     assert usage.cache_read_tokens == 4096
@@ -172,7 +166,7 @@ async def test_message_delta_usage_overwrites_and_includes_cache() -> None:
 
 async def test_multi_tool_call_events_and_message() -> None:
     events = await run("multi_tool.sse", chunks=3)
-    done = final(events)
+    done = last_done(events)
     ends = [e for e in events if isinstance(e, ToolCallEnd)]
     assert [(e.index, e.id, e.input) for e in ends] == [
         (2, "toolu_01ReadA", {"path": "src/a.py", "limit": 200}),
@@ -213,7 +207,7 @@ async def test_multi_tool_call_events_and_message() -> None:
 )
 async def test_tool_json_cut_at_max_tokens_is_not_a_call(name: str) -> None:
     events = await run(name)
-    done = final(events)
+    done = last_done(events)
     assert done.stop_reason == "max_tokens"
     # The call started (the UI may have shown it) but never completed: no end event,
     # and the final message does not ask for it.
@@ -282,12 +276,12 @@ async def test_complete_raises_the_typed_error() -> None:
     ],
 )
 async def test_stop_reasons(name: str, stop_reason: str) -> None:
-    assert final(await run(name)).stop_reason == stop_reason
+    assert last_done(await run(name)).stop_reason == stop_reason
 
 
 async def test_unknown_events_and_deltas_are_ignored() -> None:
     events = await run("unknown_events.sse")
-    done = final(events)
+    done = last_done(events)
     # The text in content_block_start counts; the citations delta does not.
     assert text_of(events, 0) == "Hi there"
     assert done.message.content == [TextBlock(text="Hi there")]

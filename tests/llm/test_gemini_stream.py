@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.llm._events import last_done
 from tests.llm._serve import mock_client, serve_asgi
 from tron_events.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock
 from tron_llm import (
@@ -66,13 +67,6 @@ async def run_fixture(
     return await collect(provider, request(**kw))
 
 
-def done_of(events: list[StreamEvent]) -> Done:
-    last = events[-1]
-    assert isinstance(last, Done), last
-    assert sum(isinstance(e, Done | ErrorEvent) for e in events) == 1
-    return last
-
-
 def parse_offline(body: bytes, req: LLMRequest | None = None) -> list[Any]:
     """Decoder + parser without HTTP: the events, then the Done (or the error)."""
     decoder = SSEDecoder()
@@ -92,7 +86,7 @@ def parse_offline(body: bytes, req: LLMRequest | None = None) -> list[Any]:
 
 async def test_text_is_one_block_with_its_deltas_and_last_usage() -> None:
     events = await run_fixture("text.sse")
-    done = done_of(events)
+    done = last_done(events)
     deltas = [e for e in events if isinstance(e, TextDelta)]
     assert [d.text for d in deltas] == ["Hello", " from Gémini", " — done. ✓"]
     assert {d.index for d in deltas} == {0}
@@ -107,7 +101,7 @@ async def test_text_is_one_block_with_its_deltas_and_last_usage() -> None:
 
 async def test_thinking_then_signed_text_keeps_the_signature_on_its_part() -> None:
     events = await run_fixture("thinking.sse", model="gemini-2.5-pro")
-    done = done_of(events)
+    done = last_done(events)
     thinking = [e for e in events if isinstance(e, ThinkingDelta)]
     assert [t.index for t in thinking] == [0, 0]
     blocks = done.message.content
@@ -128,7 +122,7 @@ async def test_thinking_then_signed_text_keeps_the_signature_on_its_part() -> No
 
 async def test_signed_function_call_without_id_gets_a_synthesized_id() -> None:
     events = await run_fixture("function_call_signed.sse")
-    done = done_of(events)
+    done = last_done(events)
     assert done.stop_reason == "tool_use"
     thought, call = done.message.content
     assert isinstance(thought, ThinkingBlock) and thought.signature and thought.provider == "google"
@@ -141,12 +135,12 @@ async def test_signed_function_call_without_id_gets_a_synthesized_id() -> None:
     assert [(s.id, s.index) for s in starts] == [(call.id, 1)]
     assert ends[0].input == call.input and ends[0].id == call.id
     # The same bytes give the same id (a replayed session sends what it stored).
-    again = done_of(await run_fixture("function_call_signed.sse"))
+    again = last_done(await run_fixture("function_call_signed.sse"))
     assert again.message.content[1] == call
 
 
 async def test_two_calls_without_ids_get_distinct_ids_and_no_args_is_empty() -> None:
-    done = done_of(await run_fixture("two_calls.sse"))
+    done = last_done(await run_fixture("two_calls.sse"))
     text, first, second = done.message.content
     assert text == TextBlock(text="Let me look around.")
     assert isinstance(first, ToolUseBlock) and isinstance(second, ToolUseBlock)
@@ -155,7 +149,7 @@ async def test_two_calls_without_ids_get_distinct_ids_and_no_args_is_empty() -> 
     assert first.id != second.id
     assert is_synthesized_id(first.id) and is_synthesized_id(second.id)
     # Another response's calls never reuse these ids (history ids must be unique).
-    other = done_of(await run_fixture("function_call_signed.sse"))
+    other = last_done(await run_fixture("function_call_signed.sse"))
     assert isinstance(other.message.content[1], ToolUseBlock)
     assert other.message.content[1].id not in {first.id, second.id}
     # Cached and tool-use prompt tokens: input includes both, cache read is apart.
@@ -165,7 +159,7 @@ async def test_two_calls_without_ids_get_distinct_ids_and_no_args_is_empty() -> 
 
 
 async def test_gemini3_call_ids_are_kept() -> None:
-    done = done_of(await run_fixture("gemini3_calls.sse", model="gemini-3-pro-preview"))
+    done = last_done(await run_fixture("gemini3_calls.sse", model="gemini-3-pro-preview"))
     calls = [b for b in done.message.content if isinstance(b, ToolUseBlock)]
     assert [c.id for c in calls] == ["x7k2p9qa", "m3n8r1zt"]
     assert calls[0].signature is not None and calls[1].signature is None
@@ -173,7 +167,7 @@ async def test_gemini3_call_ids_are_kept() -> None:
 
 
 async def test_trailing_empty_signed_text_part_is_kept() -> None:
-    done = done_of(await run_fixture("empty_signed_text.sse", model="gemini-3-flash-preview"))
+    done = last_done(await run_fixture("empty_signed_text.sse", model="gemini-3-flash-preview"))
     assert done.message.content == [
         TextBlock(text="Here is the summary you asked for."),
         TextBlock(
@@ -192,7 +186,7 @@ async def test_trailing_empty_signed_text_part_is_kept() -> None:
     ],
 )
 async def test_finish_reasons(name: str, stop: str, text: str) -> None:
-    done = done_of(await run_fixture(name))
+    done = last_done(await run_fixture(name))
     assert done.stop_reason == stop
     assert "".join(b.text for b in done.message.content if isinstance(b, TextBlock)) == text
 
@@ -254,7 +248,7 @@ async def test_http_429_is_a_rate_limit_with_googles_retry_delay_then_retried() 
         seen,
     )
     provider = GeminiProvider(api_key=KEY, client=client, retry=RetryPolicy(sleep=sleep))
-    done = done_of(await collect(provider))
+    done = last_done(await collect(provider))
     assert slept == [37.0]  # RetryInfo.retryDelay in the error details
     assert len(seen) == 2
     assert done.message.content == [TextBlock(text="Hello from Gémini — done. ✓")]
@@ -466,7 +460,7 @@ async def test_served_over_a_real_socket() -> None:
     assert seen[0]["path"] == "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
     assert seen[0]["query"] == "alt=sse" and seen[0]["key"] == KEY
     assert seen[0]["body"]["contents"] == [{"role": "user", "parts": [{"text": "hi"}]}]
-    assert done_of(events) == parse_offline(body)[-1]
+    assert last_done(events) == parse_offline(body)[-1]
 
 
 async def test_cancelling_the_caller_closes_the_stream_at_once() -> None:

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
+from tests.llm._events import last_done, last_error
 from tests.llm._serve import mock_client, serve_asgi
 from tests.llm.conftest import fixture_bytes
 from tron_events.messages import (
@@ -34,8 +35,6 @@ from tron_events.messages import (
 from tron_llm import (
     AuthenticationError,
     ContextLengthExceededError,
-    Done,
-    ErrorEvent,
     InvalidRequestError,
     LLMRequest,
     NetworkError,
@@ -95,19 +94,6 @@ async def run(
         await client.aclose()
 
 
-def done(events: list[StreamEvent]) -> Done:
-    last = events[-1]
-    assert isinstance(last, Done), last
-    assert sum(isinstance(e, Done | ErrorEvent) for e in events) == 1
-    return last
-
-
-def failure(events: list[StreamEvent]) -> ErrorEvent:
-    last = events[-1]
-    assert isinstance(last, ErrorEvent), last
-    return last
-
-
 def sse(*chunks: dict[str, Any] | str) -> bytes:
     """A Chat Completions stream of ``chunks`` (dicts as JSON), ending in [DONE]."""
     lines = [c if isinstance(c, str) else json.dumps(c) for c in chunks]
@@ -132,7 +118,7 @@ def streamed_text(events: list[StreamEvent]) -> str:
 
 async def test_text_usage_chunk_and_done() -> None:
     events = await run(fixture_bytes("openai_chat", "text.sse"))
-    result = done(events)
+    result = last_done(events)
     assert streamed_text(events) == "Hello, wörld — 日本 🌍!"
     assert result.message == Message(
         role="assistant", content=[TextBlock(text="Hello, wörld — 日本 🌍!")]
@@ -150,7 +136,7 @@ async def test_text_usage_chunk_and_done() -> None:
 
 async def test_parallel_tool_calls() -> None:
     events = await run(fixture_bytes("openai_chat", "tool_calls_parallel.sse"))
-    result = done(events)
+    result = last_done(events)
     starts = [e for e in events if isinstance(e, ToolCallStart)]
     ends = [e for e in events if isinstance(e, ToolCallEnd)]
     assert [(s.index, s.id, s.name) for s in starts] == [
@@ -177,7 +163,7 @@ async def test_parallel_tool_calls() -> None:
 
 async def test_tool_without_arguments_gets_empty_input() -> None:
     events = await run(fixture_bytes("openai_chat", "tool_no_args.sse"), model="gpt-4o-mini")
-    result = done(events)
+    result = last_done(events)
     assert result.message.content == [
         TextBlock(text="Let me check."),
         ToolUseBlock(id="call_noargs01", name="list_files", input={}),
@@ -192,7 +178,7 @@ async def test_ollama_reused_index_whole_arguments_and_reasoning_field() -> None
     events = await run(
         fixture_bytes("openai_chat", "ollama_reused_index.sse"), base_url=OLLAMA, model="qwen3:8b"
     )
-    result = done(events)
+    result = last_done(events)
     assert result.message.content == [
         ThinkingBlock(thinking="Two files to read.", provider="openai"),
         ToolUseBlock(id="call_k2v7p1aa", name="read_file", input={"path": "a.txt"}),
@@ -209,7 +195,7 @@ async def test_ollama_reused_index_whole_arguments_and_reasoning_field() -> None
 
 async def test_reasoning_content_field() -> None:
     events = await run(fixture_bytes("openai_chat", "reasoning_content.sse"), base_url=OLLAMA)
-    result = done(events)
+    result = last_done(events)
     thinking = [e for e in events if isinstance(e, ThinkingDelta)]
     assert "".join(e.thinking for e in thinking) == "The user wants 2+2. That is 4."
     assert {e.index for e in thinking} == {0}
@@ -225,7 +211,7 @@ async def test_reasoning_field_with_openrouter_comments() -> None:
     events = await run(
         fixture_bytes("openai_chat", "reasoning_field.sse"), base_url="https://openrouter.ai/api/v1"
     )
-    result = done(events)
+    result = last_done(events)
     assert result.message.content == [
         ThinkingBlock(thinking="Think about colours.", provider="openai"),
         TextBlock(text="Blue."),
@@ -248,13 +234,13 @@ async def test_both_reasoning_fields_are_read_once() -> None:
         'data: {"id":"x","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
         "data: [DONE]\n\n"
     ).encode()
-    result = done(await run(body, base_url=OLLAMA))
+    result = last_done(await run(body, base_url=OLLAMA))
     assert result.message.content == [ThinkingBlock(thinking="same", provider="openai")]
 
 
 async def test_vllm_call_without_id_gets_one() -> None:
     events = await run(fixture_bytes("openai_chat", "vllm_no_id.sse"), base_url=OLLAMA)
-    result = done(events)
+    result = last_done(events)
     (call,) = result.message.content
     assert isinstance(call, ToolUseBlock)
     assert call.name == "search" and call.input == {"q": "sse"}
@@ -264,14 +250,14 @@ async def test_vllm_call_without_id_gets_one() -> None:
 
 
 async def test_finish_reason_length() -> None:
-    result = done(await run(fixture_bytes("openai_chat", "length.sse")))
+    result = last_done(await run(fixture_bytes("openai_chat", "length.sse")))
     assert result.stop_reason == "max_tokens"
     assert result.message.content == [TextBlock(text="Once upon a")]
 
 
 async def test_midstream_error_is_typed_and_keeps_partial_text() -> None:
     events = await run(fixture_bytes("openai_chat", "midstream_error.sse"))
-    error = failure(events)
+    error = last_error(events)
     assert isinstance(error.error, OverloadedError)
     assert error.error.retryable
     assert error.error.error_type == "server_is_overloaded"
@@ -304,7 +290,7 @@ async def test_midstream_error_before_output_is_retried(
 async def test_stream_cut_off_without_finish_is_a_network_error() -> None:
     body = fixture_bytes("openai_chat", "tool_calls_parallel.sse").split(b"\n\n")[:3]
     events = await run(b"\n\n".join(body) + b"\n\n")
-    error = failure(events)
+    error = last_error(events)
     assert isinstance(error.error, NetworkError)
     # The call never finished: it is not part of the partial message.
     assert error.message is None
@@ -315,7 +301,7 @@ async def test_done_without_usage_chunk() -> None:
         b'data: {"id":"a","model":"m","choices":[{"index":0,"delta":{"content":"ok"}}]}\n\n'
         b"data: [DONE]\n\n"
     )
-    result = done(await run(body, base_url=OLLAMA))
+    result = last_done(await run(body, base_url=OLLAMA))
     assert result.message.content == [TextBlock(text="ok")]
     assert result.stop_reason == "end_turn"
     assert result.usage == Usage()
@@ -342,24 +328,24 @@ async def test_stop_after_tool_calls_still_means_tool_use_and_dict_arguments() -
         'data: {"id":"a","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
         "data: [DONE]\n\n"
     ).encode()
-    result = done(await run(body, base_url=OLLAMA))
+    result = last_done(await run(body, base_url=OLLAMA))
     assert result.message.content == [ToolUseBlock(id="c1", name="f", input={"x": 1})]
     assert result.stop_reason == "tool_use"
 
 
 async def test_refusal_and_content_filter() -> None:
     body = sse(choice({"refusal": "I can't help."}), choice({}, "stop"))
-    result = done(await run(body))
+    result = last_done(await run(body))
     assert result.stop_reason == "refusal"
     assert result.message.content == [TextBlock(text="I can't help.")]
-    assert done(await run(sse(choice({}, "content_filter")))).stop_reason == "refusal"
+    assert last_done(await run(sse(choice({}, "content_filter")))).stop_reason == "refusal"
 
 
 async def test_vllm_stop_reason_names_the_stop_sequence() -> None:
     body = sse(choice({"content": "1 2"}), choice({}, "stop", stop_reason="END"))
-    result = done(await run(body, base_url=OLLAMA, stop_sequences=["END"]))
+    result = last_done(await run(body, base_url=OLLAMA, stop_sequences=["END"]))
     assert result.stop_reason == "stop_sequence"
-    result = done(await run(body, base_url=OLLAMA, stop_sequences=["OTHER"]))
+    result = last_done(await run(body, base_url=OLLAMA, stop_sequences=["OTHER"]))
     assert result.stop_reason == "end_turn"
 
 
@@ -464,7 +450,7 @@ async def test_http_errors_are_typed(
     events = await run(
         json.dumps(body).encode(), status=status, headers={"content-type": "application/json"}
     )
-    error = failure(events).error
+    error = last_error(events).error
     assert type(error) is cls
     assert "sk-test-key-123456" not in str(error)
 
@@ -478,7 +464,7 @@ async def test_quota_is_not_retried(sleeps: list[float], fake_retry: RetryPolicy
         }
     }
     events = await run(json.dumps(body).encode(), status=429, retry=fake_retry)
-    error = failure(events).error
+    error = last_error(events).error
     assert isinstance(error, PermissionDeniedError) and not error.retryable
     assert "billing" in error.message
     assert sleeps == []
@@ -489,7 +475,7 @@ async def test_retry_after_header_is_honoured(sleeps: list[float], fake_retry: R
         b'{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}'
     )
     events = await run(body, status=429, headers={"retry-after-ms": "1500"}, retry=fake_retry)
-    assert isinstance(failure(events).error, RateLimitError)
+    assert isinstance(last_error(events).error, RateLimitError)
     assert sleeps == [1.5, 1.5, 1.5]
 
 
@@ -498,12 +484,12 @@ async def test_openai_needs_a_key_but_local_servers_do_not(monkeypatch: pytest.M
     capture: list[httpx.Request] = []
     client = mock_client(fixture_bytes("openai_chat", "text.sse"), capture=capture)
     events = [e async for e in OpenAIChatProvider(client=client).stream(request())]
-    assert isinstance(failure(events).error, AuthenticationError)
-    assert "OPENAI_API_KEY" in failure(events).error.message
+    assert isinstance(last_error(events).error, AuthenticationError)
+    assert "OPENAI_API_KEY" in last_error(events).error.message
     assert capture == []
     local = OpenAIChatProvider(base_url=OLLAMA, client=client)
     assert not local.requires_api_key and OpenAIChatProvider.requires_api_key
-    done([e async for e in local.stream(request())])
+    last_done([e async for e in local.stream(request())])
     assert "authorization" not in capture[0].headers
     assert str(capture[0].url) == "http://localhost:11434/v1/chat/completions"
 
@@ -732,7 +718,7 @@ async def test_mapped_tool_ids_come_back_as_the_original() -> None:
         ],
     }
     body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
-    result = done(await run(body, messages=history))
+    result = last_done(await run(body, messages=history))
     assert result.message.content == [ToolUseBlock(id=long_id, name="f", input={})]
 
 
@@ -749,7 +735,7 @@ async def test_arguments_before_the_name_are_kept() -> None:
         "ToolCallEnd",
         "Done",
     ]
-    assert done(events).message.content == [ToolUseBlock(id="c1", name="f", input={"a": 1})]
+    assert last_done(events).message.content == [ToolUseBlock(id="c1", name="f", input={"a": 1})]
 
 
 async def test_an_empty_key_sends_no_authorization_header() -> None:
@@ -757,5 +743,5 @@ async def test_an_empty_key_sends_no_authorization_header() -> None:
     capture: list[httpx.Request] = []
     client = mock_client(fixture_bytes("openai_chat", "text.sse"), capture=capture)
     provider = OpenAIChatProvider(api_key="", base_url=OLLAMA, client=client)
-    done([e async for e in provider.stream(request())])
+    last_done([e async for e in provider.stream(request())])
     assert "authorization" not in capture[0].headers

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
+from tests.llm._events import last_done, last_error
 from tests.llm._serve import mock_client, serve_asgi
 from tests.llm.conftest import fixture_bytes
 from tron_events.messages import (
@@ -28,8 +29,6 @@ from tron_events.messages import (
 )
 from tron_llm import (
     ContextLengthExceededError,
-    Done,
-    ErrorEvent,
     InvalidRequestError,
     LLMRequest,
     NetworkError,
@@ -91,19 +90,6 @@ async def run(
         await client.aclose()
 
 
-def done(events: list[StreamEvent]) -> Done:
-    last = events[-1]
-    assert isinstance(last, Done), last
-    assert sum(isinstance(e, Done | ErrorEvent) for e in events) == 1
-    return last
-
-
-def failure(events: list[StreamEvent]) -> ErrorEvent:
-    last = events[-1]
-    assert isinstance(last, ErrorEvent), last
-    return last
-
-
 def sse(*events: dict[str, Any]) -> bytes:
     return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
 
@@ -113,7 +99,7 @@ def sse(*events: dict[str, Any]) -> bytes:
 
 async def test_reasoning_and_function_call() -> None:
     events = await run(fixture_bytes("openai_responses", "reasoning_tool_call.sse"))
-    result = done(events)
+    result = last_done(events)
     thinking = [e for e in events if isinstance(e, ThinkingDelta)]
     assert "".join(e.thinking for e in thinking) == SUMMARY
     assert {e.index for e in thinking} == {0}
@@ -144,7 +130,7 @@ async def test_reasoning_and_function_call() -> None:
 
 
 async def test_encrypted_reasoning_is_replayed_on_the_next_request() -> None:
-    first = done(await run(fixture_bytes("openai_responses", "reasoning_tool_call.sse")))
+    first = last_done(await run(fixture_bytes("openai_responses", "reasoning_tool_call.sse")))
     # What the store keeps and reconstruction gives back: the block payloads.
     stored = Message.model_validate({"role": "assistant", "content": first.message.to_payload()})
     history = [
@@ -183,7 +169,7 @@ async def test_encrypted_reasoning_is_replayed_on_the_next_request() -> None:
 
 async def test_text() -> None:
     events = await run(fixture_bytes("openai_responses", "text.sse"), model="gpt-4.1")
-    result = done(events)
+    result = last_done(events)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Bonjour — ça va? 🙂"
     assert result.message.content == [TextBlock(text="Bonjour — ça va? 🙂")]
     assert result.stop_reason == "end_turn"
@@ -192,28 +178,28 @@ async def test_text() -> None:
 
 async def test_incomplete_is_max_tokens() -> None:
     events = await run(fixture_bytes("openai_responses", "incomplete.sse"))
-    result = done(events)
+    result = last_done(events)
     assert result.stop_reason == "max_tokens"
     assert result.message.content == [TextBlock(text="The first three")]
     assert result.usage.output_tokens == 16 and result.usage.reasoning_tokens == 12
 
 
 async def test_failed_is_a_typed_error() -> None:
-    error = failure(await run(fixture_bytes("openai_responses", "failed.sse")))
+    error = last_error(await run(fixture_bytes("openai_responses", "failed.sse")))
     assert isinstance(error.error, ServerError) and error.error.retryable
     assert error.error.error_type == "server_error"
     assert "retry your request" in error.error.message
 
 
 async def test_flat_error_event() -> None:
-    error = failure(await run(fixture_bytes("openai_responses", "error_flat.sse"))).error
+    error = last_error(await run(fixture_bytes("openai_responses", "error_flat.sse"))).error
     assert isinstance(error, RateLimitError)
     assert error.error_type == "rate_limit_exceeded"
     assert error.message.startswith("Rate limit reached for gpt-5")
 
 
 async def test_nested_error_event() -> None:
-    error = failure(await run(fixture_bytes("openai_responses", "error_nested.sse"))).error
+    error = last_error(await run(fixture_bytes("openai_responses", "error_nested.sse"))).error
     assert isinstance(error, OverloadedError)
     assert error.error_type == "server_is_overloaded"
     assert "overloaded" in error.message
@@ -240,7 +226,7 @@ async def test_error_after_text_keeps_the_partial_message() -> None:
     raw = fixture_bytes("openai_responses", "text.sse").split(b"\n\n")
     error = {"type": "error", "code": "server_error", "message": "boom", "param": None}
     body = b"\n\n".join(raw[:6]) + b"\n\n" + sse(error)
-    event = failure(await run(body))
+    event = last_error(await run(body))
     assert isinstance(event.error, ServerError)
     assert event.message == Message(
         role="assistant", content=[TextBlock(text="Bonjour — ça va? 🙂")]
@@ -249,7 +235,7 @@ async def test_error_after_text_keeps_the_partial_message() -> None:
 
 async def test_stream_without_terminal_event_is_a_network_error() -> None:
     raw = fixture_bytes("openai_responses", "reasoning_tool_call.sse").split(b"\n\n")
-    event = failure(await run(b"\n\n".join(raw[:16]) + b"\n\n"))
+    event = last_error(await run(b"\n\n".join(raw[:16]) + b"\n\n"))
     assert isinstance(event.error, NetworkError)
     # The reasoning finished; the half-streamed call is left out.
     assert event.message is not None
@@ -291,7 +277,7 @@ async def test_items_without_added_events_and_summary_only_on_done() -> None:
         {"type": "response.completed", "response": {"id": "r1", "usage": None}},
     )
     events = await run(body, base_url="http://127.0.0.1:8000/v1")
-    result = done(events)
+    result = last_done(events)
     assert result.message.content == [
         ThinkingBlock(thinking="hmm", provider="openai", item_id="rs_1"),
         TextBlock(text="hi"),
@@ -312,7 +298,7 @@ async def test_refusal_and_content_filter() -> None:
         {"type": "response.refusal.delta", "item_id": "m", "delta": "No."},
         {"type": "response.completed", "response": {"id": "r"}},
     )
-    result = done(await run(refusal))
+    result = last_done(await run(refusal))
     assert result.stop_reason == "refusal" and result.message.content == [TextBlock(text="No.")]
     filtered = sse(
         {
@@ -320,7 +306,7 @@ async def test_refusal_and_content_filter() -> None:
             "response": {"id": "r", "incomplete_details": {"reason": "content_filter"}},
         }
     )
-    assert done(await run(filtered)).stop_reason == "refusal"
+    assert last_done(await run(filtered)).stop_reason == "refusal"
 
 
 async def test_rechunked_at_random_offsets_gives_the_same_events() -> None:
@@ -519,4 +505,4 @@ def test_reasoning_that_ends_a_turn_is_not_replayed() -> None:
 )
 async def test_failed_error_codes(error: dict[str, Any], cls: type[Exception]) -> None:
     body = sse({"type": "response.failed", "response": {"id": "r", "error": error}})
-    assert type(failure(await run(body)).error) is cls
+    assert type(last_error(await run(body)).error) is cls
