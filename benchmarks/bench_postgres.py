@@ -1,9 +1,13 @@
 """Append throughput with concurrent writer processes, PostgreSQL next to SQLite.
 
     uv run python benchmarks/bench_postgres.py [--writers 1,2,4,8,16] [--seconds 4] [--rounds 3]
+        [--mode processes|threads|async]
 
 Each writer is its own process with its own store and its own session (so on
-PostgreSQL writers never wait on each other's session lock), appending one
+PostgreSQL writers never wait on each other's session lock); with
+``--mode threads`` the writers are threads sharing one store in one process,
+with ``--mode async`` asyncio tasks on one ``AsyncEventStore`` (tron-server's
+shape). Each writer appends one
 ~700-byte message per transaction (``store.append``, per-commit durability:
 synchronous_commit on PostgreSQL, WAL + synchronous=NORMAL on SQLite) for a
 fixed time after all writers passed a barrier. Throughput = appends committed
@@ -25,6 +29,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -34,9 +39,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import anyio
 from _workload import machine, median, message_stream
 
-from tron_events import EventStore
+from tron_events import AsyncEventStore, EventStore
 
 HERE = Path(__file__).resolve().parent
 ADMIN_DSN = os.environ.get("TRON_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -176,8 +182,54 @@ def search_million() -> None:
             print(f"| {label} | {median(times) * 1e3:.1f} ms | {len(hits)} |")
 
 
-def measure(backend: str, writers: int, seconds: float, general: bool = False) -> float:
-    """Appends per second of ``writers`` processes on separate sessions."""
+def in_one_process(url: str, sessions: list[str], seconds: float, use_async: bool) -> float:
+    """Appends per second of one writer per session sharing one store: threads,
+    or asyncio tasks on an ``AsyncEventStore``."""
+    counts = [0] * len(sessions)
+    with EventStore.open(url, upgrade=False) as store:
+        streams = [message_stream(4_000, seed=i + 1) for i in range(len(sessions))]
+        for sid, stream in zip(sessions, streams, strict=True):
+            store.append(sid, *stream[0])  # warm up
+        if use_async:
+            astore = AsyncEventStore(store)
+
+            async def task(i: int) -> None:
+                deadline = time.perf_counter() + seconds
+                while time.perf_counter() < deadline:
+                    counts[i] += 1
+                    await astore.append(sessions[i], *streams[i][counts[i] % 4_000])
+
+            async def run() -> None:
+                async with anyio.create_task_group() as tg:
+                    for i in range(len(sessions)):
+                        tg.start_soon(task, i)
+
+            start = time.perf_counter()
+            anyio.run(run)
+            return sum(counts) / (time.perf_counter() - start)
+        barrier = threading.Barrier(len(sessions) + 1)
+
+        def thread(i: int) -> None:
+            barrier.wait()
+            deadline = time.perf_counter() + seconds
+            while time.perf_counter() < deadline:
+                counts[i] += 1
+                store.append(sessions[i], *streams[i][counts[i] % 4_000])
+
+        threads = [threading.Thread(target=thread, args=(i,)) for i in range(len(sessions))]
+        for t in threads:
+            t.start()
+        barrier.wait()
+        start = time.perf_counter()
+        for t in threads:
+            t.join()
+        return sum(counts) / (time.perf_counter() - start)
+
+
+def measure(
+    backend: str, writers: int, seconds: float, general: bool = False, mode: str = "processes"
+) -> float:
+    """Appends per second of ``writers`` writers on separate sessions."""
     ctx = multiprocessing.get_context("spawn")
     with database(backend) as url:
         with EventStore.open(url, upgrade=False) as store:
@@ -185,6 +237,8 @@ def measure(backend: str, writers: int, seconds: float, general: bool = False) -
                 store.create_session(working_directory=f"/bench/{i}", model="m", provider="p").id
                 for i in range(writers)
             ]
+        if mode != "processes":
+            return in_one_process(url, sessions, seconds, use_async=mode == "async")
         manager = ctx.Manager()
         try:
             barrier = manager.Barrier(writers)
@@ -210,6 +264,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--backends", default="postgres,sqlite")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--mode",
+        choices=["processes", "threads", "async"],
+        default="processes",
+        help="writers as processes (default), threads on one store, or asyncio tasks "
+        "on one AsyncEventStore",
+    )
     parser.add_argument(
         "--cpu", action="store_true", help="only: CPU per append of one PostgreSQL writer"
     )
@@ -244,7 +305,7 @@ def main() -> None:
         order = cells[r % len(cells) :] + cells[: r % len(cells)]
         for backend, n in order:
             general = backend == "postgres-general"
-            rate = measure("postgres" if general else backend, n, args.seconds, general)
+            rate = measure("postgres" if general else backend, n, args.seconds, general, args.mode)
             results[(backend, n)].append(rate)
             print(
                 f"round {r + 1}: {backend:8} {n:2} writers {rate:8.0f} appends/s", file=sys.stderr
@@ -253,7 +314,10 @@ def main() -> None:
     if "postgres" in backends:
         with _pg_admin() as conn:
             pg_version = conn.execute("SHOW server_version").fetchone()[0]
-    print(f"\n{machine()}, PostgreSQL {pg_version}; {args.rounds} rounds x {args.seconds:g} s\n")
+    print(
+        f"\n{machine()}, PostgreSQL {pg_version}; {args.rounds} rounds x {args.seconds:g} s; "
+        f"writers as {args.mode}\n"
+    )
     header = "| writers | " + " | ".join(f"{b} appends/s" for b in backends)
     header += " | " + " | ".join(f"{b} vs 1 writer" for b in backends) + " |"
     print(header)

@@ -177,3 +177,39 @@ async def test_subscribe_seam_with_another_process_writing(store: EventStore) ->
     assert [e.sequence for e in got] == list(range(cursor.sequence + 1, count + 1))
     stored = [e.id for e in await a.get_events(s.id)]
     assert [e.id for e in got] == stored[cursor.sequence + 1 :]
+
+
+async def test_writers_to_other_sessions_do_not_queue_behind_a_locked_one(
+    store: EventStore, backend: str
+) -> None:
+    """On PostgreSQL an append waiting for one session's row lock leaves the
+    async store free to append to other sessions; on SQLite (one writer lock)
+    writes queue one at a time in the event loop."""
+    a = AsyncEventStore(store)
+    busy = await a.create_session(working_directory="/busy", model="m", provider="p")
+    free = await a.create_session(working_directory="/free", model="m", provider="p")
+    if backend == "sqlite":
+        assert store.recorder.concurrent_writers == 1
+        return
+    import psycopg
+
+    with psycopg.connect(store.recorder.conninfo) as holder:  # type: ignore[attr-defined]
+        holder.execute("SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (busy.id,))
+        done: list[str] = []
+
+        async def append(session_id: str) -> None:
+            await a.append(session_id, "message.user", {"content": session_id})
+            done.append(session_id)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(append, busy.id)
+            await anyio.sleep(0.2)  # the first append is now waiting for the lock
+            try:
+                with anyio.fail_after(10):
+                    for _ in range(3):
+                        await append(free.id)
+                assert done == [free.id] * 3  # the locked session is still waiting
+            finally:
+                holder.rollback()
+    assert done == [free.id] * 3 + [busy.id]
+    assert (await a.get_session(busy.id)).event_count == 2

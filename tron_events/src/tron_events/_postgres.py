@@ -189,6 +189,9 @@ def _translate(exc: psycopg.Error) -> Exception | None:
 class PostgresRecorder(Recorder):
     placeholder = "%s"
     has_append_at_head = True
+    #: Writes to different sessions take different row locks and run in
+    #: parallel; keep a few pooled connections free for readers.
+    concurrent_writers = POOL_MAX_SIZE - 2
 
     def __init__(self, url: str) -> None:
         super().__init__(url)

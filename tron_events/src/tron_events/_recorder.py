@@ -130,6 +130,9 @@ class Recorder(abc.ABC):
     placeholder = "?"
     #: Whether :meth:`append_at_head` is implemented (else the store skips it).
     has_append_at_head = False
+    #: How many write transactions are worth running at once from one process:
+    #: 1 where the database has one writer lock (more would only queue on it).
+    concurrent_writers = 1
 
     def __init__(self, url: str) -> None:
         self.url = url

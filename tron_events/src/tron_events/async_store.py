@@ -1,8 +1,10 @@
 """``AsyncEventStore``: the store's methods as coroutines.
 
-Each call runs the synchronous store in an anyio worker thread: writes one at
-a time (a capacity limiter of one, so writers queue in the event loop rather
-than on the database lock), reads several at once.
+Each call runs the synchronous store in an anyio worker thread. Writes run as
+many at once as the backend can use: one at a time on SQLite (a capacity
+limiter of one, so writers queue in the event loop rather than on the database
+lock), several on PostgreSQL (sessions lock separately, so writers to different
+sessions never wait on each other). Reads run several at once.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ class AsyncEventStore:
 
     def __init__(self, store: EventStore, *, readers: int = DEFAULT_READERS) -> None:
         self.sync = store
-        self._writer = anyio.CapacityLimiter(1)
+        self._writer = anyio.CapacityLimiter(store.recorder.concurrent_writers)
         self._readers = anyio.CapacityLimiter(readers)
 
     @classmethod
