@@ -39,7 +39,15 @@ if TYPE_CHECKING:
         TronEventsError,
         UnknownEventType,
     )
-    from .models import Event, EventPage, ForkResult, SearchHit, Session, Workspace
+    from .models import (
+        Event,
+        EventJsonPage,
+        EventPage,
+        ForkResult,
+        SearchHit,
+        Session,
+        Workspace,
+    )
     from .payloads import Payload, register_event_type
     from .store import EventDraft, EventStore
 
@@ -48,6 +56,7 @@ _EXPORTS = {
     "EventDraft": "store",
     "AsyncEventStore": "async_store",
     "Event": "models",
+    "EventJsonPage": "models",
     "EventPage": "models",
     "ForkResult": "models",
     "SearchHit": "models",
@@ -78,6 +87,7 @@ __all__ = [
     "Event",
     "EventDraft",
     "EventIdConflict",
+    "EventJsonPage",
     "EventNotFound",
     "EventPage",
     "EventStore",

@@ -92,7 +92,7 @@ from .errors import (
     StoreClosed,
     TransientConflict,
 )
-from .models import Event, EventPage, SearchHit, Session
+from .models import Event, SearchHit, Session
 
 log = logging.getLogger(__name__)
 
@@ -633,9 +633,9 @@ class PostgresRecorder(Recorder):
             return int(last)
         return min(int(last), int(lowest_registered) - 1)
 
-    def position_feed(
-        self, cur: Cursor, workspace_id: str | None, after_position: int, limit: int
-    ) -> EventPage:
+    def position_feed_rows(
+        self, cur: Cursor, columns: str, workspace_id: str | None, after_position: int, limit: int
+    ) -> list[Any]:
         # The feed must read with a snapshot taken AFTER its high-water mark
         # (a transaction that commits between an older snapshot and the mark
         # would be invisible yet below the mark, and skipped). A read
@@ -644,7 +644,10 @@ class PostgresRecorder(Recorder):
         if id(cur) in self._snapshot_cursors:
             cur.execute("COMMIT")
             cur.execute("BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY")
-        return super().position_feed(cur, workspace_id, after_position, limit)
+        return super().position_feed_rows(cur, columns, workspace_id, after_position, limit)
+
+    def json_quote(self, column: str) -> str:
+        return f"COALESCE(to_json({column})::text, 'null')"
 
     def search(
         self,

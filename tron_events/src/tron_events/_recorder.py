@@ -480,19 +480,34 @@ class Recorder(abc.ABC):
     def session_feed(
         self, cur: Cursor, session_id: str, after_sequence: int, limit: int
     ) -> EventPage:
-        cur.execute(
-            self.sql(
-                f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ? AND sequence > ? "
-                "ORDER BY sequence LIMIT ?"
-            ),
-            (session_id, after_sequence, limit + 1),
-        )
-        return _page([event_from_row(row) for row in cur.fetchall()], limit)
+        rows = self.session_feed_rows(cur, EVENT_COLUMNS, session_id, after_sequence, limit)
+        return page_of([event_from_row(row) for row in rows], limit)
 
     def position_feed(
         self, cur: Cursor, workspace_id: str | None, after_position: int, limit: int
     ) -> EventPage:
-        sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE position > ?"
+        rows = self.position_feed_rows(cur, EVENT_COLUMNS, workspace_id, after_position, limit)
+        return page_of([event_from_row(row) for row in rows], limit)
+
+    def session_feed_rows(
+        self, cur: Cursor, columns: str, session_id: str, after_sequence: int, limit: int
+    ) -> list[Any]:
+        """Up to ``limit + 1`` rows of ``columns`` (one more says there are more)."""
+        cur.execute(
+            self.sql(
+                f"SELECT {columns} FROM events WHERE session_id = ? AND sequence > ? "
+                "ORDER BY sequence LIMIT ?"
+            ),
+            (session_id, after_sequence, limit + 1),
+        )
+        return list(cur.fetchall())
+
+    def position_feed_rows(
+        self, cur: Cursor, columns: str, workspace_id: str | None, after_position: int, limit: int
+    ) -> list[Any]:
+        """Up to ``limit + 1`` rows of ``columns`` in position order, never past
+        the high-water mark (DESIGN §2)."""
+        sql = f"SELECT {columns} FROM events WHERE position > ?"
         params: list[Any] = [after_position]
         if workspace_id is not None:
             sql += " AND workspace_id = ?"
@@ -504,7 +519,26 @@ class Recorder(abc.ABC):
         sql += " ORDER BY position LIMIT ?"
         params.append(limit + 1)
         cur.execute(self.sql(sql), params)
-        return _page([event_from_row(row) for row in cur.fetchall()], limit)
+        return list(cur.fetchall())
+
+    @abc.abstractmethod
+    def json_quote(self, column: str) -> str:
+        """SQL for ``column`` (text, may be NULL) as a JSON string or ``null``."""
+
+    def wire_json_columns(self) -> str:
+        """``id, sequence, position`` and SQL building the event's wire form
+        (:meth:`Event.to_wire`, key for key) as JSON text in the database; the
+        stored payload JSON goes in as it is."""
+        q = self.json_quote
+        wire = (
+            f"""'{{"id":' || {q("id")} || ',"parentId":' || {q("parent_id")} """
+            f"""|| ',"sessionId":' || {q("session_id")} """
+            f"""|| ',"workspaceId":' || {q("workspace_id")} """
+            f"""|| ',"sequence":' || sequence || ',"depth":' || depth """
+            f"""|| ',"type":' || {q("type")} || ',"timestamp":' || {q("timestamp")} """
+            """|| ',"payload":' || payload || '}'"""
+        )
+        return f"id, sequence, position, {wire}"
 
     def current_position(self, cur: Cursor) -> int:
         """Where a live position feed starts: everything up to here counts as past."""
@@ -642,7 +676,7 @@ class Recorder(abc.ABC):
             yield row[0]
 
 
-def _page(events: list[Event], limit: int) -> EventPage:
+def page_of(events: list[Event], limit: int) -> EventPage:
     has_more = len(events) > limit
     events = events[:limit]
     return EventPage(

@@ -217,6 +217,9 @@ class SQLiteRecorder(Recorder):
             list(session_ids),
         )
 
+    def json_quote(self, column: str) -> str:
+        return f"json_quote({column})"
+
     def feed_upper_bound(self, cur: Cursor) -> int | None:
         return None  # writes are serialized: positions commit in order
 

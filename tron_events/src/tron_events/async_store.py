@@ -18,7 +18,7 @@ import anyio.to_thread
 from pydantic import BaseModel
 
 from . import _urls
-from .models import Event, EventPage, ForkResult, SearchHit, Session, Workspace
+from .models import Event, EventJsonPage, EventPage, ForkResult, SearchHit, Session, Workspace
 from .store import ALL_EVENTS, EventDraft, EventStore
 
 if TYPE_CHECKING:
@@ -168,6 +168,20 @@ class AsyncEventStore:
     ) -> EventPage:
         return await self._read(
             self.sync.get_since, session_id=session_id, workspace_id=workspace_id,
+            after_event_id=after_event_id, after_sequence=after_sequence, limit=limit,
+        )  # fmt: skip
+
+    async def get_since_json(
+        self,
+        *,
+        session_id: str | None = None,
+        workspace_id: str | None = None,
+        after_event_id: str | None = None,
+        after_sequence: int | None = None,
+        limit: int = 100,
+    ) -> EventJsonPage:
+        return await self._read(
+            self.sync.get_since_json, session_id=session_id, workspace_id=workspace_id,
             after_event_id=after_event_id, after_sequence=after_sequence, limit=limit,
         )  # fmt: skip
 

@@ -203,6 +203,24 @@ class EventPage:
 
 
 @dataclass(frozen=True, slots=True)
+class EventJsonPage:
+    """A page of a feed as JSON text, for servers that forward events unread.
+
+    ``events_json`` is the JSON array of the events' wire form (what
+    :meth:`Event.to_wire` gives, key for key), built by the database with the
+    stored payload JSON spliced in. ``last_sequence`` / ``last_position`` are
+    those of the page's last event (None for an empty page).
+    """
+
+    events_json: str
+    count: int
+    last_sequence: int | None
+    last_position: int | None
+    next_cursor: str | None
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
 class ForkResult:
     session: Session
     fork_event: Event

@@ -21,7 +21,15 @@ from pydantic import BaseModel
 
 from . import _urls, ids
 from ._gc import gc_paused
-from ._recorder import Cursor, NewEvent, Recorder, SessionDelta
+from ._recorder import (
+    EVENT_COLUMNS,
+    Cursor,
+    NewEvent,
+    Recorder,
+    SessionDelta,
+    event_from_row,
+    page_of,
+)
 from .errors import (
     ConcurrencyConflict,
     EventIdConflict,
@@ -35,7 +43,15 @@ from .errors import (
     SessionNotFound,
     TransientConflict,
 )
-from .models import Event, EventPage, ForkResult, SearchHit, Session, Workspace
+from .models import (
+    Event,
+    EventJsonPage,
+    EventPage,
+    ForkResult,
+    SearchHit,
+    Session,
+    Workspace,
+)
 from .payloads import STORE_ONLY_TYPES, validate_payload
 from .search_text import search_text
 
@@ -576,6 +592,48 @@ class EventStore:
         ``next_cursor`` back as ``after_event_id``. An unknown cursor raises
         :class:`InvalidCursor`.
         """
+        rows = self._since_rows(
+            EVENT_COLUMNS, session_id, workspace_id, after_event_id, after_sequence, limit
+        )
+        return page_of([event_from_row(row) for row in rows], limit)
+
+    def get_since_json(
+        self,
+        *,
+        session_id: str | None = None,
+        workspace_id: str | None = None,
+        after_event_id: str | None = None,
+        after_sequence: int | None = None,
+        limit: int = 100,
+    ) -> EventJsonPage:
+        """:meth:`get_since`'s page as JSON text built by the database (see
+        :class:`EventJsonPage`): no event object is made, for servers that
+        forward pages of events unread (several times faster per event)."""
+        rows = self._since_rows(
+            self._rec.wire_json_columns(),
+            session_id, workspace_id, after_event_id, after_sequence, limit,
+        )  # fmt: skip
+        has_more = len(rows) > limit
+        rows = rows[:limit]
+        last = rows[-1] if rows else None
+        return EventJsonPage(
+            events_json="[" + ",".join([row[3] for row in rows]) + "]",
+            count=len(rows),
+            last_sequence=last[1] if last else None,
+            last_position=last[2] if last else None,
+            next_cursor=last[0] if last else None,
+            has_more=has_more,
+        )
+
+    def _since_rows(
+        self,
+        columns: str,
+        session_id: str | None,
+        workspace_id: str | None,
+        after_event_id: str | None,
+        after_sequence: int | None,
+        limit: int,
+    ) -> list[Any]:
         if limit < 1:
             raise InvalidCursor(f"limit must be at least 1, got {limit}")
         with self._rec.read() as cur:
@@ -591,7 +649,7 @@ class EventStore:
                             f"{cursor.session_id!r}, not {session_id!r}"
                         )
                     after = cursor.sequence
-                return self._rec.session_feed(cur, session_id, after, limit)
+                return self._rec.session_feed_rows(cur, columns, session_id, after, limit)
             if after_sequence is not None:
                 raise InvalidCursor("after_sequence needs a session_id")
             position = 0
@@ -600,7 +658,7 @@ class EventStore:
                 if workspace_id is not None and cursor.workspace_id != workspace_id:
                     raise InvalidCursor(f"cursor {after_event_id!r} belongs to another workspace")
                 position = cursor.position
-            return self._rec.position_feed(cur, workspace_id, position, limit)
+            return self._rec.position_feed_rows(cur, columns, workspace_id, position, limit)
 
     # -- live feeds (used by AsyncEventStore.subscribe) ---------------------
 

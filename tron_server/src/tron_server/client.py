@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import itertools
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
@@ -27,6 +28,27 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 DEFAULT_URL = "ws://127.0.0.1:8420/rpc"
+#: Frames at least this long are decoded with the cyclic garbage collector paused.
+LARGE_FRAME = 64 * 1024
+#: Events per ``events.sync`` page that :meth:`TronClient.sync` asks for.
+SYNC_PAGE = 5_000
+
+
+def decode_frame(raw: str | bytes) -> Any:
+    """The JSON value of one frame.
+
+    A large frame (a page of events) is decoded with the cyclic garbage
+    collector paused: decoding makes only acyclic objects that all stay alive,
+    so the collections their allocation triggers are pure cost (a fifth of the
+    time of a 10,000-event page). The collector is left as it was found.
+    """
+    if len(raw) < LARGE_FRAME or not gc.isenabled():
+        return orjson.loads(raw)
+    gc.disable()
+    try:
+        return orjson.loads(raw)
+    finally:
+        gc.enable()
 
 
 class RpcCallError(Exception):
@@ -233,7 +255,8 @@ class TronClient:
         events: list[dict[str, Any]] = []
         while True:
             page = await self.call(
-                "events.sync", {"sessionId": session_id, "afterSequence": after_sequence}
+                "events.sync",
+                {"sessionId": session_id, "afterSequence": after_sequence, "limit": SYNC_PAGE},
             )
             events.extend(page["events"])
             after_sequence = page["nextSequence"]
@@ -256,7 +279,7 @@ class TronClient:
     async def _read(self) -> None:
         try:
             async for raw in self._ws:
-                self._dispatch(orjson.loads(raw))
+                self._dispatch(decode_frame(raw))
             self._finish(self._ws.close_code, self._ws.close_reason or "")
         except ConnectionClosed as exc:
             self._finish(*self._close_info(exc))
@@ -312,4 +335,5 @@ __all__ = [
     "NotificationStream",
     "RpcCallError",
     "TronClient",
+    "decode_frame",
 ]

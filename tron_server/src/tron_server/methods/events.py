@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from pydantic import Field
 
-from ..rpc import MethodRegistry, Params, RpcContext
+from ..rpc import MethodRegistry, Params, RpcContext, events_json
 
 
 class EventsListParams(Params):
@@ -51,7 +52,7 @@ def register(registry: MethodRegistry) -> None:
         events = await ctx.services.store.get_events(
             p.session_id, after_sequence=p.after_sequence, types=p.types, limit=p.limit
         )
-        return {"events": [e.to_wire() for e in events]}
+        return {"events": await events_json(events)}
 
     @registry.method(
         "events.sync",
@@ -60,13 +61,13 @@ def register(registry: MethodRegistry) -> None:
     )
     async def sync(ctx: RpcContext, p: EventsSyncParams) -> dict[str, Any]:
         assert ctx.services.store is not None
-        page = await ctx.services.store.get_since(
+        # The page's JSON is built by the database and forwarded unread.
+        page = await ctx.services.store.get_since_json(
             session_id=p.session_id, after_sequence=p.after_sequence, limit=p.limit
         )
-        next_sequence = page.events[-1].sequence if page.events else p.after_sequence
         return {
-            "events": [e.to_wire() for e in page.events],
-            "nextSequence": next_sequence,
+            "events": orjson.Fragment(page.events_json),
+            "nextSequence": p.after_sequence if page.last_sequence is None else page.last_sequence,
             "nextCursor": page.next_cursor,
             "hasMore": page.has_more,
         }

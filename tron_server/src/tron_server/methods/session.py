@@ -14,7 +14,7 @@ from pydantic import Field, field_validator
 from tron_events import Event, Session
 
 from ..errors import AgentBusyError
-from ..rpc import MethodRegistry, Params, RpcContext
+from ..rpc import MethodRegistry, Params, RpcContext, events_json
 
 
 def session_json(session: Session) -> dict[str, Any]:
@@ -247,7 +247,7 @@ def register(registry: MethodRegistry) -> None:
         return {
             "rootEventId": session.root_event_id,
             "headEventId": session.head_event_id,
-            "events": [e.to_wire() for e in events],
+            "events": await events_json(events),
         }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .context import RpcContext
 from .dispatch import Dispatcher
-from .frames import notification_frame
+from .frames import events_json, notification_frame
 from .params import NoParams, Params
 from .registry import MethodRegistry, MethodSpec
 
@@ -15,5 +15,6 @@ __all__ = [
     "NoParams",
     "Params",
     "RpcContext",
+    "events_json",
     "notification_frame",
 ]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio.to_thread
 import orjson
 from pydantic import BaseModel
+
+from tron_events import Event
 
 from ..errors import InvalidRequest, RpcError
 
@@ -87,6 +91,22 @@ def dumps(value: object) -> bytes:
     return orjson.dumps(value, default=_default)
 
 
+#: Lists of events longer than this are encoded in a worker thread, so a big
+#: page does not hold up every other connection on the event loop.
+ENCODE_IN_THREAD_AT = 200
+
+
+async def events_json(events: Sequence[Event]) -> orjson.Fragment:
+    """A list of events as JSON (their wire form) to put in a result as is."""
+    if len(events) < ENCODE_IN_THREAD_AT:
+        return orjson.Fragment(_encode_events(events))
+    return orjson.Fragment(await anyio.to_thread.run_sync(_encode_events, events))
+
+
+def _encode_events(events: Sequence[Event]) -> bytes:
+    return orjson.dumps([e.to_wire() for e in events])
+
+
 def result_frame(id: RequestId, result: object) -> bytes:
     return dumps({"jsonrpc": "2.0", "id": id, "result": result})
 
@@ -116,6 +136,7 @@ __all__ = [
     "check_request",
     "dumps",
     "error_frame",
+    "events_json",
     "notification_frame",
     "now_iso",
     "result_frame",
