@@ -282,3 +282,61 @@ async def _slow_client_scenario(
     assert received == list(range(sent))
     assert (await fast.call("system.ping"))["pong"] is True
     assert slow_conn not in hub.subscribers(sid)
+
+
+async def sync_pages(client: TronClient, sid: str, limit: int, between: Any = None) -> list[Any]:
+    """Page through events.sync; ``between(k)`` runs after the k-th page."""
+    pages, after = [], -1
+    while True:
+        page = await client.call(
+            "events.sync", {"sessionId": sid, "afterSequence": after, "limit": limit}
+        )
+        pages.append(page)
+        after = page["nextSequence"]
+        if not page["hasMore"]:
+            return pages
+        if between is not None:
+            await between(len(pages))
+
+
+async def test_sync_read_ahead_pages_are_what_a_fresh_read_returns(
+    running_server: RunningServer, client: TronClient, tmp_path: Path
+) -> None:
+    """The server reads the next page while the client decodes one: a page read
+    ahead is served only when it is exactly what a fresh read returns, so events
+    appended while paging (even into the page read ahead) are all seen, once."""
+    sid = await new_session(client, tmp_path)
+    await append_users(running_server, sid, 11)  # 12 events: pages of 4, 4, 4 (+ more)
+
+    async def append_two(k: int) -> None:
+        if k <= 3:
+            await append_users(running_server, sid, 2)
+
+    pages = await sync_pages(client, sid, 4, append_two)
+    seen = [e["sequence"] for p in pages for e in p["events"]]
+    assert seen == list(range(12 + 6))  # nothing lost, nothing twice, in order
+    listed = (await client.call("events.list", {"sessionId": sid}))["events"]
+    assert [e for p in pages for e in p["events"]] == listed
+
+    # Another page size, another position: the read-ahead is not used, the answer is exact.
+    first = await client.call("events.sync", {"sessionId": sid, "limit": 5})
+    other = await client.call("events.sync", {"sessionId": sid, "afterSequence": 2, "limit": 3})
+    assert [e["sequence"] for e in first["events"]] == [0, 1, 2, 3, 4]
+    assert [e["sequence"] for e in other["events"]] == [3, 4, 5] and other["hasMore"]
+
+
+async def test_sync_read_ahead_of_a_deleted_session_is_not_served(
+    running_server: RunningServer, client: TronClient, tmp_path: Path
+) -> None:
+    from tron_server.client import RpcCallError
+
+    sid = await new_session(client, tmp_path)
+    await append_users(running_server, sid, 9)
+    page = await client.call("events.sync", {"sessionId": sid, "limit": 4})
+    assert page["hasMore"]  # the next page is now being read ahead
+    await client.call("session.delete", {"sessionId": sid})
+    with pytest.raises(RpcCallError) as info:
+        await client.call(
+            "events.sync", {"sessionId": sid, "afterSequence": page["nextSequence"], "limit": 4}
+        )
+    assert info.value.code == -32000  # session not found, as without read-ahead

@@ -31,7 +31,7 @@ DEFAULT_URL = "ws://127.0.0.1:8420/rpc"
 #: Frames at least this long are decoded with the cyclic garbage collector paused.
 LARGE_FRAME = 64 * 1024
 #: Events per ``events.sync`` page that :meth:`TronClient.sync` asks for.
-SYNC_PAGE = 5_000
+SYNC_PAGE = 2_000
 
 
 def decode_frame(raw: str | bytes) -> Any:

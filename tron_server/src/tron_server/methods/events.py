@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 from pydantic import Field
 
+from ..read_ahead import ReadAhead
 from ..rpc import MethodRegistry, Params, RpcContext, events_json
 
 
@@ -41,6 +42,7 @@ class EventsSubscribeParams(Params):
 
 def register(registry: MethodRegistry) -> None:
     """Add the events.* methods to ``registry``."""
+    read_ahead = ReadAhead()
 
     @registry.method(
         "events.list",
@@ -61,9 +63,10 @@ def register(registry: MethodRegistry) -> None:
     )
     async def sync(ctx: RpcContext, p: EventsSyncParams) -> dict[str, Any]:
         assert ctx.services.store is not None
-        # The page's JSON is built by the database and forwarded unread.
-        page = await ctx.services.store.get_since_json(
-            session_id=p.session_id, after_sequence=p.after_sequence, limit=p.limit
+        # The page's JSON is built by the database and forwarded unread, and
+        # the next page is read while the client decodes this one.
+        page = await read_ahead.page(
+            ctx.services.store, ctx.connection, p.session_id, p.after_sequence, p.limit
         )
         return {
             "events": orjson.Fragment(page.events_json),
