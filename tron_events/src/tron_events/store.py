@@ -607,8 +607,9 @@ class EventStore:
         limit: int = 100,
     ) -> EventJsonPage:
         """:meth:`get_since`'s page as JSON text built by the database (see
-        :class:`EventJsonPage`): no event object is made, for servers that
-        forward pages of events unread (several times faster per event)."""
+        :class:`EventJsonPage`): no event object is made and nothing is
+        encoded in Python, for servers that forward pages of events unread
+        (about twice as fast as ``get_since`` plus encoding its events)."""
         rows = self._since_rows(
             self._rec.wire_json_columns(),
             session_id, workspace_id, after_event_id, after_sequence, limit,
