@@ -45,6 +45,7 @@ from .errors import (
     OverloadedError,
     PermissionDeniedError,
     RateLimitError,
+    ResponseError,
     ServerError,
 )
 from .gemini import GeminiProvider
@@ -76,6 +77,7 @@ __all__ = [
     "Provider",
     "RateLimitError",
     "ReasoningLevel",
+    "ResponseError",
     "RetryPolicy",
     "SSEDecoder",
     "ServerError",

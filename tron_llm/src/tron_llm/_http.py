@@ -17,7 +17,13 @@ from tron_events.messages import Message
 from ._retry import RetryPolicy, parse_retry_after
 from ._sse import ServerSentEvent, iter_sse
 from ._types import Done, ErrorEvent, LLMRequest, StreamEvent, Usage
-from .errors import AuthenticationError, LLMError, NetworkError, error_for_status
+from .errors import (
+    AuthenticationError,
+    LLMError,
+    NetworkError,
+    ResponseError,
+    error_for_status,
+)
 
 __all__ = ["HTTPCall", "HTTPProvider", "StreamParser"]
 
@@ -172,6 +178,14 @@ class HTTPProvider(ABC):
                 # broken gzip): the stream must still end in an ErrorEvent.
                 failure = NetworkError(
                     f"connection failed: {self._redact(str(exc)) or type(exc).__name__}",
+                    provider=self.name,
+                )
+            except Exception as exc:
+                # A bug or a response shape the parser does not know: the stream
+                # still ends in an ErrorEvent, so callers record a failed turn.
+                log.exception("%s: could not understand the response", self.name)
+                failure = ResponseError(
+                    f"unexpected response from {self.name}: {type(exc).__name__}: {exc}",
                     provider=self.name,
                 )
             failure.message = self._redact(failure.message)

@@ -13,6 +13,7 @@ __all__ = [
     "OverloadedError",
     "PermissionDeniedError",
     "RateLimitError",
+    "ResponseError",
     "ServerError",
     "error_for_status",
 ]
@@ -105,6 +106,13 @@ class NetworkError(LLMError):
 
     category = "network"
     retryable = True
+
+
+class ResponseError(LLMError):
+    """The provider's response could not be understood (a shape this adapter does
+    not know). Not retried: the same request would most likely get the same."""
+
+    category = "bad_response"
 
 
 class AbortedError(LLMError):
