@@ -213,3 +213,25 @@ async def test_writers_to_other_sessions_do_not_queue_behind_a_locked_one(
                 holder.rollback()
     assert done == [free.id] * 3 + [busy.id]
     assert (await a.get_session(busy.id)).event_count == 2
+
+
+async def test_concurrent_async_writers_on_many_sessions(store: EventStore) -> None:
+    """Sessions created and written at once (several writes in flight on
+    PostgreSQL): every session's chain is whole and unbranched."""
+    a = AsyncEventStore(store)
+    sessions: list[str] = []
+
+    async def writer(k: int) -> None:
+        s = await a.create_session(working_directory="/shared", model="m", provider="p")
+        sessions.append(s.id)
+        for i in range(10):
+            await a.append(s.id, "message.user", {"content": f"{k}-{i}"})
+
+    async with anyio.create_task_group() as tg:
+        for k in range(8):
+            tg.start_soon(writer, k)
+    assert len({(await a.get_session(sid)).workspace_id for sid in sessions}) == 1
+    for sid in sessions:
+        events = await a.get_events(sid)
+        assert [e.sequence for e in events] == list(range(11))
+        assert all(b.parent_id == a_.id for a_, b in itertools.pairwise(events))
