@@ -75,6 +75,8 @@ NOT_RUN_AFTER_ERROR = "Tool was not run: the model call failed before the turn c
 
 Notify = Callable[[str, dict[str, Any]], None]
 """(notification method, data) for this run's session; never blocks."""
+#: An event to record: (type, payload).
+Draft = tuple[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,7 @@ class AgentRun:
         turn = state.turn_count + 1
         # Compact (when due) before the new prompt, so the prompt stays verbatim after it.
         await self._before_turn()
-        await self.writer.append("message.user", {"content": content, "turn": turn})
+        prompt: Draft | None = ("message.user", {"content": content, "turn": turn})
 
         result = RunResult()
         while True:
@@ -252,7 +254,8 @@ class AgentRun:
                 break
             if result.turns:
                 await self._before_turn()
-            stop, go_on = await self._turn(turn)
+            stop, go_on = await self._turn(turn, prompt)
+            prompt = None
             result.turns += 1
             result.stop_reason = stop
             if not go_on:
@@ -260,12 +263,16 @@ class AgentRun:
             turn += 1
         return result
 
-    async def _turn(self, turn: int) -> tuple[str, bool]:
-        """One LLM call and its tools; returns (stop reason, whether to call again)."""
+    async def _turn(self, turn: int, prompt: Draft | None = None) -> tuple[str, bool]:
+        """One LLM call and its tools; returns (stop reason, whether to call again).
+
+        ``prompt`` (the user's message, on a run's first turn) is recorded in
+        the same commit as ``stream.turn_start``."""
+        self.progress.begin(turn)
+        start: Draft = ("stream.turn_start", {"turn": turn})
+        await self.writer.append_many([prompt, start] if prompt is not None else [start])
         state = await self.deps.store.get_state_at_head(self.session_id)
         messages = state.messages
-        self.progress.begin(turn)
-        await self.writer.append("stream.turn_start", {"turn": turn})
         self._emit("agent.turn_start", {"turn": turn})
         if self.abort_requested:
             return await self._finish_aborted(turn, None, _Stream(), Usage())
@@ -307,9 +314,16 @@ class AgentRun:
 
         done = stream.done
         uses = [b for b in done.message.content if isinstance(b, ToolUseBlock)]
-        await self._record_assistant(
+        assistant = self._assistant_draft(
             turn, done.message, usage, done.stop_reason, done.model, stream
         )
+        if not uses:  # the turn is complete: one commit for the reply and its end
+            await self.writer.append_many(
+                [assistant, self._turn_end_draft(turn, done.stop_reason, usage)]
+            )
+            self._emit_turn_end(turn, done.stop_reason, usage)
+            return done.stop_reason, False
+        await self.writer.append(*assistant)
         await self._record_tool_calls(turn, uses)
         answered = await self._run_tools(turn, uses)
         if len(answered) < len(uses) or self.abort_requested:
@@ -380,6 +394,23 @@ class AgentRun:
         *,
         interrupted: bool = False,
     ) -> None:
+        await self.writer.append(
+            *self._assistant_draft(
+                turn, message, usage, stop_reason, model, stream, interrupted=interrupted
+            )
+        )
+
+    @staticmethod
+    def _assistant_draft(
+        turn: int,
+        message: Message,
+        usage: Usage,
+        stop_reason: str,
+        model: str,
+        stream: _Stream,
+        *,
+        interrupted: bool = False,
+    ) -> Draft:
         payload: dict[str, Any] = {
             "content": message.to_payload(),
             "turn": turn,
@@ -394,7 +425,7 @@ class AgentRun:
             thinking = "".join(stream.thinking[i] for i in sorted(stream.thinking))
             if thinking and not signed:
                 payload["partialThinking"] = thinking
-        await self.writer.append("message.assistant", payload)
+        return ("message.assistant", payload)
 
     async def _record_tool_calls(self, turn: int, uses: list[ToolUseBlock]) -> None:
         await self.writer.append_many(
@@ -417,11 +448,18 @@ class AgentRun:
         )  # fmt: skip
 
     async def _turn_end(self, turn: int, stop_reason: str, usage: Usage) -> None:
-        await self.writer.append(
+        await self.writer.append(*self._turn_end_draft(turn, stop_reason, usage))
+        self._emit_turn_end(turn, stop_reason, usage)
+
+    @staticmethod
+    def _turn_end_draft(turn: int, stop_reason: str, usage: Usage) -> Draft:
+        return (
             "stream.turn_end",
             {"turn": turn, "stopReason": stop_reason, "tokenUsage": usage.to_payload(),
              "cost": usage.cost_usd},
         )  # fmt: skip
+
+    def _emit_turn_end(self, turn: int, stop_reason: str, usage: Usage) -> None:
         self._emit(
             "agent.turn_end",
             {"turn": turn, "stopReason": stop_reason, "usage": usage_json(usage),
