@@ -1202,7 +1202,7 @@ def instrument_server() -> _Timers:
     t = _Timers()
     for m in ("get_state_at_head", "get_session", "append", "append_many", "get_ancestors"):
         t.wrap(AsyncEventStore, m, f"store.{m}")
-    for m in ("execute", "_turn", "_stream", "_record_assistant", "_turn_end"):
+    for m in ("execute", "_turn", "_stream", "_record_tool_calls", "_turn_end"):
         t.wrap(turn.AgentRun, m, f"AgentRun.{m}")
     t.wrap(hooks.HookEngine, "run_blocking", "HookEngine.run_blocking")
     t.wrap(rules.SessionRules, "start", "SessionRules.start")

@@ -383,23 +383,6 @@ class AgentRun:
 
     # -- recording --------------------------------------------------------------------
 
-    async def _record_assistant(
-        self,
-        turn: int,
-        message: Message,
-        usage: Usage,
-        stop_reason: str,
-        model: str,
-        stream: _Stream,
-        *,
-        interrupted: bool = False,
-    ) -> None:
-        await self.writer.append(
-            *self._assistant_draft(
-                turn, message, usage, stop_reason, model, stream, interrupted=interrupted
-            )
-        )
-
     @staticmethod
     def _assistant_draft(
         turn: int,
@@ -478,8 +461,10 @@ class AgentRun:
         uses: list[ToolUseBlock] = []
         if message is not None and message.content:
             uses = [b for b in message.content if isinstance(b, ToolUseBlock)]
-            await self._record_assistant(
-                turn, message, usage, "aborted", model or "", stream, interrupted=True
+            await self.writer.append(
+                *self._assistant_draft(
+                    turn, message, usage, "aborted", model or "", stream, interrupted=True
+                )
             )
             await self._record_tool_calls(turn, uses)
         return await self._close_aborted(turn, uses, set(), usage)
@@ -501,8 +486,10 @@ class AgentRun:
         message = stream.error.message or stream.partial()
         if message is not None and message.content:
             uses = [b for b in message.content if isinstance(b, ToolUseBlock)]
-            await self._record_assistant(
-                turn, message, usage, "error", model, stream, interrupted=True
+            await self.writer.append(
+                *self._assistant_draft(
+                    turn, message, usage, "error", model, stream, interrupted=True
+                )
             )
             await self._record_tool_calls(turn, uses)
             await self._record_error_results(uses, NOT_RUN_AFTER_ERROR)
