@@ -255,30 +255,7 @@ class Recorder(abc.ABC):
         read of the session's rows up to it; the walk follows ``parent_id`` in
         memory. Cycle-safe.
         """
-        path: list[Event] = [event]
-        seen = {event.id}
-        current = event
-        while current.parent_id is not None:
-            # The parent is usually in the same session; a fork's root (or an
-            # event appended after rewinding into inherited history) points
-            # into the source session. Reading it from the database also
-            # proves its session exists, which keeps the cache honest.
-            parent = self.get_event(cur, current.parent_id)
-            if parent is None or parent.id in seen:
-                break
-            rows = self._session_rows(cur, parent.session_id, parent.workspace_id, parent.sequence)
-            sid, wid = parent.session_id, parent.workspace_id
-            step = parent
-            while True:
-                seen.add(step.id)
-                path.append(step)
-                current = step
-                row = rows.get(step.parent_id) if step.parent_id is not None else None
-                if row is None or row[1] in seen:
-                    break
-                step = _event(row, sid, wid)
-        path.reverse()
-        return path
+        return self.get_path_after(cur, event, {})[0]
 
     def get_path_after(
         self, cur: Cursor, event: Event, stops: Mapping[str, tuple[str, int]]
@@ -287,11 +264,12 @@ class Recorder(abc.ABC):
         nearest one in ``stops`` (event id -> (session id, sequence)), and that
         ancestor's id; the whole path and None if no ancestor is in ``stops``.
 
-        Like :meth:`get_path`, but a session's rows are read only down to the
-        highest stop below the entry point (a cold resume from a snapshot reads
-        the events after it, not the session); cached rows are used when the
-        path cache has them. A stop that is not an ancestor (orphaned by a
-        rewind) costs one more lookup and a further range below it.
+        As in :meth:`get_path` (which is this without stops), but a session's
+        rows are read only down to the highest stop below the entry point (a
+        cold resume from a snapshot reads the events after it, not the
+        session); cached rows are used when the path cache has them. A stop
+        that is not an ancestor (orphaned by a rewind) costs one more lookup
+        and a further range below it.
         """
         if event.id in stops:
             return [], event.id
@@ -303,6 +281,10 @@ class Recorder(abc.ABC):
             if current.parent_id in stops:
                 found = current.parent_id
                 break
+            # The parent is usually in the same session; a fork's root (or an
+            # event appended after rewinding into inherited history) points
+            # into the source session. Reading it from the database also
+            # proves its session exists, which keeps the cache honest.
             parent = self.get_event(cur, current.parent_id)
             if parent is None or parent.id in seen:
                 break

@@ -241,7 +241,7 @@ class EventStore:
             self._rec.insert_session(cur, session)
             self._rec.insert_events(cur, [root])
             self._rec.touch_workspace(cur, ws.id, when)
-        self._committed(session)
+        self._committed(session.id, session.workspace_id)
         return session
 
     def get_session(self, session_id: str) -> Session:
@@ -270,7 +270,7 @@ class EventStore:
             session, head = self._active_session(cur, session_id)
             [event] = self._append_chain(cur, session, [("session.end", payload, None)], head)
             self._rec.mark_ended(cur, session_id, event.timestamp)
-        self._committed(session, [event])
+        self._committed(session.id, session.workspace_id, [event])
         return event
 
     @_retry_transient
@@ -296,11 +296,11 @@ class EventStore:
             self._rec.delete_sessions(cur, list(reversed(order)))
         self._rec.path_cache.forget(order)
 
-    def _committed(self, session: Session, events: Sequence[Event] = ()) -> None:
+    def _committed(self, session_id: str, workspace_id: str, events: Sequence[Event] = ()) -> None:
         """After a commit: cache the new rows for ancestor walks and wake live
         subscribers of this session and workspace."""
         self._rec.remember(events)
-        self._rec.changes.bump(session.id, session.workspace_id, ALL_EVENTS)
+        self._rec.changes.bump(session_id, workspace_id, ALL_EVENTS)
 
     # -- appending --------------------------------------------------------
 
@@ -343,7 +343,7 @@ class EventStore:
             if parent_id is not None and parent_id != head.id:
                 parent = self._parent_on_tree(cur, session, parent_id)
             events = self._append_chain(cur, session, [(type, data, event_id)], parent)
-        self._committed(session, events)
+        self._committed(session.id, session.workspace_id, events)
         return events[0]
 
     def _append_at_head(
@@ -368,8 +368,7 @@ class EventStore:
             sequence=sequence, depth=depth, type=type, timestamp=when, payload=data,
             raw_payload=row.payload_json, position=position,
         )  # fmt: skip
-        self._rec.remember([event])
-        self._rec.changes.bump(session_id, workspace_id, ALL_EVENTS)
+        self._committed(session_id, workspace_id, [event])
         return event
 
     @_retry_transient
@@ -406,7 +405,7 @@ class EventStore:
             self._check_active(session)
             self._check_head(session, expected_head)
             events = self._append_chain(cur, session, items, head)
-        self._committed(session, events)
+        self._committed(session.id, session.workspace_id, events)
         return events
 
     def _draft(self, d: EventDraft | Mapping[str, Any]) -> tuple[str, dict[str, Any], str | None]:
@@ -749,7 +748,7 @@ class EventStore:
                 workspace_id=source.workspace_id, sequence=0, depth=row.depth,
                 type="session.fork", timestamp=when, payload=payload, position=position,
             )  # fmt: skip
-        self._committed(session)
+        self._committed(session.id, session.workspace_id)
         return ForkResult(session=session, fork_event=fork_event)
 
     @_retry_transient
