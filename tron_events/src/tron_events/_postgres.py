@@ -153,6 +153,11 @@ def conninfo_from_url(url: str) -> str:
     return make_conninfo("", **params)
 
 
+def _indexed_text(row: NewEvent) -> str:
+    """What of an event's search text goes into its search row."""
+    return _no_nul(row.search_text[:MAX_INDEXED_CHARS])
+
+
 def _no_nul(text: str) -> str:
     # PostgreSQL text cannot contain NUL; search text and queries lose them
     # (a NUL is not a word character anyway).
@@ -541,7 +546,7 @@ class PostgresRecorder(Recorder):
             "type": row.type,
             "ts": row.timestamp,
             "payload": row.payload_json,
-            "search": _no_nul(row.search_text[:MAX_INDEXED_CHARS]),
+            "search": _indexed_text(row),
             "messages": delta.messages,
             "turn": delta.max_turn,
             "input": delta.input_tokens,
@@ -595,7 +600,7 @@ class PostgresRecorder(Recorder):
                 [r.type for r in rows],
                 [r.timestamp for r in rows],
                 [r.payload_json for r in rows],
-                [_no_nul(r.search_text[:MAX_INDEXED_CHARS]) for r in rows],
+                [_indexed_text(r) for r in rows],
             ),
         )
         by_id = {row[0]: int(row[1]) for row in cur.fetchall()}
