@@ -1,7 +1,7 @@
 """Append throughput with concurrent writer processes, PostgreSQL next to SQLite.
 
     uv run python benchmarks/bench_postgres.py [--writers 1,2,4,8,16] [--seconds 4] [--rounds 3]
-        [--mode processes|threads|async]
+        [--mode processes|threads|async] [--backends postgres,pgbench,sqlite]
 
 Each writer is its own process with its own store and its own session (so on
 PostgreSQL writers never wait on each other's session lock); with
@@ -15,6 +15,15 @@ by all writers / seconds. Every (backend, writers) cell gets a fresh database;
 each round runs every cell once, in a rotated order, and the figure is the
 median over rounds.
 
+The peer ``pgbench`` is PostgreSQL's own C client running the store's
+one-statement append (``PostgresRecorder._APPEND_AT_HEAD``, the same SQL, with
+the same payloads and search text) from N client connections on N sessions:
+what the server alone does with this append on this machine, with next to no
+client CPU. Its writers read their session id and payload by subselects from
+two small tables (a few index lookups more per append than the store's).
+``pgbench-nosearch`` (not run by default) is the same without the search row,
+to show what full-text indexing costs the server.
+
 PostgreSQL: the local service (``TRON_BENCH_PG_DSN``, default
 postgresql://postgres@127.0.0.1:5432/test); a scratch database is created and
 dropped per cell. Results go to stdout as a Markdown table (and JSON with --json).
@@ -23,10 +32,13 @@ dropped per cell. Results go to stdout as a Markdown table (and JSON with --json
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import multiprocessing
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -43,6 +55,8 @@ import anyio
 from _workload import machine, median, message_stream
 
 from tron_events import AsyncEventStore, EventStore
+from tron_events._postgres import MAX_INDEXED_CHARS, PostgresRecorder
+from tron_events.search_text import search_text
 
 HERE = Path(__file__).resolve().parent
 ADMIN_DSN = os.environ.get("TRON_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -226,17 +240,111 @@ def in_one_process(url: str, sessions: list[str], seconds: float, use_async: boo
         return sum(counts) / (time.perf_counter() - start)
 
 
+def pgbench_binary() -> str | None:
+    """PostgreSQL's pgbench: on PATH, or where Debian's server packages put it."""
+    found = shutil.which("pgbench")
+    if found:
+        return found
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/pgbench"))
+    return candidates[-1] if candidates else None
+
+
+#: What the pgbench peer puts where the store passes a parameter. ``sid``,
+#: ``type``, ``payload`` and ``search`` are read from the bench tables by the
+#: client's number and a random payload number ``k``; ``id`` is random.
+PEER_VALUES = {
+    "sid": "(SELECT id FROM bench_writers WHERE n = :client_id)",
+    "expected": "NULL",
+    "id": "('evt_bench_' || :client_id || '_' || :r)",
+    "type": "(SELECT type FROM bench_texts WHERE n = :k)",
+    "ts": "'2026-01-01T00:00:00.000Z'",
+    "payload": "(SELECT payload FROM bench_texts WHERE n = :k)",
+    "search": "(SELECT search FROM bench_texts WHERE n = :k)",
+    "messages": "1",
+    "turn": "0",
+    "input": "0",
+    "output": "0",
+    "cache_read": "0",
+    "cache_creation": "0",
+    "cost": "0.0",
+}
+
+
+#: The part of the append that writes the event's search row.
+SEARCH_ROW = (
+    "srch AS (INSERT INTO events_search (position, text) SELECT ins.position, "
+    "%(search)s::text FROM ins WHERE %(search)s::text <> ''), "
+)
+
+
+def peer_script(search: bool = True) -> str:
+    """The pgbench script: the store's one-statement append, parameters filled
+    in; without its search row (``search=False``) to show what indexing costs."""
+    statement = PostgresRecorder._APPEND_AT_HEAD
+    if not search:
+        if SEARCH_ROW not in statement:
+            raise SystemExit("the append no longer has the search row this bench removes")
+        statement = statement.replace(SEARCH_ROW, "")
+    statement = re.sub(r"%\((\w+)\)s", lambda m: PEER_VALUES[m.group(1)], statement)
+    return "\\set k random(1, 4000)\n\\set r random(1, 9000000000000000000)\n" + statement + ";\n"
+
+
+def run_pgbench(url: str, sessions: list[str], seconds: float, search: bool = True) -> float:
+    """Appends per second of pgbench running the store's append on ``sessions``."""
+    binary = pgbench_binary()
+    if binary is None:  # checked in main(); here for the type checker
+        raise SystemExit("pgbench not found")
+    dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE bench_writers (n int PRIMARY KEY, id text NOT NULL)")
+        conn.execute(
+            "CREATE TABLE bench_texts (n int PRIMARY KEY, type text, payload text, search text)"
+        )
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO bench_writers VALUES (%s, %s)", list(enumerate(sessions)))
+            cur.executemany(
+                "INSERT INTO bench_texts VALUES (%s, %s, %s, %s)",
+                [
+                    (k + 1, kind, json.dumps(payload, separators=(",", ":")),
+                     search_text(kind, payload)[:MAX_INDEXED_CHARS])
+                    for k, (kind, payload) in enumerate(message_stream(4_000, seed=1))
+                ],
+            )  # fmt: skip
+        conn.execute("ANALYZE bench_writers, bench_texts")
+    with tempfile.NamedTemporaryFile("w", suffix=".sql") as script:
+        script.write(peer_script(search))
+        script.flush()
+        n = str(len(sessions))
+        out = subprocess.run(
+            [binary, "-n", "-M", "prepared", "-f", script.name, "-c", n, "-j", n,
+             "-T", str(max(1, round(seconds))), dsn],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+    failed = re.search(r"number of failed transactions: (\d+)", out)
+    if failed and int(failed.group(1)):
+        raise SystemExit(f"pgbench: {failed.group(1)} appends failed\n{out}")
+    found = re.search(r"tps = ([\d.]+)", out)
+    if found is None:
+        raise SystemExit(f"pgbench printed no tps:\n{out}")
+    return float(found.group(1))
+
+
 def measure(
     backend: str, writers: int, seconds: float, general: bool = False, mode: str = "processes"
 ) -> float:
     """Appends per second of ``writers`` writers on separate sessions."""
     ctx = multiprocessing.get_context("spawn")
-    with database(backend) as url:
+    peer = backend.startswith("pgbench")
+    with database("postgres" if peer else backend) as url:
         with EventStore.open(url, upgrade=False) as store:
             sessions = [
                 store.create_session(working_directory=f"/bench/{i}", model="m", provider="p").id
                 for i in range(writers)
             ]
+        if peer:
+            return run_pgbench(url, sessions, seconds, search=backend == "pgbench")
         if mode != "processes":
             return in_one_process(url, sessions, seconds, use_async=mode == "async")
         manager = ctx.Manager()
@@ -262,7 +370,13 @@ def main() -> None:
     parser.add_argument("--writers", default="1,2,4,8,16")
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--backends", default="postgres,sqlite")
+    parser.add_argument(
+        "--backends",
+        default="postgres,pgbench,sqlite",
+        help="postgres, sqlite, pgbench (the store's append from PostgreSQL's C "
+        "client; left out with a note when pgbench is not installed) and "
+        "pgbench-nosearch (the same without the search row)",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--mode",
@@ -297,6 +411,9 @@ def main() -> None:
         return
     counts = [int(x) for x in args.writers.split(",")]
     backends = args.backends.split(",")
+    if pgbench_binary() is None and any(b.startswith("pgbench") for b in backends):
+        print("pgbench not found: the peer columns are left out", file=sys.stderr)
+        backends = [b for b in backends if not b.startswith("pgbench")]
     if args.general_path and "postgres" in backends:
         backends.insert(backends.index("postgres") + 1, "postgres-general")
     cells = [(b, n) for n in counts for b in backends]

@@ -164,6 +164,20 @@ def _no_nul(text: str) -> str:
     return text.replace("\x00", " ") if "\x00" in text else text
 
 
+def _append_cursor(conn: psycopg.Connection[tuple[Any, ...]]) -> psycopg.Cursor[tuple[Any, ...]]:
+    """The pooled connection's own cursor for the one-statement append.
+
+    A new cursor per append builds a new adaptation context each time (~30 µs
+    of the writer's CPU, a tenth of an append's); the pool hands a connection
+    to one thread at a time, so its cursor is never shared.
+    """
+    cur: psycopg.Cursor[tuple[Any, ...]] | None = getattr(conn, "_tron_append_cursor", None)
+    if cur is None or cur.closed:
+        cur = conn.cursor()
+        conn._tron_append_cursor = cur  # type: ignore[attr-defined]
+    return cur
+
+
 def _translate(exc: psycopg.Error) -> Exception | None:
     """The store's typed error for a psycopg error (None: re-raise as is)."""
     if isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
@@ -560,7 +574,7 @@ class PostgresRecorder(Recorder):
         try:
             with self._pool.connection() as conn:
                 try:
-                    found = conn.execute(self._APPEND_AT_HEAD, params).fetchone()
+                    found = _append_cursor(conn).execute(self._APPEND_AT_HEAD, params).fetchone()
                 except psycopg.OperationalError:
                     if not conn.closed:
                         raise
