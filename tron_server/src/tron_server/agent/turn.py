@@ -410,6 +410,28 @@ class AgentRun:
                 payload["partialThinking"] = thinking
         return ("message.assistant", payload)
 
+    async def _record_interrupted(
+        self,
+        turn: int,
+        message: Message | None,
+        usage: Usage,
+        stop_reason: str,
+        model: str,
+        stream: _Stream,
+    ) -> list[ToolUseBlock]:
+        """Record the part of a reply a cut stream left (if any) and its tool
+        calls; returns those calls (none were run)."""
+        if message is None or not message.content:
+            return []
+        uses = [b for b in message.content if isinstance(b, ToolUseBlock)]
+        await self.writer.append(
+            *self._assistant_draft(
+                turn, message, usage, stop_reason, model, stream, interrupted=True
+            )
+        )
+        await self._record_tool_calls(turn, uses)
+        return uses
+
     async def _record_tool_calls(self, turn: int, uses: list[ToolUseBlock]) -> None:
         await self.writer.append_many(
             [
@@ -458,15 +480,7 @@ class AgentRun:
         model: str | None = None,
     ) -> tuple[str, bool]:
         """The stream was cut (or never started): record what there is, then close."""
-        uses: list[ToolUseBlock] = []
-        if message is not None and message.content:
-            uses = [b for b in message.content if isinstance(b, ToolUseBlock)]
-            await self.writer.append(
-                *self._assistant_draft(
-                    turn, message, usage, "aborted", model or "", stream, interrupted=True
-                )
-            )
-            await self._record_tool_calls(turn, uses)
+        uses = await self._record_interrupted(turn, message, usage, "aborted", model or "", stream)
         return await self._close_aborted(turn, uses, set(), usage)
 
     async def _close_aborted(
@@ -484,15 +498,8 @@ class AgentRun:
         error = stream.error.error
         usage = stream.error.usage
         message = stream.error.message or stream.partial()
-        if message is not None and message.content:
-            uses = [b for b in message.content if isinstance(b, ToolUseBlock)]
-            await self.writer.append(
-                *self._assistant_draft(
-                    turn, message, usage, "error", model, stream, interrupted=True
-                )
-            )
-            await self._record_tool_calls(turn, uses)
-            await self._record_error_results(uses, NOT_RUN_AFTER_ERROR)
+        uses = await self._record_interrupted(turn, message, usage, "error", model, stream)
+        await self._record_error_results(uses, NOT_RUN_AFTER_ERROR)
         category = getattr(error, "category", "provider")
         retryable = bool(getattr(error, "retryable", False))
         text = error.message if isinstance(error, LLMError) else str(error)
