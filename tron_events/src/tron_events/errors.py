@@ -122,8 +122,46 @@ class StoreClosed(TronEventsError):
         super().__init__("the event store is closed")
 
 
+class StorageError(TronEventsError):
+    """The database could not do what was asked (missing, unreadable, full, read-only,
+    unreachable, not a Tron database). Nothing was written; the message says what to do."""
+
+
+class DiskFull(StorageError):
+    """The disk (or the file-size limit) is full: the transaction was rolled back and
+    nothing was written. The store is usable again once space is freed."""
+
+
+class StorageIOError(StorageError):
+    """The operating system reported an I/O error on the database: nothing was written."""
+
+
+class DatabaseNotFound(StorageError):
+    """No database at the given path or URL (only ``upgrade``/``open`` create one)."""
+
+
+class NotATronDatabase(StorageError):
+    """The file or database exists but is not a Tron event database (nor one we can adopt)."""
+
+
+class DatabaseReadOnly(StorageError):
+    """The database (or its folder) cannot be written by this process."""
+
+
+class DatabaseUnreachable(StorageError):
+    """The database server does not answer (or refused the connection)."""
+
+
+class UnsupportedDatabase(StorageError):
+    """A URL scheme or database kind tron_events does not support, or a missing driver."""
+
+
 __all__ = [
     "ConcurrencyConflict",
+    "DatabaseNotFound",
+    "DatabaseReadOnly",
+    "DatabaseUnreachable",
+    "DiskFull",
     "EventIdConflict",
     "EventNotFound",
     "InvalidCursor",
@@ -131,12 +169,16 @@ __all__ = [
     "InvalidPayload",
     "InvalidQuery",
     "InvalidRewind",
+    "NotATronDatabase",
     "SessionHasForks",
     "SessionNotActive",
     "SessionNotFound",
+    "StorageError",
+    "StorageIOError",
     "StoreBusy",
     "StoreClosed",
     "TransientConflict",
     "TronEventsError",
     "UnknownEventType",
+    "UnsupportedDatabase",
 ]
