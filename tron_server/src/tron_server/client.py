@@ -183,11 +183,20 @@ class TronClient:
 
     @classmethod
     def from_home(
-        cls, home: str | Path | None = None, *, url: str = DEFAULT_URL, **options: Any
+        cls, home: str | Path | None = None, *, url: str | None = None, **options: Any
     ) -> contextlib.AbstractAsyncContextManager[TronClient]:
-        """Connect with the token in ``home/server-token`` (default ``~/.tron``)."""
+        """Connect with the token in ``home/server-token`` (default ``~/.tron``).
+
+        Without ``url``, the server's address comes from ``home/server.json`` (what a
+        running tron-server records, whatever its port; see
+        :mod:`tron_server.server_record`), else :data:`DEFAULT_URL`."""
+        from .server_record import read_server_record
+
         base = Path(home).expanduser() if home is not None else Path.home() / ".tron"
         token = (base / "server-token").read_text().strip()
+        if url is None:
+            record = read_server_record(base)
+            url = record.url if record is not None else DEFAULT_URL
         return cls.connect(url, token=token, **options)
 
     async def close(self) -> None:
