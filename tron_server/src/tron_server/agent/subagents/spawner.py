@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from tron_events import Session, SessionNotActive, SessionNotFound, TronEventsError
 
 from ...errors import AgentBusyError, ManagerUnavailableError
@@ -142,6 +144,14 @@ class Spawner:
         except (AgentBusyError, ManagerUnavailableError) as exc:
             await self._record_failed(ctx, child.id, kind, str(exc), started)
             return ToolResult(content=f"Sub-agent not run: {exc}", is_error=True)
+        except anyio.get_cancelled_exc_class():
+            # The parent was aborted; run_child has aborted the child and waited for it.
+            with anyio.CancelScope(shield=True):
+                await self._record_failed(
+                    ctx, child.id, kind, "interrupted: the parent's turn was aborted",
+                    started, interrupted=True,
+                )  # fmt: skip
+            raise
         return await self._outcome(ctx, target, result, before, started)
 
     def _relay(self, ctx: ToolContext) -> Any:
