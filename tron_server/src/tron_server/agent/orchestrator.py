@@ -392,7 +392,10 @@ class Orchestrator:
         """Run the SessionEnd hooks to their end (before ``session.end`` is appended, so
         their records land in the session). Never raises for a hook's failure."""
         engine = self._engine_or_none(Path(session.working_directory))
-        if engine is None or not engine.hooks_for("SessionEnd"):
+        if engine is None:
+            return
+        await engine.settle(session.id)  # a SessionStart or Stop still running records first
+        if not engine.hooks_for("SessionEnd"):
             return
         ctx = HookContext(
             event="SessionEnd",

@@ -325,6 +325,14 @@ class HookEngine:
         if hooks:
             await self._run_background(hooks, ctx)
 
+    async def settle(self, session_id: str, timeout: float = 10.0) -> None:
+        """Wait (at most ``timeout``) for the background runs of one session to finish,
+        e.g. before the session stops taking appends; nothing is cancelled."""
+        suffix = f":{session_id}"
+        pending = {t for t in self._pending if t.get_name().endswith(suffix) and not t.done()}
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+
     @property
     def pending_count(self) -> int:
         """How many background runs have not finished yet."""
