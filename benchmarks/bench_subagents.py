@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import sys
 import tempfile
@@ -243,7 +244,7 @@ def check_chains(url: str, parents: list[str]) -> dict[str, Any]:
                 evs = store.get_events(s.id)
                 if [e.sequence for e in evs] != list(range(len(evs))):
                     raise AssertionError(f"{s.id}: sequences have a gap")
-                for before, after in zip(evs, evs[1:], strict=False):
+                for before, after in itertools.pairwise(evs):
                     if after.parent_id != before.id:
                         raise AssertionError(f"{s.id}: {after.id} does not follow {before.id}")
                 if s.head_event_id != evs[-1].id:
