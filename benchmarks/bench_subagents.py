@@ -4,6 +4,7 @@ peers measured in the same run.
     uv run python benchmarks/bench_subagents.py all        # both, SQLite and PostgreSQL
     uv run python benchmarks/bench_subagents.py spawn      # Task call → child's first LLM request
     uv run python benchmarks/bench_subagents.py parallel   # 8 children at once, chains checked
+    uv run python benchmarks/bench_subagents.py abort      # parent abort → child's processes gone
 
 Every subcommand takes ``--help``. The server is started as a user starts it
 (``python -m tron_server --home <temp> --port <free port>``, see ``bench_server.py``),
@@ -27,6 +28,11 @@ with the scripted LLM (Anthropic SSE wire format) served in this process; times 
   each event's parent the one before, the head the last event, a provider-valid history),
   every Task result must be a success, and the server logs must not contain "database is
   locked".
+- ``abort``: the child runs a Bash command that starts two ``sleep`` processes (one in a
+  subshell); once both are running, the client aborts the **parent**. Time = ``agent.abort``
+  sent → the last of those processes gone (polled every 2 ms with ``kill(pid, 0)``; a zombie
+  counts as gone). Peer in the same run: the same command in a top-level session, aborted
+  directly (the Bash tool's own process-group kill, no sub-agent in between).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import sys
 import tempfile
 import time
@@ -361,13 +368,84 @@ async def bench_parallel(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 
 # =============================================================================================
+# abort: the parent's abort → every process of the child gone
+# =============================================================================================
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[-1][:1] != "Z"
+    except OSError:
+        return False
+
+
+async def bench_abort(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    names = ["via_parent", "direct"]
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    async with (
+        timed_llm() as (llm, _times),
+        tron_server(tmp / "home", env=llm_env(llm)) as server,
+        TronClient.connect(server.ws_url, token=server.token) as client,
+    ):
+        router = Router()
+
+        async def once(name: str, r: int) -> float:
+            workdir = tmp / f"abort-{name}-{r}"
+            pids = workdir / "pids"
+            command = f"sleep 300 & echo $! >> {pids}; (sleep 300 & echo $! >> {pids}; wait) & wait"
+            sid = await new_session(client, workdir)
+            if name == "via_parent":
+                llm.add(router, router)
+                router.add(f"BOSS {r}", Response([task(f"KID {r}: run it", 0)]))
+                router.add(f"KID {r}:", Response([ToolUse("Bash", {"command": command})]))
+                prompt = f"BOSS {r}: go"
+            else:
+                llm.add(Response([ToolUse("Bash", {"command": command})]))
+                prompt = "run it"
+            async with client.notifications(["agent.complete"], session_id=sid) as done:
+                await client.call("agent.message", {"sessionId": sid, "content": prompt})
+                deadline = time.monotonic() + 30
+                while not pids.exists() or len(pids.read_text().split()) < 2:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError("the child's processes did not start")
+                    await asyncio.sleep(0.005)
+                running = [int(p) for p in pids.read_text().split()]
+                t0 = time.perf_counter()
+                await client.call("agent.abort", {"sessionId": sid})
+                while any(_alive(p) for p in running):
+                    if time.perf_counter() - t0 > 30:
+                        raise AssertionError(f"processes {running} survived the abort")
+                    await asyncio.sleep(0.002)
+                elapsed = time.perf_counter() - t0
+                await done.next(timeout=30)
+            return elapsed
+
+        await once("via_parent", -1)
+        await once("direct", -1)
+        for r in range(args.rounds):
+            for name in rotated(names, r):
+                samples[name].append(await once(name, r))
+            log(f"  round {r + 1}: " + ", ".join(f"{n} {ms(x[-1])}" for n, x in samples.items()))
+    result = {n: {"p50": pct(x, 0.5), "max": max(x), "n": len(x)} for n, x in samples.items()}
+    log("\n  abort sent → every process of the child gone (goal ≤ 1 s)")
+    for n in names:
+        log(f"  {n:11} p50 {ms(result[n]['p50'])}  max {ms(result[n]['max'])}")
+    return result
+
+
+# =============================================================================================
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description="Sub-agent benchmarks over a real tron-server (see the module docstring)."
     )
-    sub = parser.add_subparsers(dest="cmd", required=True, metavar="{spawn,parallel,all}")
+    sub = parser.add_subparsers(dest="cmd", required=True, metavar="{spawn,parallel,abort,all}")
 
     def spawn_opts(p: argparse.ArgumentParser) -> None:
         p.add_argument("--spawns", type=int, default=20, help="Task calls per round (20)")
@@ -381,7 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_text, rounds in [
         ("spawn", "Task call → the child's first LLM request", 5),
         ("parallel", "8 children at once on SQLite and PostgreSQL", 3),
-        ("all", "spawn, then parallel", 3),
+        ("abort", "the parent's abort → the child's processes gone", 10),
+        ("all", "spawn, parallel, abort", 3),
     ]:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--rounds", type=int, default=rounds, help=f"rounds ({rounds})")
@@ -394,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    benches = {"spawn": bench_spawn, "parallel": bench_parallel}
+    benches = {"spawn": bench_spawn, "parallel": bench_parallel, "abort": bench_abort}
     chosen = list(benches) if args.cmd == "all" else [args.cmd]
     results: dict[str, Any] = {"machine": machine(), "command": " ".join(sys.argv)}
     log(f"{results['machine']}\n{git_state()}")

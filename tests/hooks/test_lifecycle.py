@@ -9,6 +9,7 @@ Each hook is a command from the project's ``.tron/settings.json`` that appends i
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,9 @@ def project(tmp_path: Path) -> Path:
     workdir = (tmp_path / "project").resolve()
     (workdir / ".tron").mkdir(parents=True)
     log = workdir / "hooks.log"
-    command = f"cat >> {log} && echo >> {log}"
+    # One write per run (O_APPEND): hooks running at once never interleave their lines.
+    script = f"import sys; open({str(log)!r}, 'a').write(sys.stdin.read().strip() + '\\n')"
+    command = f"{sys.executable} -c \"{script}\""
     hooks = {event: [{"hooks": [{"type": "command", "command": command}]}] for event in LIFECYCLE}
     (workdir / ".tron" / "settings.json").write_text(json.dumps({"hooks": hooks}))
     return workdir
