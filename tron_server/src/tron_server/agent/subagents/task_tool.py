@@ -47,13 +47,14 @@ class TaskParams(BaseModel):
     )
     model: str | None = Field(
         default=None,
-        description="Optional model for this sub-agent: inherit, sonnet, opus, haiku or a "
+        description="Optional model for a new sub-agent: inherit, sonnet, opus, haiku or a "
         "model id (default: the agent's own setting, else this session's model).",
     )
     session_id: str | None = Field(
         default=None,
         description="Continue an earlier sub-agent of this session: its session id from an "
-        "earlier Task result. The prompt is sent to it as a new message; it keeps its history.",
+        "earlier Task result. The prompt is sent to it as a new message; it keeps its history "
+        "(and its agent type and model).",
     )
 
 
