@@ -592,7 +592,6 @@ class AgentRun:
         finished = [anyio.Event() for _ in batch]
 
         async def one(k: int, use: ToolUseBlock) -> None:
-            started = time.monotonic()
             try:
                 async with limiter:
                     if not self.abort_requested:
