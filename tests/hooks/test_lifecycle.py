@@ -41,7 +41,7 @@ def project(tmp_path: Path) -> Path:
     log = workdir / "hooks.log"
     # One write per run (O_APPEND): hooks running at once never interleave their lines.
     script = f"import sys; open({str(log)!r}, 'a').write(sys.stdin.read().strip() + '\\n')"
-    command = f"{sys.executable} -c \"{script}\""
+    command = f'{sys.executable} -c "{script}"'
     hooks = {event: [{"hooks": [{"type": "command", "command": command}]}] for event in LIFECYCLE}
     (workdir / ".tron" / "settings.json").write_text(json.dumps({"hooks": hooks}))
     return workdir
