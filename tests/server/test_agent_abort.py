@@ -127,10 +127,15 @@ async def test_abort_in_the_middle_of_a_slow_tool(h: Harness) -> None:
     path = await h.path(s.id)
     assert_event_order(path)
     results = [e.payload for e in path if e.type == "tool.result"]
-    assert [(r["toolCallId"], r["isError"], r["content"]) for r in results] == [
-        ("toolu_slow", True, ABORTED_RESULT),
-        ("toolu_after", True, ABORTED_RESULT),
+    # The running tool keeps what it printed, marked interrupted; the next one never ran.
+    kept = f"working...\n\n[{ABORTED_RESULT}]"
+    assert [(r["toolCallId"], r["isError"], r["content"], r["interrupted"]) for r in results] == [
+        ("toolu_slow", True, kept, True),
+        ("toolu_after", True, ABORTED_RESULT, True),
     ]
+    [end] = h.of(s.id, "agent.tool_end")  # the live card of the cut call, never of toolu_after
+    assert end["toolCallId"] == "toolu_slow" and end["isError"] is True
+    assert end["content"] == kept and end["interrupted"] is True
     assert path[-1].type == "stream.turn_end" and path[-1].payload["stopReason"] == "aborted"
     assert (await h.wait_for(s.id, "agent.complete"))[-1]["stopReason"] == "aborted"
 
