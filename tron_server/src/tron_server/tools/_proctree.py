@@ -61,7 +61,7 @@ import anyio
 
 __all__ = ["KILL_GRACE", "ProcessTree", "descendants", "subreaper_supported"]
 
-KILL_GRACE = 0.5
+KILL_GRACE = 0.4
 """Seconds between SIGTERM and SIGKILL: short, so a whole tree is gone within 1 s."""
 _REAP_TIMEOUT = 5.0  # waiting for the kernel to let go of a SIGKILLed root
 _PR_SET_CHILD_SUBREAPER = 36
