@@ -312,6 +312,19 @@ async def test_shutdown_aborts_running_turns(h: Harness) -> None:
         await h.orch.send_message(s.id, "more")
 
 
+async def test_a_nul_byte_in_a_tool_path_fails_the_call_not_the_turn(h: Harness) -> None:
+    h.llm.add(
+        Response([ToolUse("Read", {"file_path": "notes\x00.txt"}, id="toolu_nul")]),
+        Response([Text("That path was invalid.")]),
+    )
+    s = await h.session()
+    done = await h.run(s.id, "read it")
+    assert done["stopReason"] == "end_turn"
+    [result] = [e.payload for e in await h.path(s.id) if e.type == "tool.result"]
+    assert result["isError"] is True and "NUL byte" in result["content"]
+    assert h.llm.violations(-1) == []
+
+
 # -- through the real server, with the real Bash tool ----------------------------------
 
 
