@@ -142,3 +142,9 @@ async def test_bad_working_directory(workdir: Path, recorder: Recorder) -> None:
     ctx = ToolContext("s", workdir / "missing", "t", record=recorder.record)
     result = await bash(ctx, "echo hi")
     assert result.is_error and "Cannot run the command" in str(result.content)
+
+
+async def test_a_nul_byte_in_the_command_is_refused_clearly(ctx: ToolContext) -> None:
+    result = await bash(ctx, "echo a\x00b")
+    assert result.is_error and "NUL byte" in str(result.content)
+    assert "failed:" not in str(result.content)

@@ -109,6 +109,11 @@ class Bash(Tool[BashParams]):
     Params = BashParams
 
     async def run(self, params: BashParams, ctx: ToolContext) -> ToolResult:
+        if "\x00" in params.command:
+            return ToolResult(
+                "The command contains a NUL byte (\\0), which no shell command can hold.",
+                is_error=True,
+            )
         timeout = params.timeout or DEFAULT_TIMEOUT
         env = {**os.environ, **_ENV_OVERRIDES}
         started = time.monotonic()
