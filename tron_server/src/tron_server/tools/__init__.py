@@ -1,6 +1,17 @@
 """Built-in tools: Read, Write, Edit, Bash, Grep, Glob, TodoWrite.
 
 See :mod:`tron_server.tools.base` for the contract (``Tool``, ``ToolRegistry``...).
+
+Two pieces other features build on:
+
+- :class:`PathPolicy` (``ToolContext.path_policy``): the one resolution of a path
+  (``resolve`` → :class:`ResolvedPath` with the absolute, symlink-free ``path``), the write
+  policy (``check_write`` → :class:`PathRefused`) and checked file access through the
+  resolved folder handle (``write_bytes``, ``remove``, ``ResolvedPath.open_read``). Rules
+  that match paths match ``ResolvedPath.path``; anything that writes files for the agent
+  writes through ``write_bytes``. See :mod:`._paths`.
+- :class:`ProcessTree`: start a command so that :meth:`ProcessTree.kill` ends every process
+  it started (one call, within a second). See :mod:`._proctree`.
 """
 
 from __future__ import annotations
