@@ -12,7 +12,10 @@ Between fork and exec the root is made a *child subreaper*
 whose parent exits -- a ``setsid`` grandchild, the daemon of a double fork -- is then
 re-parented to the root instead of to init, so while the root lives, "the processes this
 run started" is exactly the root's descendants, which a walk of ``/proc`` (parent links)
-finds. This needs no privilege: any user on Linux 3.4+ has it.
+finds. This needs no privilege: any user on Linux 3.4+ has it. The ``preexec_fn`` doing it
+is a single C call resolved at import (no Python locks, imports or I/O in the forked
+child), which keeps it safe in a threaded server; its cost is that Python forks instead
+of vforking (milliseconds per command, see ``benchmarks/RESULTS_tools.md``).
 
 ``kill(grace)``:
 
