@@ -63,6 +63,7 @@ from tron_llm import (
 )
 
 from ..hooks.base import HookContext, HookEngine
+from ..hooks.guardrails import path_policy
 from ..tools.base import ToolContext, ToolRegistry, ToolResult
 from .context import InvalidHistoryError, build_system_prompt, check_history
 from .progress import TurnProgress
@@ -460,13 +461,19 @@ class AgentRun:
             self.tool_call_events[use.id] = event.id
 
     async def _record_error_results(self, uses: list[ToolUseBlock], text: str) -> None:
+        """An interrupted error result per call: what a call that was running printed
+        so far, then ``text``; just ``text`` for one that never ran."""
         await self.writer.append_many(
             [
-                ("tool.result", {"toolCallId": u.id, "content": text, "isError": True,
-                                 "interrupted": True})
+                ("tool.result", {"toolCallId": u.id, "content": self._partial(u.id, text),
+                                 "isError": True, "interrupted": True})
                 for u in uses
             ]
         )  # fmt: skip
+
+    def _partial(self, tool_call_id: str, note: str) -> str:
+        call = self.progress.tool_calls.get(tool_call_id)
+        return call.interrupted_content(note) if call is not None else note
 
     async def _turn_end(self, turn: int, stop_reason: str, usage: Usage) -> None:
         await self.writer.append(*self._turn_end_draft(turn, stop_reason, usage))
@@ -502,7 +509,16 @@ class AgentRun:
     async def _close_aborted(
         self, turn: int, uses: list[ToolUseBlock], answered: set[str], usage: Usage
     ) -> tuple[str, bool]:
-        await self._record_error_results([u for u in uses if u.id not in answered], ABORTED_RESULT)
+        unanswered = [u for u in uses if u.id not in answered]
+        await self._record_error_results(unanswered, ABORTED_RESULT)
+        for u in unanswered:  # the card of a call cut while running keeps its output
+            call = self.progress.tool_calls.get(u.id)
+            if call is not None and call.status == "error":
+                self._emit(
+                    "agent.tool_end",
+                    {"turn": turn, "toolCallId": u.id, "name": u.name, "isError": True,
+                     "content": self._partial(u.id, ABORTED_RESULT), "interrupted": True},
+                )  # fmt: skip
         await self.writer.append(
             "notification.interrupted", {"turn": turn, "reason": "aborted by the user"}
         )
@@ -697,6 +713,8 @@ class AgentRun:
                     tool_call_id=use.id,
                     on_output=on_output,
                     record=record,
+                    # The tools enforce the guardrails' write policy when they write.
+                    paths=path_policy(self.hooks, self.working_directory),
                 )
                 result = await self.tools.execute(use.name, arguments, ctx)
             finally:

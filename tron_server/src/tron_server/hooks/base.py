@@ -236,6 +236,10 @@ class HookEngine:
         self._hooks = [h for h in self._hooks if h.name != name]
         return len(self._hooks) != before
 
+    def get(self, name: str) -> HookFn | None:
+        """The function of the first hook registered as ``name``, or None."""
+        return next((h.fn for h in self._hooks if h.name == name), None)
+
     def hooks_for(self, event: HookEvent, tool_name: str | None = None) -> list[str]:
         """Names of the hooks that would run for ``event`` (and tool), in run order."""
         return [h.name for h in self._select(event, tool_name)]
