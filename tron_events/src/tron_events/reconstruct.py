@@ -51,6 +51,7 @@ from .messages import (
     Base64ImageSource,
     ImageBlock,
     Message,
+    NativeBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -146,6 +147,7 @@ def _constructor(cls: type[BaseModel]) -> Callable[[dict[str, Any]], Any]:
 _new_text = _constructor(TextBlock)
 _new_thinking = _constructor(ThinkingBlock)
 _new_redacted = _constructor(RedactedThinkingBlock)
+_new_native = _constructor(NativeBlock)
 _new_tool_use = _constructor(ToolUseBlock)
 _new_tool_result = _constructor(ToolResultBlock)
 _new_image = _constructor(ImageBlock)
@@ -301,6 +303,11 @@ def _assistant_blocks(
             data = block.get("data")
             if type(data) is str:
                 blocks.append(_new_redacted({"type": "redacted_thinking", "data": data}))
+        elif kind == "native":
+            # A provider's own content (server tool calls, compaction), replayed to it.
+            provider, data = block.get("provider"), block.get("data")
+            if type(provider) is str and type(data) is dict:
+                blocks.append(_new_native({"type": "native", "provider": provider, "data": data}))
         # Other types (images, results, unknown) are not sendable from the assistant.
     return blocks, uses
 
