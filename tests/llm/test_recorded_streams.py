@@ -32,6 +32,7 @@ import openai
 import pytest
 from google import genai
 from google.genai import types as genai_types
+from openai.lib.streaming.chat import ChatCompletionStreamState
 
 from tests.llm._serve import ReplayServer
 from tron_events.messages import (
@@ -97,8 +98,8 @@ class Case:
 def _cases() -> list[Any]:
     if not MANIFEST.is_file():
         reason = (
-            f"no recorded provider streams at {STREAMS} "
-            "(set TRON_SHARED_DIR to the folder holding provider-streams/)"
+            f"no recorded provider streams at {STREAMS}: they are read from "
+            "<repo>/../shared/provider-streams, or $TRON_SHARED_DIR/provider-streams"
         )
         return [pytest.param(None, id="absent", marks=pytest.mark.skip(reason=reason))]
     entries = json.loads(MANIFEST.read_text())
@@ -377,7 +378,7 @@ def chat_expected(chunks: list[Any], snapshot: Any) -> Final:
             usage.prompt_tokens,
             usage.completion_tokens,
             (prompt.cached_tokens or 0) if prompt else 0,
-            ((prompt.model_extra or {}).get("cache_write_tokens") or 0) if prompt else 0,
+            (getattr(prompt, "cache_write_tokens", None) or 0) if prompt else 0,
             (completion.reasoning_tokens or 0) if completion else 0,
         )
     return Final(message, stop, counts, snapshot.id, snapshot.model)
@@ -467,7 +468,7 @@ def responses_expected(response: Any) -> Final:
             usage.input_tokens,
             usage.output_tokens,
             usage.input_tokens_details.cached_tokens or 0,
-            (usage.input_tokens_details.model_extra or {}).get("cache_write_tokens") or 0,
+            getattr(usage.input_tokens_details, "cache_write_tokens", None) or 0,
             usage.output_tokens_details.reasoning_tokens or 0,
         ),
         response.id,
@@ -687,3 +688,329 @@ async def test_same_final_message_as_the_sdk(case: Case, replay: ReplayServer) -
             mine.model,
         )
     assert without_nulls(mine) == without_nulls(theirs)
+
+
+# --- the mappings, pinned down (these run without the recordings) ---------------------
+
+
+def test_mapping_anthropic() -> None:
+    search = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": [
+            {
+                "type": "web_search_result",
+                "url": "u",
+                "title": "t",
+                "page_age": None,
+                "encrypted_content": "e",
+            }
+        ],
+    }
+    message = anthropic.types.beta.BetaMessage.model_validate(
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-x",
+            "stop_reason": "pause_turn",
+            "stop_sequence": None,
+            "content": [
+                {"type": "text", "text": ""},
+                {"type": "thinking", "thinking": "hm", "signature": ""},
+                {"type": "redacted_thinking", "data": "opaque"},
+                {
+                    "type": "server_tool_use",
+                    "id": "srvtoolu_1",
+                    "name": "web_search",
+                    "input": {"query": "q"},
+                },
+                search,
+                {
+                    "type": "text",
+                    "text": "cited",
+                    "citations": [
+                        {
+                            "type": "web_search_result_location",
+                            "url": "u",
+                            "title": "t",
+                            "encrypted_index": "i",
+                            "cited_text": "c",
+                        }
+                    ],
+                },
+                {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}},
+            ],
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 20,
+                "cache_read_input_tokens": 3,
+                "cache_creation_input_tokens": None,
+                "output_tokens_details": {"thinking_tokens": 7},
+            },
+        }
+    )
+    final = anthropic_expected(message)
+    assert final.message.content == [
+        ThinkingBlock(thinking="hm", provider="anthropic"),  # "" is no signature
+        RedactedThinkingBlock(data="opaque"),
+        NativeBlock(
+            provider="anthropic",
+            data={
+                "type": "server_tool_use",
+                "id": "srvtoolu_1",
+                "name": "web_search",
+                "input": {"query": "q"},
+            },
+        ),
+        NativeBlock(provider="anthropic", data=search),  # the null as sent
+        TextBlock(text="cited"),  # citations are not carried
+        ToolUseBlock(id="toolu_1", name="f", input={"a": 1}),
+    ]
+    assert final.stop_reason == "end_turn"
+    assert final.usage == (13, 20, 3, 0, 7)
+    assert (final.response_id, final.model) == ("msg_1", "claude-x")
+
+
+def test_without_nulls_leaves_out_null_fields_of_native_data_only() -> None:
+    def final(*blocks: ContentBlock) -> Final:
+        return Final(assistant(list(blocks)), "end_turn", (0, 0, 0, 0, 0), None, "m")
+
+    sent = NativeBlock(provider="anthropic", data={"a": None, "b": [{"c": None, "d": 1}]})
+    modeled = NativeBlock(provider="anthropic", data={"b": [{"d": 1}]})
+    call = ToolUseBlock(id="t", name="f", input={"x": None})
+    assert without_nulls(final(sent, call)) == without_nulls(final(modeled, call))
+    assert without_nulls(final(sent)) != without_nulls(
+        final(NativeBlock(provider="anthropic", data={"b": [{"d": 2}]}))
+    )
+    # Nulls elsewhere (a tool call's input) still count.
+    assert without_nulls(final(call)) != without_nulls(
+        final(ToolUseBlock(id="t", name="f", input={}))
+    )
+
+
+def test_mapping_chat() -> None:
+    def chunk(delta: dict[str, Any], **extra: Any) -> Any:
+        return openai.types.chat.ChatCompletionChunk.model_validate(
+            {
+                "id": "c1",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+                **extra,
+            }
+        )
+
+    piece = {"type": "reasoning.text", "format": "anthropic-claude-v1", "index": 0}
+    chunks = [
+        chunk({"reasoning": "Two", "reasoning_details": [{**piece, "text": "Two"}]}),
+        chunk(
+            {
+                "reasoning": " fours",
+                "reasoning_details": [{**piece, "text": " fours", "signature": "s"}],
+            }
+        ),
+        chunk({"content": "4", "refusal": None}),
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": '{"n": 4}'},
+                    }
+                ]
+            }
+        ),
+        openai.types.chat.ChatCompletionChunk.model_validate(
+            {
+                "id": "c1",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": "m",
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            }
+        ),
+        chunk(
+            {},
+            usage={
+                "prompt_tokens": 5,
+                "completion_tokens": 6,
+                "total_tokens": 11,
+                "prompt_tokens_details": {"cached_tokens": 2, "cache_write_tokens": 1},
+                "completion_tokens_details": {"reasoning_tokens": 3},
+            },
+        ),
+        chunk({}),  # after the usage: the SDK's snapshot forgets it
+    ]
+    state: Any = ChatCompletionStreamState()
+    for c in chunks:
+        state.handle_chunk(c)
+    snapshot = state.current_completion_snapshot
+    assert snapshot.usage is None
+    theirs = (snapshot.choices[0].message.model_extra or {})["reasoning_details"]
+    assert theirs[0]["format"] == "anthropic-claude-v1" * 2  # what details_fields undoes
+    final = chat_expected(chunks, snapshot)
+    assert final.message.content == [
+        ThinkingBlock(thinking="Two fours", provider="openai"),
+        TextBlock(text="4"),
+        ToolUseBlock(id="call_1", name="f", input={"n": 4}),
+        NativeBlock(
+            provider="openai",
+            data={"reasoning_details": [{**piece, "text": "Two fours", "signature": "s"}]},
+        ),
+    ]
+    assert final.stop_reason == "tool_use"  # "stop" after tool calls: the calls decide
+    assert final.usage == (5, 6, 2, 1, 3)
+
+
+def test_mapping_responses() -> None:
+    response = openai.types.responses.Response.model_validate(
+        {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 1,
+            "model": "gpt-x",
+            "status": "completed",
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "output": [
+                {
+                    "id": "rs_1",
+                    "type": "reasoning",
+                    "encrypted_content": "enc",
+                    "summary": [
+                        {"type": "summary_text", "text": "a"},
+                        {"type": "summary_text", "text": "b"},
+                    ],
+                },
+                {
+                    "id": "rs_2",
+                    "type": "reasoning",
+                    "summary": [],
+                    "content": [{"type": "reasoning_text", "text": "raw"}],
+                },
+                {
+                    "id": "msg_0",
+                    "type": "message",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [],
+                },
+                {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [
+                        {
+                            "type": "output_text",
+                            "text": "hi",
+                            "annotations": [
+                                {
+                                    "type": "url_citation",
+                                    "url": "u",
+                                    "title": "t",
+                                    "start_index": 0,
+                                    "end_index": 1,
+                                }
+                            ],
+                        }
+                    ],
+                },
+                {
+                    "id": "ws_1",
+                    "type": "web_search_call",
+                    "status": "completed",
+                    "action": {"type": "search", "query": "q"},
+                },
+                {
+                    "id": "fc_1",
+                    "type": "function_call",
+                    "call_id": "call_1",
+                    "name": "f",
+                    "arguments": '{"n": 1}',
+                },
+            ],
+            "usage": {
+                "input_tokens": 9,
+                "output_tokens": 8,
+                "total_tokens": 17,
+                "input_tokens_details": {"cached_tokens": 4, "cache_write_tokens": 2},
+                "output_tokens_details": {"reasoning_tokens": 5},
+            },
+        }
+    )
+    final = responses_expected(response)
+    assert final.message.content == [
+        ThinkingBlock(thinking="a\n\nb", signature="enc", provider="openai", item_id="rs_1"),
+        ThinkingBlock(thinking="raw", provider="openai", item_id="rs_2"),
+        TextBlock(text="hi"),  # an empty message is none; annotations are not carried
+        NativeBlock(
+            provider="openai-responses",
+            data={
+                "id": "ws_1",
+                "type": "web_search_call",
+                "status": "completed",
+                "action": {"type": "search", "query": "q"},
+            },
+        ),
+        ToolUseBlock(id="call_1", name="f", input={"n": 1}),
+    ]
+    assert (final.stop_reason, final.usage) == ("tool_use", (9, 8, 4, 2, 5))
+
+
+def test_mapping_gemini() -> None:
+    def part(**fields: Any) -> genai_types.Part:
+        return genai_types.Part.model_validate(fields)
+
+    code = {"executableCode": {"language": "PYTHON", "code": "1"}, "thoughtSignature": "c2ln"}
+    parts = [
+        part(text="thinking ", thought=True),
+        part(text="on", thought=True),
+        part(text="a", thought_signature=b"A"),  # signed: alone
+        part(text="b"),
+        part(text=""),  # unsigned and empty: adds nothing
+        part(text="c"),
+        part(function_call={"name": "f", "args": {"x": 1}}),
+        part(text="d"),
+        part(executable_code={"language": "PYTHON", "code": "1"}, thought_signature=b"sig"),
+        part(text="e"),
+        part(text="", thought_signature=b"B"),  # signed and empty: kept
+    ]
+    assert gemini_blocks(parts) == [
+        ThinkingBlock(thinking="thinking on", provider="google"),
+        TextBlock(text="a", signature="QQ=="),
+        TextBlock(text="bc"),
+        ToolUseBlock(id="", name="f", input={"x": 1}),
+        TextBlock(text="d"),
+        NativeBlock(provider="google", data=code),
+        TextBlock(text="e"),
+        TextBlock(text="", signature="Qg=="),
+    ]
+
+
+def test_gemini_ids_are_compared_where_gemini_sent_them() -> None:
+    ours_ = assistant(
+        [
+            ToolUseBlock(id="gcall_0123abcd_1", name="f", input={}),
+            ToolUseBlock(id="g3id", name="f", input={}),
+        ]
+    )
+    theirs_ = assistant(
+        [ToolUseBlock(id="", name="f", input={}), ToolUseBlock(id="g3id", name="f", input={})]
+    )
+    assert gemini_same_ids(ours_, theirs_) == theirs_
+    with pytest.raises(AssertionError):  # made up where Gemini sent one
+        gemini_same_ids(
+            ours_,
+            assistant(
+                [
+                    ToolUseBlock(id="real", name="f", input={}),
+                    ToolUseBlock(id="g3id", name="f", input={}),
+                ]
+            ),
+        )
