@@ -517,6 +517,7 @@ part_values = st.dictionaries(st.text(min_size=1, max_size=5), json_leaf, min_si
         max_size=4,
     )
 )
+@settings(max_examples=50)
 def test_parts_we_do_not_model_are_kept_whole_in_place(
     parts: list[tuple[str, dict[str, Any], str | None, bool]],
 ) -> None:
