@@ -646,3 +646,15 @@ def test_unsigned_empty_text_is_still_dropped() -> None:
     p.user("hi")
     p.assistant(text(""), text("ok"))
     assert wire(p.messages())[1] == A(text("ok"))
+
+
+def test_the_phase_of_assistant_text_is_kept() -> None:
+    p = Path()
+    p.user([{"type": "text", "text": "go", "phase": "commentary"}])  # not the user's
+    p.assistant({"type": "text", "text": "Looking.", "phase": "commentary"}, text("Done."))
+    msgs = p.messages()
+    assert msgs[0].content == [TextBlock(text="go")]
+    assert msgs[1].content == [
+        TextBlock(text="Looking.", phase="commentary"),
+        TextBlock(text="Done."),
+    ]

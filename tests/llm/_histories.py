@@ -87,7 +87,12 @@ def histories(
     """User/assistant turns with text, images, every provider's thinking, redacted
     thinking, ``native_blocks`` and tool calls, answered by results (text or
     text+image) in the next user turn; a trailing user turn answers the last calls."""
-    text_blocks = st.builds(TextBlock, text=texts, signature=st.none() | st.just("gsig"))
+    text_blocks = st.builds(
+        TextBlock,
+        text=texts,
+        signature=st.none() | st.just("gsig"),
+        phase=st.none() | st.sampled_from(["commentary", "final_answer"]),
+    )
     thinking_blocks = st.builds(
         ThinkingBlock,
         thinking=texts,

@@ -650,3 +650,72 @@ def test_another_providers_native_blocks_are_not_sent() -> None:
     assert body_of(request(messages=history))["input"][1:] == [
         {"type": "message", "role": "assistant", "content": "ok"}
     ]
+
+
+def test_the_phase_of_a_message_is_kept_and_resent() -> None:
+    # gpt-5.x labels assistant messages commentary or final_answer, and OpenAI asks to
+    # have the label resent: texts of two phases stay two messages.
+    body = sse(
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"id": "m1", "type": "message", "role": "assistant", "phase": "commentary"},
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "m1",
+            "output_index": 0,
+            "delta": "Looking.",
+        },
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": {"id": "m2", "type": "message", "role": "assistant"},
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "m2",
+            "output_index": 1,
+            "delta": "Done.",
+        },
+        {
+            "type": "response.completed",
+            "response": {
+                "id": "r",
+                "output": [
+                    {
+                        "id": "m1",
+                        "type": "message",
+                        "role": "assistant",
+                        "phase": "commentary",
+                        "content": [{"type": "output_text", "text": "Looking.", "annotations": []}],
+                    },
+                    {
+                        "id": "m2",
+                        "type": "message",
+                        "role": "assistant",
+                        "phase": "final_answer",
+                        "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
+                    },
+                ],
+            },
+        },
+    )
+    parser = ResponsesStreamParser(request(), ToolIdMap())
+    decoder = SSEDecoder()
+    for event in [*decoder.feed(body), *decoder.flush()]:
+        parser.feed(event)
+    message = parser.finish().message
+    assert message.content == [
+        TextBlock(text="Looking.", phase="commentary"),
+        TextBlock(text="Done.", phase="final_answer"),
+    ]
+    stored = Message.model_validate({"role": "assistant", "content": message.to_payload()})
+    plain = TextBlock(text="Before.")
+    assert to_input_items(
+        [stored.model_copy(update={"content": [plain, *stored.content]})], ToolIdMap()
+    ) == [
+        {"type": "message", "role": "assistant", "content": "Before."},
+        {"type": "message", "role": "assistant", "content": "Looking.", "phase": "commentary"},
+        {"type": "message", "role": "assistant", "content": "Done.", "phase": "final_answer"},
+    ]

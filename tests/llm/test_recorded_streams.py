@@ -413,8 +413,9 @@ def responses_blocks(output: list[Any]) -> list[ContentBlock]:
     - ``reasoning``: one thinking block with the item id and encrypted content; its
       text is the summary parts joined by blank lines, then the raw reasoning text;
     - ``message``: one text block (its output_text parts and refusals joined; none
-      when empty). Annotations and logprobs are not carried: output-only metadata
-      that a later request does not need (assistant text is replayed as plain text);
+      when empty) with the message's ``phase``. Annotations and logprobs are not
+      carried: output-only metadata that a later request does not need (assistant
+      text is replayed as plain text);
     - ``function_call``: a tool call (``call_id``, arguments parsed);
     - every other item (built-in tool calls, compaction) is a ``NativeBlock`` with
       the item as the API sent it.
@@ -435,7 +436,7 @@ def responses_blocks(output: list[Any]) -> list[ContentBlock]:
         elif item.type == "message":
             text = "".join(c.text if c.type == "output_text" else c.refusal for c in item.content)
             if text:
-                blocks.append(TextBlock(text=text))
+                blocks.append(TextBlock(text=text, phase=item.phase))
         elif item.type == "function_call":
             blocks.append(
                 ToolUseBlock(id=item.call_id, name=item.name, input=json.loads(item.arguments))
@@ -905,6 +906,7 @@ def test_mapping_responses() -> None:
                     "type": "message",
                     "role": "assistant",
                     "status": "completed",
+                    "phase": "final_answer",
                     "content": [
                         {
                             "type": "output_text",
@@ -948,7 +950,8 @@ def test_mapping_responses() -> None:
     assert final.message.content == [
         ThinkingBlock(thinking="a\n\nb", signature="enc", provider="openai", item_id="rs_1"),
         ThinkingBlock(thinking="raw", provider="openai", item_id="rs_2"),
-        TextBlock(text="hi"),  # an empty message is none; annotations are not carried
+        # An empty message is none; annotations are not carried.
+        TextBlock(text="hi", phase="final_answer"),
         NativeBlock(
             provider="openai-responses",
             data={

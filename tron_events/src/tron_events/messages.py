@@ -65,8 +65,11 @@ class TextBlock(_Block):
     signature: str | None = None
     """Gemini's ``thoughtSignature`` on this exact part (replayed as is; may sign empty
     text). Never sent to Anthropic."""
+    phase: str | None = None
+    """The OpenAI Responses ``phase`` of the message this text was (``commentary`` or
+    ``final_answer``), which OpenAI asks to have resent. Never sent to Anthropic."""
 
-    _NOT_ANTHROPIC: ClassVar[frozenset[str]] = frozenset({"signature"})
+    _NOT_ANTHROPIC: ClassVar[frozenset[str]] = frozenset({"signature", "phase"})
 
 
 class ThinkingBlock(_Block):

@@ -10,7 +10,8 @@ Request mapping:
 - ``instructions`` is the system prompt;
 - user text and images are ``input_text`` / ``input_image`` parts; assistant text is
   an assistant message (string content: the form the SDK's input types accept
-  without the output item's id);
+  without the output item's id) with the ``phase`` it came with (``commentary``,
+  ``final_answer``: OpenAI asks to have it resent);
 - tool calls are ``function_call`` items (``call_id``, ``name``, JSON ``arguments``)
   and results ``function_call_output`` items (text, or text and image parts), ids
   through ``ToolIdMap`` (``is_error`` has no field: the output's text says it);
@@ -181,16 +182,27 @@ def _assistant_items(
 ) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     texts: list[str] = []
+    phase: str | None = None  # of the texts pending: texts of two phases are two messages
 
     def flush_text() -> None:
         if texts:
-            items.append({"type": "message", "role": "assistant", "content": "\n\n".join(texts)})
+            item = {"type": "message", "role": "assistant", "content": "\n\n".join(texts)}
+            if phase is not None:
+                item["phase"] = phase
+            items.append(item)
             texts.clear()
+
+    def add_text(text: str, text_phase: str | None) -> None:
+        nonlocal phase
+        if texts and text_phase != phase:
+            flush_text()
+        phase = text_phase
+        texts.append(text)
 
     for block in message.content:
         if isinstance(block, TextBlock):
             if block.text:
-                texts.append(block.text)
+                add_text(block.text, block.phase)
         elif isinstance(block, ThinkingBlock):
             if block.provider == OPENAI_THINKING_PROVIDER:
                 if replay_reasoning and _replayable(block):
@@ -210,7 +222,7 @@ def _assistant_items(
                 # else: OpenAI reasoning without its encrypted content cannot be
                 # replayed (store is false), and as text it would read as an answer.
             elif block.thinking:
-                texts.append(block.thinking)
+                add_text(block.thinking, None)
         elif isinstance(block, ToolUseBlock):
             flush_text()
             items.append(
@@ -286,6 +298,7 @@ class _Item:
         self.item_id = item_id
         self.output_index = output_index
         self.data: dict[str, Any] | None = None  # an item we do not model, as sent
+        self.phase: str | None = None  # a message's commentary / final_answer
         self.block_index = -1  # messages get one with their first text
         self.parts: list[str] = []
         self.summary_index: int | None = None
@@ -476,6 +489,7 @@ class ResponsesStreamParser(StreamParser):
         entry = _Item(kind, item["id"], _output_index(payload))
         self.items[entry.item_id] = entry
         if kind == "message":
+            entry.phase = _phase(item)
             return []  # placed with its first text
         index = self._place(entry)  # reasoning is kept even without text: it is state
         if kind == "function_call":
@@ -521,6 +535,7 @@ class ResponsesStreamParser(StreamParser):
                     entry.parts.append(text)
                     events.append(ThinkingDelta(index=entry.block_index, thinking=text))
         elif entry.kind == "message":
+            entry.phase = _phase(item) or entry.phase
             if not entry.parts:
                 content = item.get("content")
                 text = "".join(
@@ -636,7 +651,7 @@ class ResponsesStreamParser(StreamParser):
                     )
                 )
             elif item.kind == "message":
-                content.append(TextBlock(text="".join(item.parts)))
+                content.append(TextBlock(text="".join(item.parts), phase=item.phase))
             elif item.data is not None:
                 content.append(NativeBlock(provider=PROVIDER, data=item.data))
         return Message(role="assistant", content=content)
@@ -651,6 +666,11 @@ class ResponsesStreamParser(StreamParser):
         if any(item.kind == "function_call" for item in self.blocks):
             return "tool_use"
         return "end_turn"
+
+
+def _phase(item: Mapping[str, Any]) -> str | None:
+    phase = item.get("phase")
+    return phase if isinstance(phase, str) and phase else None
 
 
 def _output_index(payload: Mapping[str, Any]) -> int | None:
