@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import random
+import ssl
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
+import httpx2
 import openai
 import pytest
 from google import genai
@@ -127,6 +130,30 @@ def cuts(seed: str, size: int) -> list[int]:
         points.append(at)
 
 
+@dataclass(frozen=True)
+class Shared:
+    """HTTP clients the SDKs share across the streams (making one per call, with its
+    certificate store, cost more than reading the stream)."""
+
+    httpx2: httpx2.Client  # anthropic and openai
+    httpx: httpx.Client  # google-genai
+    httpx_async: httpx.AsyncClient  # google-genai makes one if not given
+
+
+TLS = ssl.create_default_context()
+"""One certificate store for every client our adapters get (none is used: plain HTTP)."""
+
+
+@pytest.fixture(scope="module")
+def shared() -> Iterator[Shared]:
+    clients = Shared(httpx2.Client(), httpx.Client(), httpx.AsyncClient(verify=TLS))
+    try:
+        yield clients
+    finally:
+        clients.httpx2.close()
+        clients.httpx.close()
+
+
 @pytest.fixture(scope="module")
 def replay() -> Iterator[ReplayServer]:
     server = ReplayServer()
@@ -181,26 +208,32 @@ def assistant(blocks: list[ContentBlock]) -> Message:
 # --- our side ----------------------------------------------------------------------------
 
 
-def our_provider(case: Case, url: str) -> HTTPProvider:
-    retry = RetryPolicy(max_retries=0)
+def our_provider(case: Case, url: str, client: httpx.AsyncClient) -> HTTPProvider:
+    options: dict[str, Any] = {
+        "api_key": "test",
+        "base_url": url,
+        "client": client,
+        "retry": RetryPolicy(max_retries=0),
+    }
     if case.api == "anthropic":
-        return AnthropicProvider(api_key="test", base_url=url, retry=retry)
+        return AnthropicProvider(**options)
     if case.api == "openai_chat":
-        return OpenAIChatProvider(api_key="test", base_url=url, retry=retry)
+        return OpenAIChatProvider(**options)
     if case.api == "openai_responses":
-        return OpenAIResponsesProvider(api_key="test", base_url=url, retry=retry)
-    return GeminiProvider(api_key="test", base_url=f"{url}/v1beta", retry=retry)
+        return OpenAIResponsesProvider(**options)
+    return GeminiProvider(**{**options, "base_url": f"{url}/v1beta"})
 
 
 async def ours(case: Case, url: str) -> Final | Failure:
-    provider = our_provider(case, url)
+    client = httpx.AsyncClient(verify=TLS)
+    provider = our_provider(case, url, client)
     request = LLMRequest(
         model=case.model, messages=[Message(role="user", content=[TextBlock(text="hi")])]
     )
     try:
         events = [event async for event in provider.stream(request)]
     finally:
-        await provider.aclose()
+        await client.aclose()
     last = events[-1]
     assert sum(isinstance(e, Done | ErrorEvent) for e in events) == 1
     if isinstance(last, ErrorEvent):
@@ -276,8 +309,10 @@ def anthropic_expected(message: Any) -> Final:
     )
 
 
-def anthropic_theirs(case: Case, url: str) -> Final | Failure:
-    client = anthropic.Anthropic(api_key="test", base_url=url, max_retries=0)
+def anthropic_theirs(case: Case, url: str, shared: Shared) -> Final | Failure:
+    client = anthropic.Anthropic(
+        api_key="test", base_url=url, max_retries=0, http_client=shared.httpx2
+    )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # old model names
@@ -288,8 +323,6 @@ def anthropic_theirs(case: Case, url: str) -> Final | Failure:
                 return anthropic_expected(stream.get_final_message())
     except anthropic.APIError as error:
         return Failure(error.message, None)
-    finally:
-        client.close()
 
 
 # --- OpenAI Chat Completions -------------------------------------------------------------
@@ -384,24 +417,21 @@ def chat_expected(chunks: list[Any], snapshot: Any) -> Final:
     return Final(message, stop, counts, snapshot.id, snapshot.model)
 
 
-def chat_theirs(case: Case, url: str) -> Final | Failure:
-    client = openai.OpenAI(api_key="test", base_url=url, max_retries=0)
+def chat_theirs(case: Case, url: str, shared: Shared) -> Final | Failure:
+    client = openai.OpenAI(api_key="test", base_url=url, max_retries=0, http_client=shared.httpx2)
     chunks: list[Any] = []
-    try:
-        with client.chat.completions.stream(
-            model=case.model, messages=[{"role": "user", "content": "hi"}]
-        ) as stream:
-            try:
-                for event in stream:
-                    if event.type == "chunk":
-                        chunks.append(event.chunk)
-            except openai.APIError as error:
-                snapshot = stream.current_completion_snapshot if chunks else None
-                partial = chat_message(snapshot, chunks) if snapshot else None
-                return Failure(error.message, partial if partial and partial.content else None)
-            return chat_expected(chunks, stream.current_completion_snapshot)
-    finally:
-        client.close()
+    with client.chat.completions.stream(
+        model=case.model, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        try:
+            for event in stream:
+                if event.type == "chunk":
+                    chunks.append(event.chunk)
+        except openai.APIError as error:
+            snapshot = stream.current_completion_snapshot if chunks else None
+            partial = chat_message(snapshot, chunks) if snapshot else None
+            return Failure(error.message, partial if partial and partial.content else None)
+        return chat_expected(chunks, stream.current_completion_snapshot)
 
 
 # --- OpenAI Responses --------------------------------------------------------------------
@@ -477,8 +507,8 @@ def responses_expected(response: Any) -> Final:
     )
 
 
-def responses_theirs(case: Case, url: str) -> Final | Failure:
-    client = openai.OpenAI(api_key="test", base_url=url, max_retries=0)
+def responses_theirs(case: Case, url: str, shared: Shared) -> Final | Failure:
+    client = openai.OpenAI(api_key="test", base_url=url, max_retries=0, http_client=shared.httpx2)
     final = None
     try:
         with (
@@ -496,8 +526,6 @@ def responses_theirs(case: Case, url: str) -> Final | Failure:
         return responses_expected(final)
     except openai.APIError as error:
         return Failure(error.message, None)
-    finally:
-        client.close()
 
 
 # --- Gemini ------------------------------------------------------------------------------
@@ -576,10 +604,15 @@ def _native_fields(part: genai_types.Part) -> list[str]:
     ]
 
 
-def gemini_theirs(case: Case, url: str) -> Final | Failure:
+def gemini_theirs(case: Case, url: str, shared: Shared) -> Final | Failure:
     client = genai.Client(
         api_key="test",
-        http_options=genai_types.HttpOptions(base_url=url, api_version="v1beta"),
+        http_options=genai_types.HttpOptions(
+            base_url=url,
+            api_version="v1beta",
+            httpx_client=shared.httpx,
+            httpx_async_client=shared.httpx_async,
+        ),
     )
     chat = client.chats.create(model=case.model)
     chunks: list[genai_types.GenerateContentResponse] = []
@@ -670,10 +703,12 @@ THEIRS = {
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("case", CASES)
-async def test_same_final_message_as_the_sdk(case: Case, replay: ReplayServer) -> None:
+async def test_same_final_message_as_the_sdk(
+    case: Case, replay: ReplayServer, shared: Shared
+) -> None:
     assert hashlib.sha256(case.body).hexdigest() == case.sha256, "the recording changed"
     url = replay.url(case.key)
-    theirs = THEIRS[case.api](case, url)
+    theirs = THEIRS[case.api](case, url, shared)
     mine = await ours(case, url)
     if isinstance(theirs, Failure) or isinstance(mine, Failure):
         assert isinstance(mine, Failure), mine
