@@ -710,10 +710,15 @@ async def test_same_final_message_as_the_sdk(
     url = replay.url(case.key)
     theirs = THEIRS[case.api](case, url, shared)
     mine = await ours(case, url)
+    # Both asked the same endpoint (the SDK's path is the API's).
+    paths = [path for key, path, _ in replay.requests if key == case.key]
+    assert len(paths) == 2 and paths[0] == paths[1], paths
     if isinstance(theirs, Failure) or isinstance(mine, Failure):
         assert isinstance(mine, Failure), mine
         assert isinstance(theirs, Failure), theirs
         assert mine.error == theirs.error
+        if theirs.partial is not None:  # what had streamed, where the SDK keeps it
+            assert mine.partial == theirs.partial
         return
     if case.api == "gemini":
         mine = Final(
