@@ -173,14 +173,6 @@ def read_prompt(args: argparse.Namespace) -> str:
     return prompt
 
 
-def title_of(prompt: str | None) -> str | None:
-    """A session title from its first message: the first line, at most 60 characters."""
-    if not prompt or not prompt.strip():
-        return None
-    line = prompt.strip().splitlines()[0].strip()
-    return line if len(line) <= 60 else line[:59] + "…"
-
-
 async def open_session(
     client: TronClient, opts: Options, *, create: bool, first_prompt: str | None = None
 ) -> dict[str, Any] | None:
@@ -204,7 +196,7 @@ async def open_session(
     params: dict[str, Any] = {"workingDirectory": str(opts.cwd)}
     if args.model:
         params["model"] = args.model
-    title = title_of(first_prompt)
+    title = sessions.title_of(first_prompt)
     if title:
         params["title"] = title
     created: dict[str, Any] = await client.call("session.create", params)
@@ -355,4 +347,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 70
 
 
-__all__ = ["build_parser", "main", "open_session", "title_of"]
+__all__ = ["build_parser", "main", "open_session"]

@@ -84,6 +84,14 @@ def usable(session: dict[str, Any]) -> None:
         )
 
 
+def title_of(prompt: str | None) -> str | None:
+    """A session title from its first message: the first line, at most 60 characters."""
+    if not prompt or not prompt.strip():
+        return None
+    line = prompt.strip().splitlines()[0].strip()
+    return line if len(line) <= 60 else line[:59] + "…"
+
+
 def age(timestamp: str | None, now: datetime | None = None) -> str:
     """``5s``, ``3m``, ``2h``, ``4d`` since ``timestamp`` (ISO 8601)."""
     if not timestamp:
@@ -128,5 +136,6 @@ __all__ = [
     "get_session",
     "latest_session",
     "money",
+    "title_of",
     "usable",
 ]
