@@ -176,6 +176,7 @@ class TronApp(App[None]):
         self.link.adopt(self._first_connection)
         self._first_connection = None
         self.transcript.anchor()
+        self.input.owner = self
         self.input.focus()
         self.run_worker(self._watch_connection(), name="connection", group="connection")
         self.run_worker(self._start(), name="start")
@@ -302,7 +303,9 @@ class TronApp(App[None]):
         width = self.size.width or 80
         parts: list[tuple[str, int]] = []  # (text, priority: lower is dropped first)
         if m is not None:
-            parts.append((str(m.session.get("model") or ""), 5))
+            # context.get reports the model from the session's events (model.switch
+            # included); the session row's is the one it started with.
+            parts.append((str(self.context.get("model") or m.session.get("model") or ""), 5))
             mode = m.session.get("mode") or m.session.get("permissionMode")
             if mode:
                 parts.append((f"mode {mode}", 2))
@@ -494,22 +497,9 @@ class TronApp(App[None]):
     # -- input ----------------------------------------------------------------------
 
     async def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
-        if self._completions:
-            chosen = self._highlighted_completion()
-            parsed = cmds.split(event.text)
-            if chosen is not None and (parsed is None or parsed[0] != chosen.name):
-                self._complete(chosen)
-                if chosen.argument_hint:
-                    return
-                event = PromptInput.Submitted(self.input.text)
-        text = event.text
-        if not text.strip():
-            return
-        self.input.remember(text)
-        save_history(self.address.home, text)
-        self.input.load_text("")
         self._hide_completions()
-        await self._submit(text)
+        save_history(self.address.home, event.text)
+        await self._submit(event.text)
 
     async def _submit(self, text: str) -> None:
         parsed = cmds.split(text)
@@ -674,23 +664,51 @@ class TronApp(App[None]):
         await self._switch(session)
         self.notify(f"Forked: now in {session['id']}.")
 
-    # -- completion -----------------------------------------------------------------
+    # -- completion (the input calls these synchronously: see InputOwner) ------------
+
+    def _matches(self, text: str) -> list[cmds.Command]:
+        if text.startswith("/") and " " not in text and "\n" not in text:
+            return cmds.matching(self.commands, text[1:])
+        return []
+
+    def completing(self, text: str) -> bool:
+        return bool(self._matches(text))
+
+    def on_enter(self, text: str) -> str | None:
+        found = self._matches(text)
+        if not found or any(c.name == text[1:] for c in found):
+            return text
+        chosen = self._highlighted_completion(found)
+        self._complete(chosen)
+        return None if chosen.argument_hint else f"/{chosen.name}"
+
+    def on_completion_key(self, key: str, text: str) -> None:
+        found = self._matches(text)
+        if not found:
+            return
+        if key == "tab":
+            self._complete(self._highlighted_completion(found))
+            return
+        self._show_completions(found)
+        box = self.query_one("#completions", OptionList)
+        if key == "up":
+            box.action_cursor_up()
+        else:
+            box.action_cursor_down()
 
     def on_prompt_input_input_changed(self, event: PromptInput.InputChanged) -> None:
-        text = event.text
-        if text.startswith("/") and " " not in text and "\n" not in text:
-            self._show_completions(cmds.matching(self.commands, text[1:]))
+        found = self._matches(event.text)
+        if found:
+            self._show_completions(found)
         else:
             self._hide_completions()
 
     def _show_completions(self, found: list[cmds.Command]) -> None:
         box = self.query_one("#completions", OptionList)
-        self._completions = found
-        self.input.completing = bool(found)
-        box.clear_options()
-        if not found:
-            box.remove_class("shown")
+        if [c.name for c in found] == [c.name for c in self._completions]:
             return
+        self._completions = found
+        box.clear_options()
         for c in found:
             label = Text(f"/{c.name}", style="bold")
             if c.argument_hint:
@@ -702,32 +720,21 @@ class TronApp(App[None]):
 
     def _hide_completions(self) -> None:
         self._completions = []
-        self.input.completing = False
-        box = self.query_one("#completions", OptionList)
-        box.remove_class("shown")
+        self.query_one("#completions", OptionList).remove_class("shown")
 
-    def _highlighted_completion(self) -> cmds.Command | None:
+    def _highlighted_completion(self, found: list[cmds.Command]) -> cmds.Command:
+        """The highlighted entry when the list shows ``found``, else the first match."""
         box = self.query_one("#completions", OptionList)
         index = box.highlighted
-        if index is None or not 0 <= index < len(self._completions):
-            return None
-        return self._completions[index]
+        shown = [c.name for c in self._completions] == [c.name for c in found]
+        if shown and index is not None and 0 <= index < len(found):
+            return found[index]
+        return found[0]
 
     def _complete(self, command: cmds.Command) -> None:
         self._hide_completions()
         self.input.load_text(f"/{command.name}" + (" " if command.argument_hint else ""))
         self.input.move_cursor(self.input.document.end)
-
-    def on_prompt_input_completion_key(self, event: PromptInput.CompletionKey) -> None:
-        box = self.query_one("#completions", OptionList)
-        if event.key == "tab":
-            chosen = self._highlighted_completion()
-            if chosen is not None:
-                self._complete(chosen)
-        elif event.key == "up":
-            box.action_cursor_up()
-        elif event.key == "down":
-            box.action_cursor_down()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "completions":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Group
 from rich.text import Text
@@ -50,14 +50,26 @@ class TextItem(Markdown, ItemWidget):
     """
 
     def __init__(self, item: Item) -> None:
-        super().__init__("", classes="item text")
+        super().__init__(item.text, classes="item text")
         self.item_key = item.key
-        self.shown = ""
+        self.shown = item.text
+        self._ready = False
+
+    async def on_mount(self) -> None:
+        # Markdown renders its initial text in its own (earlier) mount handler: text
+        # that came meanwhile is rendered now, rather than overwritten by it.
+        self._ready = True
+        if self.source != self.shown:
+            await self.update(self.shown)
 
     async def show(self, item: Item) -> None:
         self.signature = item.signature
         text = item.text
         if text == self.shown:
+            return
+        if not self._ready:
+            self.shown = text
+            self._initial_markdown = text
             return
         if self.shown and text.startswith(self.shown):
             await self.append(text[len(self.shown) :])
@@ -191,6 +203,20 @@ class Transcript(VerticalScroll):
                 await widget.show(item)
 
 
+class InputOwner(Protocol):
+    """What the input asks its screen, synchronously, at the moment of the key (so
+    keys typed right after Enter or Tab never land in the wrong text)."""
+
+    def completing(self, text: str) -> bool:
+        """Whether ``text`` has a completion list open."""
+
+    def on_enter(self, text: str) -> str | None:
+        """The text to send, or None to keep editing (a completion was taken)."""
+
+    def on_completion_key(self, key: str, text: str) -> None:
+        """Tab (complete), Up or Down (move) while the completion list is open."""
+
+
 class PromptInput(TextArea):
     """The message input: Enter sends; Ctrl+J (or ``\\`` then Enter) is a new line;
     Up on the first line and Down on the last walk the input history."""
@@ -210,19 +236,15 @@ class PromptInput(TextArea):
             super().__init__()
             self.text = text
 
-    class CompletionKey(Message):
-        """Tab, Up or Down while the completion list is open."""
-
-        def __init__(self, key: str) -> None:
-            super().__init__()
-            self.key = key
-
     def __init__(self, history: list[str] | None = None, **kwargs: Any) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", **kwargs)
         self.past_inputs: list[str] = list(history or [])
         self._history_index: int | None = None
         self._draft = ""
-        self.completing = False
+        self.owner: InputOwner | None = None
+
+    def _completing(self) -> bool:
+        return self.owner is not None and self.owner.completing(self.text)
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
@@ -233,18 +255,25 @@ class PromptInput(TextArea):
             line = self.document.get_line(row)
             if col > 0 and line[:col].endswith("\\"):
                 self.replace("\n", (row, col - 1), (row, col))
-            else:
-                self.post_message(self.Submitted(self.text))
+                return
+            text: str | None = self.text
+            if self.owner is not None and text is not None:
+                text = self.owner.on_enter(text)
+            if text is not None and text.strip():
+                self.remember(text)
+                self.load_text("")
+                self.post_message(self.Submitted(text))
             return
         if key in ("ctrl+j", "newline", "shift+enter", "alt+enter", "ctrl+enter"):
             event.stop()
             event.prevent_default()
             self.insert("\n")
             return
-        if self.completing and key in ("tab", "up", "down"):
+        if key in ("tab", "up", "down") and self._completing():
             event.stop()
             event.prevent_default()
-            self.post_message(self.CompletionKey(key))
+            assert self.owner is not None
+            self.owner.on_completion_key(key, self.text)
             return
         await super()._on_key(event)
 
@@ -252,8 +281,9 @@ class PromptInput(TextArea):
         self.post_message(self.InputChanged(self.text))
 
     def action_cursor_up(self, select: bool = False) -> None:
-        if self.completing:
-            self.post_message(self.CompletionKey("up"))
+        if self._completing():
+            assert self.owner is not None
+            self.owner.on_completion_key("up", self.text)
             return
         if not select and self.cursor_location[0] == 0 and self.past_inputs:
             self.walk_history(-1)
@@ -261,8 +291,9 @@ class PromptInput(TextArea):
         super().action_cursor_up(select)
 
     def action_cursor_down(self, select: bool = False) -> None:
-        if self.completing:
-            self.post_message(self.CompletionKey("down"))
+        if self._completing():
+            assert self.owner is not None
+            self.owner.on_completion_key("down", self.text)
             return
         last = self.document.line_count - 1
         if not select and self.cursor_location[0] == last and self._history_index is not None:
@@ -313,6 +344,7 @@ class ConnectionNotice(Static):
 
 __all__ = [
     "ConnectionNotice",
+    "InputOwner",
     "ItemWidget",
     "NoticeItem",
     "PromptInput",
