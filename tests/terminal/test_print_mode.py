@@ -66,8 +66,14 @@ def test_stream_json_is_one_object_per_notification(env: TronEnv) -> None:
     *notes, result = lines
     assert all(n["type"] == "notification" for n in notes)
     methods = [n["method"] for n in notes]
-    for kind in ("agent.turn_start", "agent.tool_start", "agent.tool_end", "agent.turn_end",
-                 "agent.text_delta", "events.new"):  # fmt: skip
+    for kind in (
+        "agent.turn_start",
+        "agent.tool_start",
+        "agent.tool_end",
+        "agent.turn_end",
+        "agent.text_delta",
+        "events.new",
+    ):
         assert kind in methods, kind
     assert methods[-1] == "agent.complete"
     assert {n["sessionId"] for n in notes} == {result["sessionId"]}
@@ -143,8 +149,9 @@ def test_fork_from_an_event(env: TronEnv) -> None:
     first = json.loads(env.tron("-p", "start", "--output-format", "json", cwd=project).stdout)
     events = env.store("get_events", first["sessionId"])
     user = next(e for e in events if e.type == "message.user")
-    proc = env.tron("-p", "--fork", user.id, "after the fork", "--output-format", "json",
-                    cwd=project)  # fmt: skip
+    proc = env.tron(
+        "-p", "--fork", user.id, "after the fork", "--output-format", "json", cwd=project
+    )
     assert proc.returncode == 0, proc.stderr
     forked = json.loads(proc.stdout)
     assert forked["sessionId"] != first["sessionId"]
@@ -178,9 +185,13 @@ def test_connection_errors_say_what_to_do(env: TronEnv, tmp_path: Path) -> None:
     (home / "server-token").write_text("not-the-token")
     proc = subprocess.run(
         [*TRON, "--home", str(home), "--server", env.server.ws_url, "-p", "x"],
-        cwd=project, capture_output=True, text=True, timeout=60, env=env.env(),
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env.env(),
         stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     assert proc.returncode == 3
     assert "refused the token" in proc.stderr and "--home" in proc.stderr
     proc = env.tron("-p", "x", "--server", "http//oops", server=False, cwd=project)
@@ -195,10 +206,13 @@ def test_print_mode_on_a_tty(env: TronEnv) -> None:
     leader, follower = pty.openpty()
     try:
         proc = subprocess.Popen(
-            [*TRON, "--home", str(env.server.home), "--server", env.server.ws_url,
-             "-p", "hi"],
-            cwd=project, stdin=follower, stdout=follower, stderr=follower, env=env.env(),
-        )  # fmt: skip
+            [*TRON, "--home", str(env.server.home), "--server", env.server.ws_url, "-p", "hi"],
+            cwd=project,
+            stdin=follower,
+            stdout=follower,
+            stderr=follower,
+            env=env.env(),
+        )
         os.close(follower)
         output = b""
         while True:

@@ -60,13 +60,24 @@ def test_streamed_reply_tool_card_and_edit_diff(tmux: Tmux, env: TronEnv) -> Non
     (project / "app.py").write_text("x = 1\n")
     slow = " ".join(f"word{i}" for i in range(40)) + " THE-END"
     env.llm.add(
-        Response([Thinking("secret plan: list then edit"), Text("Let me **look**."),
-                  ToolUse("Bash", {"command": "echo card-output-$((40+2))"})]),
-        Response([Text("Now the edit."),
-                  ToolUse("Edit", {"file_path": "app.py", "old_string": "x = 1",
-                                   "new_string": "x = 2\ny = 3"})]),
+        Response(
+            [
+                Thinking("secret plan: list then edit"),
+                Text("Let me **look**."),
+                ToolUse("Bash", {"command": "echo card-output-$((40+2))"}),
+            ]
+        ),
+        Response(
+            [
+                Text("Now the edit."),
+                ToolUse(
+                    "Edit",
+                    {"file_path": "app.py", "old_string": "x = 1", "new_string": "x = 2\ny = 3"},
+                ),
+            ]
+        ),
         Response([Text(slow)], delay=0.08),
-    )  # fmt: skip
+    )
     term = open_tron(tmux, env, project)
     send(term, "look and edit")
     # Streaming: part of the reply is on screen before the rest has arrived.
@@ -224,8 +235,12 @@ def test_dropped_connection_resumes_without_loss_or_duplicates(tmux: Tmux, env: 
     token_file.write_text(real)
     screen = term.wait("Reconnected")
     screen = term.wait("said while you were away")
-    for text in ("› first", "before the drop", "› a message from another client",
-                 "said while you were away"):  # fmt: skip
+    for text in (
+        "› first",
+        "before the drop",
+        "› a message from another client",
+        "said while you were away",
+    ):
         assert screen.count(text) == 1, (text, screen)
     env.llm.add(Response([Text("after the return")]))
     send(term, "and now")
