@@ -113,6 +113,7 @@ class ToolCard(Static, ItemWidget, can_focus=True):
         super().__init__("", classes="item tool")
         self.item_key = item.key
         self.expanded = False
+        self.plain = ""
         self._item = item
 
     async def show(self, item: Item) -> None:
@@ -129,6 +130,7 @@ class ToolCard(Static, ItemWidget, can_focus=True):
         width = max(20, (self.size.width or self.app.size.width) - 4)
         head = cards.header(tool, width)
         body = cards.body(tool, expanded=self.expanded)
+        self.plain = head.plain + ("\n" + body.plain if body.plain else "")
         self.update(Group(head, body) if body.plain else head)
 
     def on_click(self) -> None:
