@@ -227,3 +227,85 @@ def test_print_mode_on_a_tty(env: TronEnv) -> None:
     finally:
         os.close(leader)
     assert output.decode().replace("\r\n", "\n") == "Hello, terminal.\n"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_starts_a_server_in_the_background_when_none_answers(env: TronEnv, tmp_path: Path) -> None:
+    """No server on this home: tron starts one (detached, logging to its file), says
+    so, and the next tron attaches to it instead of starting another."""
+    import signal
+    import time
+
+    from tron_server.server_record import process_exists, read_server_record
+
+    home = tmp_path / "fresh-home"
+    project = env.project("autostart")
+    extra = env.env(
+        TRON_PORT=str(_free_port()),  # the default port of this test's world
+        TRON_ANTHROPIC_BASE_URL=env.llm.base_url,
+        TRON_LOG_LEVEL="warning",
+    )
+    env.llm.add(Response([Text("from a fresh server")]), Response([Text("same server")]))
+    first = subprocess.run(
+        [*TRON, "--home", str(home), "-p", "hello"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=extra,
+        stdin=subprocess.DEVNULL,
+    )
+    record = read_server_record(home)
+    try:
+        assert first.returncode == 0, first.stderr
+        assert first.stdout == "from a fresh server\n"
+        assert "Started tron-server in the background" in first.stderr
+        assert str(home / "logs" / "server.log") in first.stderr
+        assert record is not None and process_exists(record.pid)  # it outlived the client
+        second = subprocess.run(
+            [*TRON, "--home", str(home), "-p", "again"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=90,
+            env=extra,
+            stdin=subprocess.DEVNULL,
+        )
+        assert second.returncode == 0, second.stderr
+        assert second.stdout == "same server\n" and "Started" not in second.stderr
+        assert (home / "logs" / "server.log").stat().st_size > 0
+        assert (home / "database" / "prod.db").exists()  # the same home's database
+    finally:
+        if record is not None and process_exists(record.pid):
+            os.kill(record.pid, signal.SIGTERM)  # the server this test started
+            deadline = time.monotonic() + 20
+            while process_exists(record.pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+
+
+def test_no_start_fails_clearly(env: TronEnv, tmp_path: Path) -> None:
+    extra = env.env(TRON_PORT=str(_free_port()))
+    proc = subprocess.run(
+        [*TRON, "--home", str(tmp_path / "h"), "--no-start", "-p", "x"],
+        cwd=env.project("nostart"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=extra,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 3 and "No tron-server answers" in proc.stderr
+    _no_traceback(proc)
+
+
+def test_interactive_without_a_terminal_points_to_print_mode(env: TronEnv) -> None:
+    proc = env.tron(cwd=env.project("notty"))
+    assert proc.returncode == 2 and "use -p for scripts" in proc.stderr
+    _no_traceback(proc)

@@ -64,7 +64,7 @@ def version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tron",
-        description="Tron's terminal client: talk to the coding agent in this folder. "
+        description="Tron's terminal client: talk to the coding agent in this folder.\n"
         "It attaches to a running tron-server, or starts one in the background.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
