@@ -47,6 +47,7 @@ class TextItem(Markdown, ItemWidget):
 
     DEFAULT_CSS = """
     TextItem { margin: 1 0 0 0; padding: 0 1; background: transparent; }
+    TextItem > *:last-child { margin-bottom: 0; }
     """
 
     def __init__(self, item: Item) -> None:
