@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.app import App
+from textual.widgets import Tree
 
 from tests.server.scripted_llm import Response, Text
 from tests.terminal.conftest import TronEnv
@@ -50,6 +51,11 @@ def run_app(
             await app.close_link()
 
     asyncio.run(main())
+
+
+def cursor_label(app: TronApp) -> str:
+    node = app.screen.query_one(Tree).cursor_node
+    return str(node.label) if node is not None else ""
 
 
 def user_texts(app: TronApp) -> list[str]:
@@ -118,8 +124,9 @@ def test_tree_rewind_and_the_transcript_follows(env: TronEnv) -> None:
             )
         await pilot.press("ctrl+t")
         await until(lambda: isinstance(app.screen, TreeScreen), pilot)
-        await pilot.press("up")  # on "second" (user): rewinding there keeps it
-        await pilot.press("up")  # on "first answer"
+        await until(lambda: "second answer" in cursor_label(app), pilot)  # starts on the head
+        await pilot.press("up", "up")  # "second" (user), then "first answer"
+        assert "first answer" in cursor_label(app)
         await pilot.press("r")
         await until(lambda: user_texts(app) == ["› first"], pilot)
         shown = [w.shown for w in app.transcript.query(TextItem)]

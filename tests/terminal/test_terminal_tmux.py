@@ -164,7 +164,9 @@ def test_fork_from_the_tree_view(tmux: Tmux, env: TronEnv) -> None:
     screen = term.wait("Session tree")
     assert "HEAD" in screen and "› question one" in screen
     # The cursor starts on the head (answer two): up to "question two", fork there.
+    term.wait("◆ answer two  ·  evt_")
     term.send("Up")
+    term.wait("› question two  ·  evt_")
     term.send("f")
     screen = term.wait("Forked: now in")
     sessions = [s for s in env.store("list_sessions") if s.working_directory == str(project)]

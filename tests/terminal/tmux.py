@@ -45,6 +45,8 @@ class Tmux:
     def __init__(self, socket: Path) -> None:
         self.socket = socket
         self._count = 0
+        # tmux exits with its last session: one idle session keeps it up between tests.
+        self.run("new-session", "-d", "-s", "keep", "sleep 3600")
 
     def run(self, *args: str, check: bool = True) -> str:
         proc = subprocess.run(

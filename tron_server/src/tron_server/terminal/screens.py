@@ -138,6 +138,14 @@ class TreeScreen(ModalScreen[TreeChoice | None]):
             target: TreeNode[str] = cursor_node
             self.call_after_refresh(lambda: tree.move_cursor(target))
 
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
+        event_id = event.node.data
+        ev = self.model.events.get(event_id) if event_id else None
+        if ev is None:
+            return
+        label = _label(ev, True, False, 50).plain
+        self._say(f"{label}  ·  {event_id}")
+
     def _selected(self) -> str | None:
         node = self.query_one(Tree).cursor_node
         if node is None or node.data is None:
