@@ -312,3 +312,51 @@ def test_session_descriptions() -> None:
     assert sessions.title_of("  first line\nsecond") == "first line"
     assert sessions.title_of("x" * 80) == "x" * 59 + "…"
     assert sessions.age("not a date") == "?"
+
+
+def test_sub_agent_activity_lands_on_its_task_card() -> None:
+    """Issue 18's protocol: a child's agent.* notifications carry parentSessionId and
+    parentToolCallId; subagent.spawned in the parent links the card to the child."""
+    model = SessionModel({"id": SID})
+    model.apply_notification(
+        "agent.tool_start",
+        {
+            "toolCallId": "task_1",
+            "name": "Task",
+            "arguments": {"description": "scan", "prompt": "look"},
+        },
+    )
+    model.apply_notification(
+        "agent.tool_start",
+        {
+            "toolCallId": "task_2",
+            "name": "Task",
+            "arguments": {"description": "other", "prompt": "x"},
+        },
+    )
+    child = {"parentSessionId": SID, "parentToolCallId": "task_2"}
+    assert model.apply_child_notification(
+        "agent.tool_start", "sess_child", {**child, "name": "Read"}
+    )
+    assert model.tools["task_2"].child_session_id == "sess_child"
+    assert model.tools["task_2"].child_activity == "▸ Read"
+    assert model.tools["task_1"].child_activity == ""
+    model.add_event(
+        {
+            "id": "e9",
+            "parentId": None,
+            "sessionId": SID,
+            "sequence": 9,
+            "depth": 1,
+            "type": "subagent.spawned",
+            "payload": {"childSessionId": "sess_c1", "toolCallId": "task_1"},
+        }
+    )
+    assert model.tools["task_1"].child_session_id == "sess_c1"
+    model.apply_child_notification("agent.text_delta", "sess_c1", {"delta": "found it"})
+    assert "found it" in cards.body(model.tools["task_1"]).plain
+    assert cards.summary(model.tools["task_1"]) == "scan"
+    assert sessions.is_subagent({"kind": "subagent", "parentSessionId": SID})
+    assert not sessions.is_subagent({"kind": "fork", "parentSessionId": SID})
+    assert sessions.is_subagent({"parentSessionId": SID, "forkFromEventId": None})
+    assert not sessions.is_subagent({"parentSessionId": SID, "forkFromEventId": "evt_1"})

@@ -267,7 +267,7 @@ def test_starts_a_server_in_the_background_when_none_answers(env: TronEnv, tmp_p
         assert first.returncode == 0, first.stderr
         assert first.stdout == "from a fresh server\n"
         assert "Started tron-server in the background" in first.stderr
-        assert str(home / "logs" / "server.log") in first.stderr
+        assert str(home / "logs" / "tron-server-output.log") in first.stderr
         assert record is not None and process_exists(record.pid)  # it outlived the client
         second = subprocess.run(
             [*TRON, "--home", str(home), "-p", "again"],
@@ -280,7 +280,7 @@ def test_starts_a_server_in_the_background_when_none_answers(env: TronEnv, tmp_p
         )
         assert second.returncode == 0, second.stderr
         assert second.stdout == "same server\n" and "Started" not in second.stderr
-        assert (home / "logs" / "server.log").stat().st_size > 0
+        assert (home / "logs" / "tron-server-output.log").stat().st_size > 0
         assert (home / "database" / "prod.db").exists()  # the same home's database
     finally:
         if record is not None and process_exists(record.pid):

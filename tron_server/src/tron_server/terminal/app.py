@@ -315,7 +315,9 @@ class TronApp(App[None]):
                 window = self.context.get("contextWindow")
                 detail = f" ({_k(used)}/{_k(window)})" if used and window else ""
                 parts.append((f"ctx {percent:.0f}%{detail}", 3))
-            cost = m.session.get("cost")
+            # With sub-agents, the session's cost includes its children's.
+            total = m.session.get("totalWithChildren")
+            cost = total.get("cost") if isinstance(total, dict) else m.session.get("cost")
             parts.append((sessions.money(cost if isinstance(cost, int | float) else None), 4))
         else:
             parts.append(("new session: type a message", 5))

@@ -9,8 +9,8 @@ a new one).
 
 When nothing answers and no ``--server`` was named, :func:`attach` starts
 ``tron-server`` in the background on the same home (and so the same default
-database; ``TRON_*`` settings are inherited), detached from the terminal and
-logging to ``<home>/logs/server.log``, and says so.
+database; ``TRON_*`` settings are inherited), detached from the terminal with
+its output in ``<home>/logs/tron-server-output.log``, and says so.
 """
 
 from __future__ import annotations
@@ -166,11 +166,11 @@ class Launched:
 
 def start_server(home: Path) -> Launched:
     """Start ``tron-server`` detached (its own session: it outlives this terminal),
-    on a free port, logging to ``<home>/logs/server.log``."""
+    on a free port, its output going to ``<home>/logs/tron-server-output.log``."""
     port = _free_port()
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True, mode=0o700)
-    log_path = logs / "server.log"
+    log_path = logs / "tron-server-output.log"
     command = [sys.executable, "-m", "tron_server", "--home", str(home), "--port", str(port)]
     with open(log_path, "ab") as log:
         log.write(f"\n--- started by tron at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
@@ -223,7 +223,7 @@ async def attach(
     if announce is not None:
         announce(
             f"Started tron-server in the background (pid {launched.process.pid}, "
-            f"{launched.url}); its log: {launched.log_path}"
+            f"{launched.url}); its output: {launched.log_path}"
         )
     return await _wait_for(address, launched)
 

@@ -323,15 +323,18 @@ class SessionModel:
     def apply_child_notification(self, method: str, child_session_id: str, data: Any) -> bool:
         """A sub-agent's progress (``agent.*`` of a child session): the last thing it
         did, shown on the Task card that spawned it."""
-        linked = (t for t in self.tools.values() if t.child_session_id == child_session_id)
-        card = next(linked, None)
+        call_id = data.get("parentToolCallId") if isinstance(data, dict) else None
+        card = self.tools.get(call_id) if isinstance(call_id, str) else None
+        if card is None:
+            linked = (t for t in self.tools.values() if t.child_session_id == child_session_id)
+            card = next(linked, None)
         if card is None:
             # Not linked yet (subagent.spawned not seen): the running Task card.
             running = [t for t in self.tools.values() if t.name == "Task" and t.status == "running"]
             if len(running) != 1:
                 return False
             card = running[0]
-            card.child_session_id = child_session_id
+        card.child_session_id = child_session_id
         if not isinstance(data, dict):
             return False
         if method == "agent.tool_start":

@@ -16,11 +16,20 @@ from .errors import EXIT_NOT_FOUND, EXIT_USAGE, TerminalError
 LIST_LIMIT = 1000
 
 
+def is_subagent(session: dict[str, Any]) -> bool:
+    """A child session a ``Task`` call started (not something a user opens first)."""
+    if "kind" in session:
+        return bool(session.get("kind") == "subagent")
+    return bool(session.get("parentSessionId")) and not session.get("forkFromEventId")
+
+
 async def folder_sessions(client: TronClient, folder: Path) -> list[dict[str, Any]]:
-    """This folder's sessions, most recently active first."""
+    """This folder's sessions (not sub-agents' child sessions), most recently active first."""
     result = await client.call("session.list", {"limit": LIST_LIMIT})
     wanted = str(folder)
-    return [s for s in result["sessions"] if s.get("workingDirectory") == wanted]
+    return [
+        s for s in result["sessions"] if s.get("workingDirectory") == wanted and not is_subagent(s)
+    ]
 
 
 async def latest_session(client: TronClient, folder: Path) -> dict[str, Any]:
@@ -134,6 +143,7 @@ __all__ = [
     "folder_sessions",
     "fork_session",
     "get_session",
+    "is_subagent",
     "latest_session",
     "money",
     "title_of",
