@@ -39,7 +39,7 @@ from ..client import ConnectionLost, Notification, RpcCallError
 from . import commands as cmds
 from . import sessions
 from .attach import Connection, ServerAddress
-from .capabilities import Capabilities, load
+from .capabilities import Capabilities, accepts_param, load
 from .items import transcript_items
 from .link import Link
 from .model import SessionModel
@@ -149,6 +149,7 @@ class TronApp(App[None]):
         self._exiting = False
         self._request_screen: RequestScreen | None = None
         self._pending_requests: dict[str, Request] = {}
+        self._restore_files: bool | None = None
 
     # -- layout ---------------------------------------------------------------------
 
@@ -354,6 +355,7 @@ class TronApp(App[None]):
             await self.link.reconnect(attempt)
             if self._exiting:
                 return
+            self._restore_files = None  # the server may be another version now
             try:
                 self.caps = await load(self.link.client)
                 await self._load_commands()
@@ -794,18 +796,72 @@ class TronApp(App[None]):
         try:
             if choice.action == "fork":
                 await self._fork(choice.event_id)
-            else:
-                session = await self.link.call(
-                    "session.rewind", {"sessionId": m.id, "eventId": choice.event_id}
-                )
-                m.set_session(session, "rewind")
-                self._dirty()
-                self.notify("Rewound: later messages stay in the tree (fork from them).")
-                self._status_soon()
+                return
+            if await self._server_restores_files():
+                options = [
+                    ("conversation", "Conversation only (files stay as they are)"),
+                    ("files", "Conversation and files (files the agent changed go back)"),
+                ]
+
+                async def picked(how: str | None) -> None:
+                    if how is not None:
+                        await self._rewind(choice.event_id, restore_files=how == "files")
+
+                self.push_screen(PickScreen("Rewind", options), picked)
+                return
+            await self._rewind(choice.event_id)
         except ConnectionLost:
             self.notify("The connection is down: try again once it is back.", severity="error")
         except RpcCallError as exc:
             self.notify(f"Could not {choice.action}: {exc.message}", severity="error", timeout=8)
+
+    async def _server_restores_files(self) -> bool:
+        """Whether ``session.rewind`` takes ``restoreFiles`` (asked once per server)."""
+        if self._restore_files is None:
+            self._restore_files = await accepts_param(
+                self.link.client, "session.rewind", "restoreFiles", True, {"eventId": "evt_x"}
+            )
+        return self._restore_files
+
+    async def _rewind(
+        self, event_id: str, *, restore_files: bool = False, force: bool = False
+    ) -> None:
+        m = self.model
+        if m is None:
+            return
+        params: dict[str, Any] = {"sessionId": m.id, "eventId": event_id}
+        if restore_files:
+            params["restoreFiles"] = True
+        if force:
+            params["force"] = True
+        try:
+            session = await self.link.call("session.rewind", params)
+        except RpcCallError as exc:
+            files = exc.data.get("files") or exc.data.get("conflicts")
+            if restore_files and not force and exc.category == "conflict" and files:
+                listed = "\n".join(
+                    f"  {f.get('path', f) if isinstance(f, dict) else f}" for f in files
+                )
+                options = [("cancel", "Cancel"), ("force", "Restore anyway (overwrite them)")]
+
+                async def decided(what: str | None) -> None:
+                    if what == "force":
+                        await self._rewind(event_id, restore_files=True, force=True)
+
+                self.push_screen(
+                    PickScreen(f"Changed outside the agent since:\n{listed}\n", options), decided
+                )
+                return
+            self.notify(f"Could not rewind: {exc.message}", severity="error", timeout=8)
+            return
+        except ConnectionLost:
+            self.notify("The connection is down: try again once it is back.", severity="error")
+            return
+        m.set_session(session, "rewind")
+        self._dirty()
+        what = "Rewound conversation and files" if restore_files else "Rewound"
+        self.notify(f"{what}: later messages stay in the tree (fork from them).")
+        self._status_soon()
 
 
 def _k(value: Any) -> str:

@@ -56,11 +56,20 @@ async def load(client: TronClient) -> Capabilities:
     return Capabilities(info if isinstance(info, dict) else {})
 
 
-async def accepts_param(client: TronClient, method: str, name: str, value: Any) -> bool:
+async def accepts_param(
+    client: TronClient,
+    method: str,
+    name: str,
+    value: Any,
+    base: dict[str, Any] | None = None,
+) -> bool:
     """Whether ``method`` takes the param ``name`` (camelCase), asked with a call on a
-    session that does not exist: it is refused either way, and does nothing."""
+    session that does not exist: it is refused either way, and does nothing.
+    ``base`` is the rest of a valid call (default: ``agent.message``'s)."""
+    params = dict(base if base is not None else {"content": ""})
+    params.update({"sessionId": _PROBE_SESSION, name: value})
     try:
-        await client.call(method, {"sessionId": _PROBE_SESSION, "content": "", name: value})
+        await client.call(method, params)
     except RpcCallError as exc:
         if exc.code != -32602:
             return True
