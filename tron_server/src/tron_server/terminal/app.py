@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,9 @@ class TronApp(App[None]):
         self._request_screen: RequestScreen | None = None
         self._pending_requests: dict[str, Request] = {}
         self._restore_files: bool | None = None
+        # User actions (messages, commands, picks) run one after another in a worker,
+        # never inside a message handler: they wait on the network and on mounts.
+        self._actions: asyncio.Queue[Callable[[], Awaitable[None]]] = asyncio.Queue()
 
     # -- layout ---------------------------------------------------------------------
 
@@ -180,7 +184,27 @@ class TronApp(App[None]):
         self.input.owner = self
         self.input.focus()
         self.run_worker(self._watch_connection(), name="connection", group="connection")
-        self.run_worker(self._start(), name="start")
+        self.run_worker(self._run_actions(), name="actions", group="actions")
+        self._enqueue(self._start)
+
+    def _enqueue(self, action: Callable[..., Awaitable[None]], *args: Any) -> None:
+        """Run ``action(*args)`` after the actions before it (in the actions worker)."""
+        self._actions.put_nowait(lambda: action(*args))
+
+    def _queued(self, action: Callable[[Any], Awaitable[None]]) -> Callable[[Any], None]:
+        """A screen's result callback that runs ``action(result)`` as a queued action."""
+        return lambda result: self._enqueue(action, result)
+
+    async def _run_actions(self) -> None:
+        while True:
+            action = await self._actions.get()
+            try:
+                await action()
+            except ConnectionLost:
+                self.notify("The connection is down: try again once it is back.",
+                            severity="error")  # fmt: skip
+            except RpcCallError as exc:
+                self.notify(f"The server refused: {exc.message}", severity="error", timeout=8)
 
     async def _start(self) -> None:
         try:
@@ -188,7 +212,8 @@ class TronApp(App[None]):
             if self.pick_from is not None:
                 choices = [(s["id"], sessions.describe(s)) for s in self.pick_from]
                 self.push_screen(
-                    PickScreen(f"Sessions of {self.cwd}", choices), self._picked_session
+                    PickScreen(f"Sessions of {self.cwd}", choices),
+                    self._queued(self._picked_session),
                 )
                 return
             if self.model is not None:
@@ -272,7 +297,7 @@ class TronApp(App[None]):
             self.call_later(self._schedule_refresh)
 
     def _schedule_refresh(self) -> None:
-        self.set_timer(1 / 30, self._refresh)
+        self.set_timer(1 / 30, lambda: self.run_worker(self._refresh(), group="refresh"))
 
     async def _refresh(self) -> None:
         self._refresh_pending = False
@@ -496,14 +521,14 @@ class TronApp(App[None]):
             if answer is not None and rest:
                 self._show_request(rest[0])
 
-        self.push_screen(screen, answered)
+        self.push_screen(screen, self._queued(answered))
 
     # -- input ----------------------------------------------------------------------
 
-    async def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
+    def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
         self._hide_completions()
         save_history(self.address.home, event.text)
-        await self._submit(event.text)
+        self._enqueue(self._submit, event.text)
 
     async def _submit(self, text: str) -> None:
         parsed = cmds.split(text)
@@ -595,7 +620,9 @@ class TronApp(App[None]):
                 return
             self.pick_from = found
             choices = [(s["id"], sessions.describe(s)) for s in found]
-            self.push_screen(PickScreen(f"Sessions of {self.cwd}", choices), self._picked_session)
+            self.push_screen(
+                PickScreen(f"Sessions of {self.cwd}", choices), self._queued(self._picked_session)
+            )
         elif m is None:
             self.notify(f"/{name} needs a session: send a message first.", severity="warning")
         elif name == "model":
@@ -607,7 +634,7 @@ class TronApp(App[None]):
                     (str(x["id"]), f"{x['id']}  ({x.get('provider', '')})")
                     for x in listed.get("models") or []
                 ]
-                self.push_screen(PickScreen("Models", choices), self._picked_model)
+                self.push_screen(PickScreen("Models", choices), self._queued(self._picked_model))
         elif name == "compact":
             self.notify("Compacting…")
             result = await self.link.call("context.compact", {"sessionId": m.id}, timeout=600)
@@ -755,7 +782,7 @@ class TronApp(App[None]):
             return
         m = self.model
         if m is not None and m.busy:
-            await self._abort()
+            self.run_worker(self._abort(), group="abort")
 
     async def _abort(self) -> None:
         m = self.model
@@ -779,7 +806,7 @@ class TronApp(App[None]):
             self.input.load_text("")
         m = self.model
         if m is not None and m.busy:
-            await self._abort()
+            self.run_worker(self._abort(), group="abort")
         self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
 
     def action_tree(self) -> None:
@@ -787,7 +814,7 @@ class TronApp(App[None]):
         if m is None:
             self.notify("No session yet: send a message first.")
             return
-        self.push_screen(TreeScreen(m), self._tree_choice)
+        self.push_screen(TreeScreen(m), self._queued(self._tree_choice))
 
     async def _tree_choice(self, choice: TreeChoice | None) -> None:
         m = self.model
@@ -807,7 +834,7 @@ class TronApp(App[None]):
                     if how is not None:
                         await self._rewind(choice.event_id, restore_files=how == "files")
 
-                self.push_screen(PickScreen("Rewind", options), picked)
+                self.push_screen(PickScreen("Rewind", options), self._queued(picked))
                 return
             await self._rewind(choice.event_id)
         except ConnectionLost:
@@ -849,7 +876,8 @@ class TronApp(App[None]):
                         await self._rewind(event_id, restore_files=True, force=True)
 
                 self.push_screen(
-                    PickScreen(f"Changed outside the agent since:\n{listed}\n", options), decided
+                    PickScreen(f"Changed outside the agent since:\n{listed}\n", options),
+                    self._queued(decided),
                 )
                 return
             self.notify(f"Could not rewind: {exc.message}", severity="error", timeout=8)

@@ -310,9 +310,9 @@ class SessionModel:
                     float(cost) if isinstance(cost, int | float) else None,
                 )
         elif method == "agent.complete":
+            # The live text stays until its stored message replaces it (events.new
+            # may come after agent.complete): nothing vanishes in between.
             self.busy = False
-            live.text = ""
-            live.thinking = ""
         elif method == "agent.error":
             live.error = str(data.get("message") or "The agent failed")
         else:
