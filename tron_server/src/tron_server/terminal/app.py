@@ -218,6 +218,11 @@ class TronApp(App[None]):
                 return
             if self.model is not None:
                 await self._resume_session()
+                if self.permission_mode and self.caps.mode_method:
+                    await self.link.call(
+                        self.caps.mode_method,
+                        {"sessionId": self.model.id, "mode": self.permission_mode},
+                    )
             else:
                 self._dirty()
             if self.first_prompt:

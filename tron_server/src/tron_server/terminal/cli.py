@@ -37,7 +37,7 @@ from .errors import (
 
 EPILOG = """\
 keys (interactive):
-  Enter sends · Ctrl+J, Alt+Enter or a trailing \\ then Enter: new line
+  Enter sends · Ctrl+J, or a trailing \\ then Enter: new line
   Up/Down: input history · Esc: abort the running turn · Ctrl+C twice: quit
   Ctrl+T: the session tree (fork or rewind at any message) · / then Tab: commands
 
