@@ -309,3 +309,28 @@ def test_interactive_without_a_terminal_points_to_print_mode(env: TronEnv) -> No
     proc = env.tron(cwd=env.project("notty"))
     assert proc.returncode == 2 and "use -p for scripts" in proc.stderr
     _no_traceback(proc)
+
+
+def test_model_flag_for_a_new_and_a_continued_session(env: TronEnv) -> None:
+    project = env.project("model")
+    env.llm.add(Response([Text("haiku here")]), Response([Text("opus here")]))
+    proc = env.tron("-p", "--model", "claude-haiku-4-5", "hi", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert env.llm.requests[-1]["model"] == "claude-haiku-4-5"
+    proc = env.tron("-p", "-c", "--model", "claude-opus-4-1", "again", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert env.llm.requests[-1]["model"] == "claude-opus-4-1"
+    assert "haiku here" in json.dumps(env.llm.requests[-1]["messages"])
+
+
+def test_usage_errors(env: TronEnv) -> None:
+    project = env.project("usage")
+    for args, message in (
+        (["--output-format", "json"], "--output-format needs -p"),
+        (["-p", "--max-turns", "0", "x"], "at least 1"),
+        (["-p", "-r"], "-r needs a session id with -p"),
+        (["-c", "-r", "x"], "not allowed with argument"),
+    ):
+        proc = env.tron(*args, cwd=project)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+        _no_traceback(proc)
