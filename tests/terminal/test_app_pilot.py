@@ -266,3 +266,45 @@ def test_tool_card_expands_on_enter(env: TronEnv) -> None:
         assert card.expanded and "\n3\n" in card.plain
 
     run_app(env, project, body)
+
+
+def test_a_task_call_is_a_sub_agent_card(env: TronEnv) -> None:
+    """Issue 18: the Task card names the child session, shows its activity and result,
+    and the status line's cost includes the child's."""
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("tron_server.agent.subagents") is None:
+        pytest.skip("this server has no Task tool yet (the sub-agent work, issue 18)")
+    from tests.server.scripted_llm import ToolUse
+
+    project = env.project("pilot-task")
+    env.llm.add(
+        Response([ToolUse("Task", {"description": "scan files", "prompt": "list the files"})]),
+        Response([ToolUse("Bash", {"command": "echo child-was-here"})]),
+        Response([Text("child result: 3 files")]),
+        Response([Text("The sub-agent says 3 files.")]),
+    )
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        app.input.load_text("delegate")
+        await pilot.press("enter")
+        await until(
+            lambda: (
+                "The sub-agent says 3 files." in [w.shown for w in app.transcript.query(TextItem)]
+            ),
+            pilot,
+        )
+        card = app.transcript.query_one(ToolCard)
+        assert card.plain.startswith("✓ Task  scan files")
+        assert "sub-agent sess_" in card.plain and "child result: 3 files" in card.plain
+        await until(
+            lambda: isinstance(app.model and app.model.session.get("totalWithChildren"), dict),
+            pilot,
+        )
+        assert app.model is not None
+        total = app.model.session["totalWithChildren"]
+        assert total["sessions"] == 2 and total["cost"] > app.model.session["cost"]
+
+    run_app(env, project, body)
