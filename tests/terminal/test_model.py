@@ -3,6 +3,7 @@ commands) — pure code, no server: the rules the screen relies on."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given
@@ -360,3 +361,19 @@ def test_sub_agent_activity_lands_on_its_task_card() -> None:
     assert not sessions.is_subagent({"kind": "fork", "parentSessionId": SID})
     assert sessions.is_subagent({"parentSessionId": SID, "forkFromEventId": None})
     assert not sessions.is_subagent({"parentSessionId": SID, "forkFromEventId": "evt_1"})
+
+
+def test_input_history_file_is_private_and_bounded(tmp_path: Path) -> None:
+    from tron_server.terminal.app import HISTORY_FILE, HISTORY_KEEP, load_history, save_history
+
+    for i in range(2 * HISTORY_KEEP + 5):
+        save_history(tmp_path, f"line {i}\nwith a newline")
+    path = tmp_path / HISTORY_FILE
+    assert path.stat().st_mode & 0o777 == 0o600
+    history = load_history(tmp_path)
+    assert (
+        len(history) == HISTORY_KEEP
+        and history[-1] == f"line {2 * HISTORY_KEEP + 4}\nwith a newline"
+    )
+    assert len(path.read_text().splitlines()) == HISTORY_KEEP  # cut back on load
+    assert load_history(tmp_path) == history

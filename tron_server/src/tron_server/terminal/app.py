@@ -81,10 +81,19 @@ class InfoScreen(ModalScreen[None]):
 
 
 def load_history(home: Path) -> list[str]:
+    """The last inputs (the file is cut back to them when it has grown to twice as many)."""
+    path = home / HISTORY_FILE
     try:
-        lines = (home / HISTORY_FILE).read_text().splitlines()
+        lines = path.read_text().splitlines()
     except OSError:
         return []
+    if len(lines) > 2 * HISTORY_KEEP:
+        with contextlib.suppress(OSError):
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write("\n".join(lines[-HISTORY_KEEP:]) + "\n")
+            os.replace(tmp, path)
     out: list[str] = []
     for line in lines[-HISTORY_KEEP:]:
         with contextlib.suppress(ValueError):
