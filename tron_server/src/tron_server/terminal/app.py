@@ -104,8 +104,11 @@ def load_history(home: Path) -> list[str]:
 
 
 def save_history(home: Path, text: str) -> None:
-    with contextlib.suppress(OSError), open(home / HISTORY_FILE, "a") as f:
-        f.write(json.dumps(text) + "\n")
+    """Append to the input history (user-only: prompts can hold secrets)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(home / HISTORY_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a") as f:
+            f.write(json.dumps(text) + "\n")
 
 
 class TronApp(App[None]):
