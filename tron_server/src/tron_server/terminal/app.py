@@ -237,8 +237,7 @@ class TronApp(App[None]):
                     )
             else:
                 self._dirty()
-            if self.first_prompt:
-                await self._submit(self.first_prompt)
+            await self._send_first_prompt()
         except ConnectionLost:
             pass  # the connection watcher says so and resumes
 
@@ -255,8 +254,13 @@ class TronApp(App[None]):
                 severity="warning",
             )
         await self._switch(session)
-        if self.first_prompt:
-            await self._submit(self.first_prompt)
+        await self._send_first_prompt()
+
+    async def _send_first_prompt(self) -> None:
+        """The message given on the command line, once."""
+        prompt, self.first_prompt = self.first_prompt, None
+        if prompt:
+            await self._submit(prompt)
 
     def _fatal_error(self) -> None:
         """A bug: leave the screen cleanly and let ``tron`` say what happened (no
