@@ -1,10 +1,10 @@
 """The web chat in a real browser (Chromium via Playwright) against a real tron-server
 and the scripted LLM (the real Anthropic adapter end to end).
 
-The tests run in order and share one server and one logged-in page: log in,
-chat with streaming text and a tool call, fork, rewind, search and jump, abort
-with Esc, a dropped socket mid-stream, and a server restart (new token: the page
-asks to log in again, then catches up with nothing lost or repeated).
+Log in, chat with streaming text and a tool call, fork, rewind, search and jump,
+abort with Esc, a dropped socket mid-stream, and a server restart (new token: the
+page asks to log in again, then catches up with nothing lost or repeated). Each
+test has its own server, database and page, and seeds the history it needs.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 
 from tests.server.scripted_llm import Response, Text, Thinking, ToolUse
 from tests.web._rpc import SyncRpc, path_events
-from tests.web.conftest import DOCS_SCREENSHOT, WebEnv, shot
+from tests.web.conftest import DOCS_SCREENSHOT, WebEnv, open_session, shot
 
 #: Stored event types the transcript draws as their own element (with data-event-id).
 DRAWN = {
@@ -40,6 +40,20 @@ DRAWN = {
 
 def rpc(env: WebEnv) -> SyncRpc:
     return SyncRpc(env.server.base_url, env.server.token)
+
+
+def seed_echo_demo(env: WebEnv) -> str:
+    """A session whose first reply runs a Bash command and whose second ends the exchange."""
+    sid = env.new_session("Echo demo")
+    env.seed(
+        sid,
+        "Say hi from the shell",
+        Response([Thinking("The user wants a greeting from the shell, so I will run echo."),
+                  Text("Let me run **echo** for you in the shell."),
+                  ToolUse("Bash", {"command": "echo hi; echo bye"})]),
+        Response([Text("The command printed `hi` and then `bye`. All done here.")]),
+    )  # fmt: skip
+    return sid
 
 
 def current_session(page: Page) -> str:
@@ -169,7 +183,6 @@ def test_login_create_and_stream_a_tool_call(page: Page, web_env: WebEnv) -> Non
     expect(page.get_by_test_id("session-usage")).to_contain_text("out 10")
 
     assert_transcript_matches_store(page, env)
-    env.notes["session"] = current_session(page)
     shot(page, "02-chat")
 
 
@@ -178,7 +191,8 @@ def test_login_create_and_stream_a_tool_call(page: Page, web_env: WebEnv) -> Non
 
 def test_fork_from_the_first_reply_and_rewind(page: Page, web_env: WebEnv) -> None:
     env = web_env
-    original = env.notes["session"]
+    original = seed_echo_demo(env)
+    open_session(page, original)
     first_reply = assistant(page, "Let me run").first
     first_reply_id = first_reply.get_attribute("data-event-id")
     first_reply.hover()
@@ -188,7 +202,6 @@ def test_fork_from_the_first_reply_and_rewind(page: Page, web_env: WebEnv) -> No
         f"window.tron.state.currentId && window.tron.state.currentId !== '{original}'"
     )
     fork = current_session(page)
-    env.notes["fork"] = fork
     expect(page.get_by_test_id("sys-session-fork")).to_have_count(1)
     # The fork inherits the history up to the first reply, and not the final answer.
     expect(assistant(page, "Let me run")).to_have_count(1)
@@ -251,10 +264,16 @@ def test_fork_from_the_first_reply_and_rewind(page: Page, web_env: WebEnv) -> No
 
 def test_search_jumps_to_the_event(page: Page, web_env: WebEnv) -> None:
     env = web_env
-    original = env.notes["session"]
+    original = seed_echo_demo(env)
+    env.seed(original, "Tell me about mango", Response([Text("A second answer about mango.")]))
+    with rpc(env) as client:
+        path = path_events(client.call("session.getTree", sessionId=original))
+        done = next(e for e in path if "All done here" in str(e["payload"]))
+        client.call("session.rewind", sessionId=original, eventId=done["id"])
+    env.seed(original, "Something else then", Response([Text("After the rewind: papaya.")]))
+    other = env.new_session("Elsewhere")
     # Start from another session so the jump has to switch sessions.
-    page.locator(f"[data-testid=session-item][data-session-id='{env.notes['fork']}']").click()
-    page.wait_for_function(f"window.tron.state.currentId === '{env.notes['fork']}'")
+    open_session(page, other)
     page.get_by_test_id("search-input").fill("papaya")
     result = page.get_by_test_id("search-result")
     expect(result.first).to_be_visible()
@@ -282,6 +301,7 @@ def test_search_jumps_to_the_event(page: Page, web_env: WebEnv) -> None:
 
 def test_escape_aborts_the_running_turn(page: Page, web_env: WebEnv) -> None:
     env = web_env
+    open_session(page, env.new_session("Abort me"))
     box = page.get_by_test_id("composer-input")
     box.fill("first line")
     box.press("Shift+Enter")
@@ -307,6 +327,7 @@ def test_escape_aborts_the_running_turn(page: Page, web_env: WebEnv) -> None:
 
 def test_model_switch_and_model_output_is_escaped(page: Page, web_env: WebEnv) -> None:
     env = web_env
+    open_session(page, env.new_session("Models"))
     page.get_by_test_id("model-select").select_option("anthropic::claude-haiku-4-5")
     expect(page.get_by_test_id("sys-model-switch")).to_contain_text("claude-haiku-4-5")
     expect(page.get_by_test_id("model-select")).to_have_value("anthropic::claude-haiku-4-5")
@@ -351,6 +372,7 @@ def test_model_switch_and_model_output_is_escaped(page: Page, web_env: WebEnv) -
 
 def test_dropped_socket_mid_stream_loses_and_repeats_nothing(page: Page, web_env: WebEnv) -> None:
     env = web_env
+    open_session(page, env.new_session("Flaky network"))
     words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
     env.llm.add(Response([Text(words)], delay=0.15))
     send(page, "Spell the alphabet")
@@ -394,7 +416,8 @@ def test_dropped_socket_mid_stream_loses_and_repeats_nothing(page: Page, web_env
 
 def test_server_restart_log_in_again_and_catch_up(page: Page, web_env: WebEnv) -> None:
     env = web_env
-    sid = env.notes["session"]
+    sid = seed_echo_demo(env)
+    open_session(page, sid)
     status = page.get_by_test_id("conn-status")
 
     # Stop the server in the middle of a streamed answer: the shutdown aborts the
@@ -458,6 +481,8 @@ def test_server_restart_log_in_again_and_catch_up(page: Page, web_env: WebEnv) -
 
 def test_a_page_without_login_asks_for_the_token(browser: Any, web_env: WebEnv) -> None:
     env = web_env
+    env.new_session("One")
+    env.new_session("Two")
     context = browser.new_context()
     try:
         page = context.new_page()
