@@ -5,6 +5,7 @@ import { RpcClient, RpcError } from "./rpc.js";
 import { SessionData, contentText } from "./model.js";
 import { Transcript } from "./transcript.js";
 import { TreeView } from "./tree.js";
+import { Layout } from "./layout.js";
 import { h, icon, setChildren, fmtTokens, fmtCost, fmtTime, basename, shortId, markedSnippet } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -32,10 +33,25 @@ const transcript = new Transcript($("transcript"), {
   onRewind: (id) => rewindTo(id),
   onOpenSession: (id) => openSession(id),
 });
+const layout = new Layout($("app"), { sidebar: $("sidebar"), tree: $("tree-panel"), main: $("chat"), scrim: $("scrim") });
+window.tron.layout = layout;
+layout.addEventListener("change", () => {
+  const sd = current();
+  if (sd) renderComposerState(sd);
+});
 const tree = new TreeView($("tree"), {
-  onSelect: (id) => selectInTree(id),
-  onFork: (id) => forkFrom(id),
-  onRewind: (id) => rewindTo(id),
+  onSelect: (id) => {
+    layout.picked("tree");
+    selectInTree(id);
+  },
+  onFork: (id) => {
+    layout.picked("tree");
+    forkFrom(id);
+  },
+  onRewind: (id) => {
+    layout.picked("tree");
+    rewindTo(id);
+  },
 });
 
 // ---------------------------------------------------------------------------
@@ -60,10 +76,12 @@ function renderCurrent() {
   const has = Boolean(sd);
   $("empty").hidden = has;
   $("composer").hidden = !has;
-  document.querySelector(".chat-header").hidden = !has;
+  $("chat").dataset.hasSession = String(has);
   $("transcript").hidden = !has;
   if (!sd) {
     setChildren($("tree"));
+    $("session-title").textContent = "tron";
+    $("tree-stats").textContent = "";
     return;
   }
   transcript.render();
@@ -137,9 +155,10 @@ function renderModelSelect(session) {
 function renderComposerState(sd) {
   const ended = sd.session.status === "ended";
   $("composer-input").disabled = ended;
+  const narrow = layout.mode === "narrow";
   $("composer-input").placeholder = ended
-    ? "This session has ended: fork it from any message to continue"
-    : "Message the agent — Enter to send, Shift+Enter for a new line, Esc to abort";
+    ? narrow ? "Ended: fork it to continue" : "This session has ended: fork it from any message to continue"
+    : narrow ? "Message the agent" : "Message the agent — Enter to send, Shift+Enter for a new line, Esc to abort";
   $("abort-btn").hidden = !sd.busy;
   $("abort-btn").disabled = !rpc.connected;
   $("send-btn").textContent = sd.busy ? "Queue" : "Send";
@@ -642,6 +661,7 @@ async function runSearch() {
         dataset: { eventId: hit.eventId, sessionId: hit.sessionId },
         onclick: () => {
           closeSearch();
+          layout.picked("sidebar");
           openSession(hit.sessionId, { eventId: hit.eventId });
         },
       },
@@ -732,10 +752,16 @@ $("composer").addEventListener("submit", (e) => {
   sendMessage();
 });
 $("abort-btn").addEventListener("click", abortTurn);
-$("new-session").addEventListener("click", openNewSessionDialog);
+$("new-session").addEventListener("click", () => {
+  layout.picked("sidebar");
+  openNewSessionDialog();
+});
 $("empty-new").addEventListener("click", openNewSessionDialog);
 $("model-select").addEventListener("change", (e) => switchModel(e.target.value));
-$("tree-toggle").addEventListener("click", () => $("app").classList.toggle("tree-open"));
+for (const btn of document.querySelectorAll("[data-toggles]")) {
+  btn.addEventListener("click", () => layout.toggle(btn.dataset.toggles, btn));
+}
+for (const btn of document.querySelectorAll("[data-closes]")) btn.addEventListener("click", () => layout.close());
 
 document.addEventListener("keydown", (e) => {
   if (e.key === "Escape" && !$("new-session-dialog").open) {
@@ -745,6 +771,7 @@ document.addEventListener("keydown", (e) => {
     }
   } else if (e.key === "/" && document.activeElement === document.body) {
     e.preventDefault();
+    if (!layout.visible("sidebar")) layout.open("sidebar");
     $("search").focus();
   }
 });
@@ -756,6 +783,7 @@ $("session-list").addEventListener("click", (e) => {
   const a = e.target.closest("[data-session-id]");
   if (!a) return;
   e.preventDefault();
+  layout.picked("sidebar");
   openSession(a.dataset.sessionId);
 });
 
