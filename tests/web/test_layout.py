@@ -150,4 +150,5 @@ def _tree(page: Page, width: int, docked: bool) -> None:
     toggle.click()
     nodes.last.get_by_role("button").first.click()
     expect(page.get_by_test_id("drawer-scrim")).to_be_hidden()
-    expect(page.get_by_test_id("transcript-list").locator("[data-highlighted=true]")).to_have_count(1)
+    highlighted = page.get_by_test_id("transcript-list").locator("[data-highlighted=true]")
+    expect(highlighted).to_have_count(1)
