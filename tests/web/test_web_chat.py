@@ -177,10 +177,14 @@ def test_login_create_and_stream_a_tool_call(page: Page, web_env: WebEnv) -> Non
     # Token use and cost per turn, and per session.
     usage = page.get_by_test_id("turn-usage")
     expect(usage).to_have_count(2)
-    expect(usage.first).to_contain_text("Turn 1")
+    # "turns" are named for what they count: one prompt took two model calls.
+    expect(usage.first).to_contain_text("Model call 1")
     expect(usage.first).to_contain_text("in 10")
-    expect(page.get_by_test_id("session-usage")).to_have_attribute("data-turns", "2")
-    expect(page.get_by_test_id("session-usage")).to_contain_text("out 10")
+    header = page.get_by_test_id("session-usage")
+    expect(header).to_have_attribute("data-prompts", "1")
+    expect(header).to_have_attribute("data-calls", "2")
+    expect(header).to_contain_text("1 prompt · 2 model calls")
+    expect(header).to_contain_text("out 10")
 
     assert_transcript_matches_store(page, env)
     shot(page, "02-chat")
