@@ -79,20 +79,29 @@ def test_known_constructs(md_page: Any) -> None:
 
 
 def test_tables_and_highlighting(md_page: Any) -> None:
-    table = "| Name | Size |  Kind |\n|:-----|-----:|:-----:|\n| `a.py` | 12 | **file** |\n| b | 3 |\n"
+    table = (
+        "| Name | Size |  Kind |\n|:-----|-----:|:-----:|\n| `a.py` | 12 | **file** |\n| b | 3 |\n"
+    )
     out = md_page.evaluate(
         """async (text) => {
           const { renderMarkdown } = await import("/markdown.js");
           const box = document.createElement("div");
           box.append(renderMarkdown(text));
-          const cells = (sel) => [...box.querySelectorAll(sel)].map((c) => [c.textContent, c.className]);
-          return { heads: cells("th"), rows: [...box.querySelectorAll("tbody tr")].map((r) =>
-            [...r.children].map((c) => c.textContent)), code: box.querySelectorAll("td code").length,
-            strong: box.querySelectorAll("td strong").length };
+          const all = (sel) => [...box.querySelectorAll(sel)];
+          return {
+            heads: all("th").map((c) => [c.textContent, c.className]),
+            rows: all("tbody tr").map((r) => [...r.children].map((c) => c.textContent)),
+            code: all("td code").length,
+            strong: all("td strong").length,
+          };
         }""",
         table,
     )
-    assert out["heads"] == [["Name", "align-left"], ["Size", "align-right"], ["Kind", "align-center"]]
+    assert out["heads"] == [
+        ["Name", "align-left"],
+        ["Size", "align-right"],
+        ["Kind", "align-center"],
+    ]
     assert out["rows"] == [["a.py", "12", "file"], ["b", "3", ""]]  # a short row is padded
     assert out["code"] == 1 and out["strong"] == 1
     # Not a table: no delimiter row, or a header whose cells do not match it.

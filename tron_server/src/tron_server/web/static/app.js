@@ -58,6 +58,7 @@ const transcript = new Transcript($("transcript"), {
   onRewind: (id) => actions.rewind(id),
   onOpenSession: (id) => actions.open(id),
   onRetry: (id, opts) => actions.retry(id, opts),
+  titleOf: (id) => (state.sessions.has(id) ? sessionTitle(state.sessions.get(id)) : null),
 });
 const tree = new TreeView($("tree"), {
   onSelect: (id) => {
@@ -79,6 +80,7 @@ const search = new Search({
   box: $("search-results"),
   rpc,
   sessions: () => state.sessions,
+  refreshSessions: () => refreshSessions(),
   onOpen: (sessionId, eventId) => {
     layout.picked("sidebar");
     actions.open(sessionId, { eventId });
@@ -712,6 +714,16 @@ installFeatures(app);
 
 // The login URL as this server prints it (the token itself only the user has).
 $("login-url-hint").textContent = `${location.origin}/login?token=…`;
+
+// Other sessions change without notifying this page (only the open one is
+// subscribed): the list is refreshed when the page comes back into view, and
+// every minute while it is visible.
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible" && rpc.connected) refreshSessionsSoon();
+});
+setInterval(() => {
+  if (document.visibilityState === "visible" && rpc.connected) refreshSessions();
+}, 60_000);
 
 // Running tools show their elapsed time.
 setInterval(() => {

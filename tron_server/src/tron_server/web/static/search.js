@@ -32,10 +32,10 @@ export function readableSnippet(snippet) {
 export class Search {
   /**
    * @param {{input: HTMLInputElement, box: HTMLElement, rpc: object, sessions: () => Map<string, object>,
-   *          onOpen: (sessionId: string, eventId: string) => void}} opts
+   *          refreshSessions: () => Promise<void>, onOpen: (sessionId: string, eventId: string) => void}} opts
    */
-  constructor({ input, box, rpc, sessions, onOpen }) {
-    Object.assign(this, { input, box, rpc, sessions, onOpen });
+  constructor({ input, box, rpc, sessions, refreshSessions, onOpen }) {
+    Object.assign(this, { input, box, rpc, sessions, refreshSessions, onOpen });
     this.timer = null;
     this.seq = 0;
     input.addEventListener("input", () => {
@@ -112,7 +112,13 @@ export class Search {
       if (!groups.has(hit.sessionId)) groups.set(hit.sessionId, []);
       groups.get(hit.sessionId).push(hit);
     }
-    const sessions = this.sessions();
+    let sessions = this.sessions();
+    // A hit in a session this page has not seen (or seen before it had a title): list again.
+    if ([...groups.keys()].some((id) => !sessions.get(id)?.title) && this.refreshSessions) {
+      await this.refreshSessions();
+      if (seq !== this.seq) return;
+      sessions = this.sessions();
+    }
     const nodes = [];
     for (const [sessionId, list] of groups) {
       const s = sessions.get(sessionId);

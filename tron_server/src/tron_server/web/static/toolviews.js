@@ -86,16 +86,36 @@ registerToolView("Bash", {
 
 registerToolView("Edit", {
   summary: (a) => a.file_path,
-  body: (a) =>
-    h(
+  body: (a, ctx) => {
+    // Line numbers in the file when the result's numbered snippet says where the
+    // new text landed (the first occurrence); else counted from the edit's start.
+    const start = a.replace_all ? null : editStartLine(ctx.sd?.tools.get(ctx.id)?.result, a.new_string);
+    return h(
       "div",
       { class: "tool-view edit" },
-      renderDiff(diffLines(a.old_string ?? "", a.new_string ?? ""), {
+      renderDiff(diffLines(a.old_string ?? "", a.new_string ?? "", start ? { startOld: start, startNew: start } : {}), {
         path: a.file_path,
         note: a.replace_all ? "every occurrence" : null,
       }),
-    ),
+    );
+  },
 });
+
+/** The file line where `newString` starts, from an Edit result's `cat -n` style snippet. */
+export function editStartLine(result, newString) {
+  const text = typeof result === "string" ? result : Array.isArray(result) ? result.map((p) => (p && p.text) || "").join("\n") : "";
+  const want = String(newString ?? "").split("\n");
+  if (!text || !want[0].trim()) return null;
+  const numbered = [];
+  for (const line of text.split("\n")) {
+    const m = /^\s*(\d+)\t(.*)$/.exec(line);
+    if (m) numbered.push([Number(m[1]), m[2]]);
+  }
+  for (let i = 0; i < numbered.length; i++) {
+    if (want.every((w, j) => numbered[i + j] && numbered[i + j][1] === w && numbered[i + j][0] === numbered[i][0] + j)) return numbered[i][0];
+  }
+  return null;
+}
 
 registerToolView("MultiEdit", {
   summary: (a) => a.file_path,

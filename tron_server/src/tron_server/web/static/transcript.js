@@ -118,8 +118,9 @@ export class Transcript {
         ]);
       }
       case "session.fork": {
-        const link = h("a", { href: `#s=${p.sourceSessionId}`, onclick: (e) => { e.preventDefault(); this.actions.onOpenSession(p.sourceSessionId); } }, `session …${shortId(p.sourceSessionId)}`);
-        return systemLine(ev, "session-fork", ["Forked from ", link, p.name ? ` · ${p.name}` : ""]);
+        const source = (this.actions.titleOf && this.actions.titleOf(p.sourceSessionId)) || `session …${shortId(p.sourceSessionId)}`;
+        const link = h("a", { href: `#s=${p.sourceSessionId}`, testid: "fork-source", onclick: (e) => { e.preventDefault(); this.actions.onOpenSession(p.sourceSessionId); } }, source);
+        return systemLine(ev, "session-fork", ["Forked from ", link, p.name ? ` as “${p.name}”` : ""]);
       }
       case "stream.turn_end": {
         const usage = p.usage || p.tokenUsage;
