@@ -21,7 +21,7 @@ from tests.web.conftest import WebEnv, new_page, open_session, shot
 TITLE = "Refactor the payment module"
 
 #: width → (sidebar docked, tree docked)
-LAYOUTS = {390: (False, False), 820: (False, False), 1024: (True, False), 1440: (True, True)}
+LAYOUTS = {360: (False, False), 390: (False, False), 820: (False, False), 1024: (True, False), 1440: (True, True)}
 
 
 def box(page: Page, testid: str) -> dict[str, float]:
@@ -44,7 +44,12 @@ def no_sideways_scroll(page: Page) -> None:
     overflow = page.evaluate(
         "document.scrollingElement.scrollWidth - document.scrollingElement.clientWidth"
     )
-    assert overflow <= 0, f"the page scrolls sideways by {overflow}px"
+    wide = page.evaluate(
+        "[...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right"
+        " > innerWidth + 1 && e.getClientRects().length).slice(0, 5).map((e) => e.className ||"
+        " e.tagName)"
+    )
+    assert overflow <= 0, f"the page scrolls sideways by {overflow}px ({wide})"
 
 
 @pytest.fixture
