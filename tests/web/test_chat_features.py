@@ -7,13 +7,14 @@ new sessions, and code blocks that copy exactly their code."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from playwright.sync_api import Page, expect
 
 from tests.server.scripted_llm import Response, Text, ToolUse, error_response
 from tests.web._rpc import path_events
-from tests.web.conftest import WebEnv, new_page, open_session, shot
+from tests.web.conftest import DOCS_SCREENSHOT, WebEnv, new_page, open_session, shot
 
 
 def transcript(page: Page) -> Any:
@@ -36,7 +37,12 @@ def test_tool_cards_show_the_command_the_path_and_a_diff(page: Page, web_env: We
     source = env.workdir / "app.py"
     source.write_text("def greet():\n    return 'hi'\n\nprint(greet())\n")
     new_file = env.workdir / "notes.md"
-    sid = env.new_session("Tools")
+    sid = env.new_session("Friendlier greeting")
+    # A first attempt, rewound: the tree has a branch.
+    env.seed(sid, "Make the greeting friendlier", Response([Text("Which file is it in?")]))
+    with env.rpc() as client:
+        root = client.call("session.get", sessionId=sid)["rootEventId"]
+        client.call("session.rewind", sessionId=sid, eventId=root)
     env.seed(
         sid,
         "Change the greeting and write notes",
@@ -47,7 +53,8 @@ def test_tool_cards_show_the_command_the_path_and_a_diff(page: Page, web_env: We
         Response([ToolUse("Write", {"file_path": str(new_file),
                                     "content": "# Notes\n\n- greeting changed\n"})]),
         Response([ToolUse("Read", {"file_path": str(source), "offset": 1, "limit": 2})]),
-        Response([Text("Done: `app.py` greets with hello.")]),
+        Response([Text("Done: `app.py` greets with hello.\n\n| File | Change |\n|---|---|\n"
+                       "| `app.py` | greeting |\n| `notes.md` | new |")]),
     )  # fmt: skip
     assert "hello" in source.read_text()
     open_session(page, sid)
@@ -61,8 +68,9 @@ def test_tool_cards_show_the_command_the_path_and_a_diff(page: Page, web_env: We
     expect(bash.get_by_test_id("tool-command").locator(".tok-fn")).to_have_text("grep")
 
     edit = cards.nth(1)
-    expect(edit.get_by_test_id("tool-summary")).to_have_text(str(source))
-    expect(edit.get_by_test_id("diff-path")).to_have_text(str(source))
+    # Paths inside the working directory read relative to it.
+    expect(edit.get_by_test_id("tool-summary")).to_have_text("app.py")
+    expect(edit.get_by_test_id("diff-path")).to_have_text("app.py")
     expect(edit.get_by_test_id("diff-del")).to_have_count(1)
     expect(edit.get_by_test_id("diff-del")).to_contain_text("return 'hi'")
     expect(edit.get_by_test_id("diff-add")).to_have_count(2)
@@ -74,12 +82,15 @@ def test_tool_cards_show_the_command_the_path_and_a_diff(page: Page, web_env: We
     expect(edit.get_by_test_id("diff-add").nth(1).locator(".diff-no").nth(1)).to_have_text("3")
 
     write = cards.nth(2)
-    expect(write.get_by_test_id("diff-path")).to_have_text(str(new_file))
+    expect(write.get_by_test_id("diff-path")).to_have_text("notes.md")
     expect(write.get_by_test_id("diff-add")).to_have_count(3)
     expect(write.get_by_test_id("diff-del")).to_have_count(0)
 
     read = cards.nth(3)
-    expect(read.get_by_test_id("tool-path")).to_have_text(str(source))
+    expect(read.get_by_test_id("tool-path")).to_have_text("app.py")
+    expect(read.get_by_test_id("tool-path")).to_have_attribute("title", str(source))
+    tree_nodes = page.get_by_test_id("tree").get_by_test_id("tree-node")
+    expect(tree_nodes.filter(has_text="[Edit app.py]")).to_have_count(1)
     expect(read.get_by_test_id("tool-args")).to_contain_text("lines 1–2")
 
     # No raw JSON in the cards' arguments; it is one click away.
@@ -91,6 +102,20 @@ def test_tool_cards_show_the_command_the_path_and_a_diff(page: Page, web_env: We
     expect(raw).to_contain_text('"old_string"')
     edit.scroll_into_view_if_needed()
     shot(page, "tool-cards")
+    edit.get_by_text("Raw arguments").click()
+    expect(raw).to_be_hidden()
+
+    # The picture for the README: the prompt, the command and the diff, the tree's branch.
+    expect(page.get_by_test_id("tree").locator("[data-on-path=false]")).to_have_count(2)
+    expect(transcript(page).locator("table")).to_have_count(1)
+    for i in (0, 2, 3):  # fold the cards whose results say little
+        cards.nth(i).locator(".tool-head").click()
+    page.get_by_test_id("transcript").evaluate("el => el.scrollTop = 0")
+    page.mouse.move(0, 0)
+    page.wait_for_timeout(300)  # the hover actions fade out
+    path = shot(page, "readme")
+    if os.environ.get("TRON_UPDATE_SCREENSHOT"):
+        DOCS_SCREENSHOT.write_bytes(path.read_bytes())
 
 
 def test_a_provider_error_is_shown_once_with_retry_and_edit(page: Page, web_env: WebEnv) -> None:

@@ -21,7 +21,13 @@ from tests.web.conftest import WebEnv, new_page, open_session, shot
 TITLE = "Refactor the payment module"
 
 #: width → (sidebar docked, tree docked)
-LAYOUTS = {360: (False, False), 390: (False, False), 820: (False, False), 1024: (True, False), 1440: (True, True)}
+LAYOUTS = {
+    360: (False, False),
+    390: (False, False),
+    820: (False, False),
+    1024: (True, False),
+    1440: (True, True),
+}
 
 
 def box(page: Page, testid: str) -> dict[str, float]:

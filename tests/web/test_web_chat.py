@@ -9,7 +9,6 @@ test has its own server, database and page, and seeds the history it needs.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -17,7 +16,7 @@ from playwright.sync_api import Page, expect
 
 from tests.server.scripted_llm import Response, Text, Thinking, ToolUse
 from tests.web._rpc import SyncRpc, path_events
-from tests.web.conftest import DOCS_SCREENSHOT, WebEnv, open_session, shot
+from tests.web.conftest import WebEnv, open_session, shot
 
 #: Stored event types the transcript draws as their own element (with data-event-id).
 DRAWN = {
@@ -249,15 +248,12 @@ def test_fork_from_the_first_reply_and_rewind(page: Page, web_env: WebEnv) -> No
     branch_point = tree_panel.locator(f"[data-testid=tree-node][data-event-id='{final_id}']")
     expect(branch_point).to_have_attribute("data-branches", "2")
     assert_transcript_matches_store(page, env)
-    # The thinking block open, the tool card visible: the picture for the README.
     page.get_by_test_id("thinking").locator("summary").click()
     page.get_by_test_id("transcript").evaluate("el => el.scrollTop = 0")
     page.evaluate("document.getElementById('toasts').replaceChildren()")
     page.mouse.move(0, 0)
     page.wait_for_timeout(300)  # the hover actions fade out
-    path = shot(page, "03-fork-rewind-tree")
-    if os.environ.get("TRON_UPDATE_SCREENSHOT"):
-        DOCS_SCREENSHOT.write_bytes(path.read_bytes())
+    shot(page, "03-fork-rewind-tree")
     page.emulate_media(color_scheme="dark")
     shot(page, "04-dark")
     page.emulate_media(color_scheme="light")

@@ -2,7 +2,9 @@
 // path and a diff for Edit and Write, the pattern for Grep… never raw JSON
 // (that stays one click away, under "Raw arguments").
 //
-// A view is {summary?(args) → string, body?(args, ctx) → Node | null}; other
+// A view is {summary?(args, ctx) → string, body?(args, ctx) → Node | null}
+// (ctx: {sd, id, cwd} — the session, the call's id, the working directory, to
+// which paths are shown relative); other
 // features can add or replace views with registerToolView(name, view) (e.g. a
 // diff the server recorded, instead of the one computed here).
 
@@ -21,12 +23,19 @@ export function toolView(name) {
   return views.get(name) || null;
 }
 
+/** `path` relative to the working directory `cwd` when it lies inside it. */
+export function relPath(path, cwd) {
+  const p = String(path ?? "");
+  const base = String(cwd ?? "").replace(/\/+$/, "");
+  return base && p.startsWith(`${base}/`) ? p.slice(base.length + 1) : p;
+}
+
 /** A one-line summary of a call (the command, the path, …) for the card's header. */
-export function argsSummary(name, args) {
+export function argsSummary(name, args, ctx = {}) {
   if (!args || typeof args !== "object") return "";
   const view = views.get(name);
   if (view && view.summary) {
-    const s = view.summary(args);
+    const s = view.summary(args, ctx);
     if (s) return s;
   }
   for (const key of ["command", "file_path", "path", "pattern", "query", "url", "skill", "description"]) {
@@ -69,7 +78,7 @@ export function genericArgs(args) {
   );
 }
 
-const path = (p, extra = null) => h("div", { class: "tool-path" }, h("span", { class: "mono", testid: "tool-path" }, p), extra);
+const path = (p, ctx, extra = null) => h("div", { class: "tool-path" }, h("span", { class: "mono", testid: "tool-path", title: p }, relPath(p, ctx.cwd)), extra);
 const note = (text) => h("span", { class: "muted small" }, text);
 
 registerToolView("Bash", {
@@ -85,7 +94,7 @@ registerToolView("Bash", {
 });
 
 registerToolView("Edit", {
-  summary: (a) => a.file_path,
+  summary: (a, ctx) => relPath(a.file_path, ctx.cwd),
   body: (a, ctx) => {
     // Line numbers in the file when the result's numbered snippet says where the
     // new text landed (the first occurrence); else counted from the edit's start.
@@ -94,7 +103,7 @@ registerToolView("Edit", {
       "div",
       { class: "tool-view edit" },
       renderDiff(diffLines(a.old_string ?? "", a.new_string ?? "", start ? { startOld: start, startNew: start } : {}), {
-        path: a.file_path,
+        path: relPath(a.file_path, ctx.cwd),
         note: a.replace_all ? "every occurrence" : null,
       }),
     );
@@ -118,19 +127,19 @@ export function editStartLine(result, newString) {
 }
 
 registerToolView("MultiEdit", {
-  summary: (a) => a.file_path,
-  body: (a) =>
+  summary: (a, ctx) => relPath(a.file_path, ctx.cwd),
+  body: (a, ctx) =>
     h(
       "div",
       { class: "tool-view edit" },
       (Array.isArray(a.edits) ? a.edits : []).map((e, i) =>
-        renderDiff(diffLines(e.old_string ?? "", e.new_string ?? ""), { path: i === 0 ? a.file_path : null, note: e.replace_all ? "every occurrence" : null }),
+        renderDiff(diffLines(e.old_string ?? "", e.new_string ?? ""), { path: i === 0 ? relPath(a.file_path, ctx.cwd) : null, note: e.replace_all ? "every occurrence" : null }),
       ),
     ),
 });
 
 registerToolView("Write", {
-  summary: (a) => a.file_path,
+  summary: (a, ctx) => relPath(a.file_path, ctx.cwd),
   body: (a, ctx) => {
     // The diff against what this session wrote to the same file before, if it did;
     // otherwise every line is new (the file's earlier content is not known here).
@@ -139,7 +148,7 @@ registerToolView("Write", {
       "div",
       { class: "tool-view write" },
       renderDiff(diffLines(before ?? "", a.content ?? ""), {
-        path: a.file_path,
+        path: relPath(a.file_path, ctx.cwd),
         note: before === null ? "written whole" : "against this session's previous write",
       }),
     );
@@ -147,30 +156,30 @@ registerToolView("Write", {
 });
 
 registerToolView("Read", {
-  summary: (a) => a.file_path,
-  body: (a) => {
+  summary: (a, ctx) => relPath(a.file_path, ctx.cwd),
+  body: (a, ctx) => {
     const from = a.offset ? Number(a.offset) : null;
     const range = from || a.limit ? `lines ${from ?? 1}–${a.limit ? (from ?? 1) + Number(a.limit) - 1 : "end"}` : null;
-    return path(a.file_path, range ? note(range) : null);
+    return path(a.file_path, ctx, range ? note(range) : null);
   },
 });
 
 registerToolView("Grep", {
   summary: (a) => a.pattern,
-  body: (a) => {
+  body: (a, ctx) => {
     const flags = [];
     if (a.glob) flags.push(`files ${a.glob}`);
     if (a.type) flags.push(`type ${a.type}`);
     if (a.case_insensitive) flags.push("ignore case");
     if (a.output_mode) flags.push(a.output_mode);
     for (const k of ["before", "after", "context", "head_limit"]) if (a[k] !== undefined && a[k] !== null) flags.push(`${k.replace("_", " ")} ${a[k]}`);
-    return h("div", { class: "tool-view" }, h("div", {}, h("code", { testid: "tool-pattern" }, a.pattern), note(` in ${a.path || "the working directory"}`)), flags.length ? note(flags.join(" · ")) : null);
+    return h("div", { class: "tool-view" }, h("div", {}, h("code", { testid: "tool-pattern" }, a.pattern), note(` in ${relPath(a.path, ctx.cwd) || "the working directory"}`)), flags.length ? note(flags.join(" · ")) : null);
   },
 });
 
 registerToolView("Glob", {
   summary: (a) => a.pattern,
-  body: (a) => h("div", { class: "tool-view" }, h("code", { testid: "tool-pattern" }, a.pattern), note(` in ${a.path || "the working directory"}`)),
+  body: (a, ctx) => h("div", { class: "tool-view" }, h("code", { testid: "tool-pattern" }, a.pattern), note(` in ${relPath(a.path, ctx.cwd) || "the working directory"}`)),
 });
 
 registerToolView("TodoWrite", {

@@ -368,11 +368,12 @@ function updateToolCard(card, t, sd) {
   card.last = key;
   updateTaskBar(card, t);
   card.name.textContent = t.name || "tool";
-  card.summary.textContent = argsSummary(t.name, t.arguments);
+  const viewCtx = { sd, id: t.id, cwd: sd?.session.workingDirectory };
+  card.summary.textContent = argsSummary(t.name, t.arguments, viewCtx);
   const argsKey = `${t.name}|${argsText}|${t.status === "done"}`;
   if (argsKey !== card.lastArgs) {
     card.lastArgs = argsKey;
-    setChildren(card.args, renderArgs(t.name, t.arguments, { sd, id: t.id }));
+    setChildren(card.args, renderArgs(t.name, t.arguments, viewCtx));
     card.raw.textContent = t.arguments === undefined ? "" : JSON.stringify(t.arguments, null, 2);
   }
   card.root.dataset.status = t.status;
