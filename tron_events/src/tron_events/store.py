@@ -1026,11 +1026,7 @@ def _model_and_provider_at(path: Iterable[Event]) -> tuple[str | None, str | Non
     model: str | None = None
     provider: str | None = None
     for e in path:
-        if e.type == "session.start":
-            model, provider = _str(e.payload.get("model"), model), _str(
-                e.payload.get("provider"), provider
-            )
-        elif e.type == "session.fork":
+        if e.type in ("session.start", "session.fork"):
             model = _str(e.payload.get("model"), model)
             provider = _str(e.payload.get("provider"), provider)
         elif e.type == "config.model_switch":
