@@ -168,7 +168,7 @@ def adopt(url: str, *, progress: Callable[[str], None] | None = None) -> AdoptSu
             lock.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             raise StoreBusy(f"{path} (in use: stop the original Tron server first) {exc}") from None
-        backup = _backup(lock, Path(path))
+        backup = _backup(Path(path))  # a reader beside our write lock
         say(f"backup written: {backup}")
         _remove(work)
         summary = AdoptSummary(path=path, backup=backup)
@@ -202,7 +202,7 @@ def _remove(work: Path) -> None:
             os.unlink(str(work) + suffix)
 
 
-def _backup(conn: sqlite3.Connection, path: Path) -> Path:
+def _backup(path: Path) -> Path:
     import time
 
     target = path.with_name(f"{path.name}.original-{time.strftime('%Y%m%dT%H%M%S')}")
@@ -211,11 +211,13 @@ def _backup(conn: sqlite3.Connection, path: Path) -> Path:
         n += 1
         target = path.with_name(f"{path.name}.original-{time.strftime('%Y%m%dT%H%M%S')}-{n}")
     try:
+        src = sqlite3.connect(readonly_uri(str(path)), uri=True)
         dst = sqlite3.connect(target)
         try:
-            conn.backup(dst)
+            src.backup(dst)
         finally:
             dst.close()
+            src.close()
     except sqlite3.Error as exc:
         target.unlink(missing_ok=True)
         raise StorageIOError(f"could not write the backup {target}: {exc}") from None
