@@ -67,9 +67,9 @@ class AdoptSummary:
 
     def describe(self) -> str:
         lines = [
-            f"adopted {self.path}: {self.workspaces} workspace(s), {self.sessions} session(s), "
-            f"{self.events} event(s); {self.payloads_converted} payload(s) converted from the "
-            "original's shapes",
+            f"adopted {self.path}: {self.workspaces:,} workspace(s), {self.sessions:,} "
+            f"session(s), {self.events:,} event(s); {self.payloads_converted:,} payload(s) "
+            "converted from the original's shapes",
             f"the original database is kept as {self.backup}",
         ]
         lines += [f"notice: {n}" for n in self.notices]
