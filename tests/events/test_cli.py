@@ -14,7 +14,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -384,3 +386,51 @@ def test_progress_draws_on_a_terminal_only() -> None:
         bar.close()
     assert "exporting  50% [############" in tty.getvalue() and "500/1,000 events" in tty.getvalue()
     assert pipe.getvalue() == ""
+
+
+def test_import_from_another_agent_goes_through_the_importers_registry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--from NAME`` calls ``tron_events.importers.IMPORTERS[NAME](path)`` and
+    imports the records it yields (the registry is another module's: a
+    stand-in here, with the contract's signature)."""
+    import types
+
+    seen: list[Path] = []
+
+    def fake(path: Path) -> Iterator[dict[str, Any]]:
+        seen.append(path)
+        yield {"format": "tron-events-export", "version": 1, "source": {"kind": "fake"}}
+        yield {"kind": "session", "id": "sess_fake"}
+        yield {"kind": "event", "id": "evt_f0", "type": "session.start",
+               "timestamp": "2026-01-01T00:00:00Z",
+               "payload": {"workingDirectory": "/f", "model": "m", "provider": "p"}}  # fmt: skip
+        yield {"kind": "notice", "sessionId": "sess_fake", "message": "kept a thing"}
+
+    module = types.ModuleType("tron_events.importers")
+    module.IMPORTERS = {"fake": fake}  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tron_events.importers", module)
+    db = tmp_path / "x.db"
+    assert main(["import", "--from", "fake", str(tmp_path), "-n", "-d", str(db)]) == 0
+    assert "would import 1 session(s)" in capsys.readouterr().out and not db.exists()
+    assert main(["import", "--from", "fake", str(tmp_path), "-d", str(db)]) == 0
+    assert "notice (sess_fake): kept a thing" in capsys.readouterr().out
+    assert seen == [tmp_path, tmp_path]
+    assert main(["import", "--from", "other", str(tmp_path), "-d", str(db)]) == 2
+    assert "the sources are fake, tron" in capsys.readouterr().err
+
+
+def test_import_of_a_folder_of_exports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = str(tmp_path / "src.db")
+    ids = populated(src)
+    folder = tmp_path / "exports"
+    (folder / "nested").mkdir(parents=True)
+    for n, sid in enumerate(ids.values()):
+        assert (
+            main(["export", "-s", sid, "-o", str(folder / "nested" / f"{n}.jsonl"), "-d", src]) == 0
+        )
+    (folder / "notes.jsonl").write_text('{"hello": "world"}\n')
+    capsys.readouterr()
+    assert main(["import", str(folder), "-d", str(tmp_path / "dst.db")]) == 1  # partial
+    out = capsys.readouterr().out
+    assert "imported 2 session(s), 6 event(s)" in out and "notes.jsonl" in out
