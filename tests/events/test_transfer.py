@@ -257,3 +257,25 @@ def test_a_file_of_another_format_is_refused_before_writing(
     with pytest.raises(ExportFormatError, match=message):
         import_jsonl(store, io.BytesIO(body))
     assert store.list_sessions() == []
+
+
+def test_imported_payloads_are_normalized_as_an_append_would(store: EventStore) -> None:
+    big = {"text": "y" * 6000}
+    records: list[dict[str, Any]] = [
+        {"kind": "session", "id": "sess_norm"},
+        {"kind": "event", "id": "evt_n0", "type": "session.start", "timestamp": "t0",
+         "payload": {"workingDirectory": "/n", "model": "m", "provider": "p"}},
+        {"kind": "event", "id": "evt_nu", "type": "message.user", "timestamp": "t1",
+         "payload": {"content": "write it"}},
+        {"kind": "event", "id": "evt_n1", "type": "message.assistant", "timestamp": "t1",
+         "payload": {"content": [{"type": "tool_use", "id": "u", "name": "w", "input": big}]}},
+        {"kind": "event", "id": "evt_n2", "type": "tool.call", "timestamp": "t2",
+         "payload": {"toolCallId": "u", "name": "w", "arguments": big}},
+    ]  # fmt: skip
+    summary = import_records(store, records)
+    assert summary.imported == ["sess_norm"]
+    assert any("1 payload(s) stored normalized" in m for _, m in summary.notices)
+    stored = store.get_event("evt_n1")
+    assert stored is not None and stored.payload["content"][0]["input"]["_truncated"] is True
+    message = store.get_messages_at("evt_n2")[1]
+    assert message.to_anthropic()["content"][0]["input"] == big  # restored from tool.call

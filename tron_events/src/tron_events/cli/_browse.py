@@ -6,6 +6,7 @@ import argparse
 import shutil
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -54,7 +55,16 @@ def resolve_session(store: EventStore, text: str) -> str:
     return str(found[0])
 
 
+def workspace_arg(text: str) -> str:
+    """A workspace given on the command line: an id, or a path (``.`` and
+    relative paths mean the folder they name, as a session's working directory)."""
+    if text.startswith("ws_") or Path(text).is_absolute():
+        return text
+    return str(Path(text).expanduser().resolve())
+
+
 def _workspace_id(store: EventStore, text: str) -> str:
+    text = workspace_arg(text)
     rec = store.recorder
     with rec.read() as cur:
         cur.execute(

@@ -19,7 +19,7 @@ from .._urls import normalize_url, sqlite_file
 from ..errors import TronEventsError
 from ..store import EventStore
 from ..transfer import ExportFormatError, ImportSummary
-from ._browse import resolve_session
+from ._browse import resolve_session, workspace_arg
 from ._main import FAILED, OK, PARTIAL
 from ._progress import Progress
 
@@ -55,7 +55,7 @@ def _export(args: argparse.Namespace, url: str) -> int:
         session_id = resolve_session(store, args.session) if args.session else None
         scope: dict[str, Any] = {
             "session_id": session_id,
-            "workspace": args.workspace,
+            "workspace": workspace_arg(args.workspace) if args.workspace else None,
             "all": args.all,
             "with_forks": args.with_forks,
             "progress": progress.update,

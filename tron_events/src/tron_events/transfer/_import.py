@@ -370,6 +370,14 @@ class _Importer:
             if job.workspace_from_record and job.workspace_id is not None:
                 self.from_records.add(job.workspace_id)
             self.summary.notices.extend(job.notices)
+            if job.normalized:
+                self.summary.notices.append(
+                    (
+                        srec.id,
+                        f"{job.normalized} payload(s) stored normalized as an append stores "
+                        "them (large tool inputs stubbed, long tool results cut)",
+                    )
+                )
             for type_, n in job.unknown_types.items():
                 self.unknown_types[type_] = self.unknown_types.get(type_, 0) + n
             if outer is None and job.workspace_id is not None:
@@ -400,6 +408,8 @@ class _SessionImport:
         self.ws_map: dict[str, str] = {}
         self.notices: list[tuple[str | None, str]] = []
         self.unknown_types: dict[str, int] = {}
+        #: Payloads stored normalized (not as given), as an append stores them.
+        self.normalized = 0
         self.workspace_id: str | None = None
         self.depths: dict[str, int] = {}
         self.inherited: set[str] = set()
@@ -521,7 +531,11 @@ class _SessionImport:
                 f"depth + 1 is {depth}"
             )
         data = self._validated(item, ev)
-        raw = item.raw_payload if item.raw_payload is not None else _dumps(ev.payload)
+        if data == ev.payload:  # stored as given: the exported bytes come back
+            raw = item.raw_payload if item.raw_payload is not None else _dumps(ev.payload)
+        else:  # normalized as an append would (a large tool input stubbed, …)
+            raw = _dumps(data)
+            self.normalized += 1
         if n == 0:
             self._insert_session(cur, ev, data)
         assert self.workspace_id is not None
