@@ -279,3 +279,16 @@ def test_imported_payloads_are_normalized_as_an_append_would(store: EventStore) 
     assert stored is not None and stored.payload["content"][0]["input"]["_truncated"] is True
     message = store.get_messages_at("evt_n2")[1]
     assert message.to_anthropic()["content"][0]["input"] == big  # restored from tool.call
+
+
+def test_dry_run_reports_everything_and_writes_nothing(
+    store: EventStore, other: EventStore
+) -> None:
+    sample(store)
+    data = export_bytes(store, all=True)
+    before = rows_of(other)
+    summary = import_jsonl(other, io.BytesIO(data), dry_run=True)
+    # The forks find their sources inside the dry run's transaction.
+    assert summary.ok and summary.sessions_imported == 3 and not summary.changed
+    assert "would import 3 session(s), 11 event(s)" in summary.describe()
+    assert rows_of(other) == before
