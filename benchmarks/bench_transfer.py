@@ -109,7 +109,8 @@ def main() -> None:
         (n_events,) = conn.execute("SELECT count(*) FROM events").fetchone()
         conn.close()
         jsonl = work / "all.jsonl"
-        print(f"{source.name}: {n_events:,} events, {source.stat().st_size / 1e9:.2f} GB", flush=True)
+        size = source.stat().st_size / 1e9
+        print(f"{source.name}: {n_events:,} events, {size:.2f} GB", flush=True)
 
         export = _run_child("export", f"sqlite:///{source}", str(jsonl))
         print(f"tron export: {export}", flush=True)
@@ -138,7 +139,7 @@ def main() -> None:
             ("sqlite3 restore (SQL text)", restore_s, None),
         ]  # fmt: skip
         print()
-        print(f"| step | time | rate | peak memory |")
+        print("| step | time | rate | peak memory |")
         print("|---|---|---|---|")
         for name, seconds, rss in rows:
             memory = f"{rss:,.0f} MB" if rss is not None else "—"
