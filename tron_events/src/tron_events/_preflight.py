@@ -24,6 +24,7 @@ from .errors import (
     NotATronDatabase,
     OriginalTronDatabase,
     StorageIOError,
+    StoreBusy,
     UnsupportedDatabase,
 )
 
@@ -33,6 +34,8 @@ Kind = Literal["missing", "empty", "tron", "original", "foreign"]
 ORIGINAL_TABLES = frozenset({"events", "sessions", "workspaces"})
 #: PostgreSQL connection timeout for the first contact, in seconds.
 CONNECT_TIMEOUT_S = 5
+#: How long to wait for a SQLite database another process holds locked.
+BUSY_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +176,8 @@ def _sqlite_tables(path: str) -> tuple[list[str], dict[str, list[str]], str | No
     """Table names, the columns of the tables that tell ours from the
     original's, and our revision (read-only; nothing is created)."""
     try:
-        conn = sqlite3.connect(readonly_uri(path), uri=True)
+        # A busy database (another process migrating it) is waited for.
+        conn = sqlite3.connect(readonly_uri(path), uri=True, timeout=BUSY_TIMEOUT_S)
         try:
             rows = conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
@@ -197,6 +201,8 @@ def _sqlite_tables(path: str) -> tuple[list[str], dict[str, list[str]], str | No
                 f"{path} is not a SQLite database ({text}); nothing was changed. Point "
                 "--database-url at a Tron database, or at a new file"
             ) from None
+        if "locked" in text or "busy" in text:
+            raise StoreBusy(path) from None
         if "unable to open" in text:
             raise StorageIOError(f"cannot open {path}: {text}") from None
         raise StorageIOError(f"cannot read {path}: {text}") from None
