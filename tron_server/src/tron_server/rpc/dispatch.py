@@ -26,10 +26,11 @@ from .frames import (
     RequestId,
     check_request,
     error_frame,
+    loads_request,
     result_frame,
 )
 from .mapping import to_rpc_error
-from .middleware import Call, Middleware, Timings, chain, logging_middleware
+from .middleware import Call, Middleware, Timings, bulk_middleware, chain, logging_middleware
 from .registry import MethodRegistry
 
 log = logging.getLogger("tron_server.rpc")
@@ -52,7 +53,9 @@ class Dispatcher:
         self.max_frame_bytes = max_frame_bytes
         self.timings = Timings()
         stack: list[Middleware] = (
-            [logging_middleware, self.timings] if middleware is None else middleware
+            [bulk_middleware, logging_middleware, self.timings]
+            if middleware is None
+            else middleware
         )
         self._call = chain(stack, self._endpoint)
 
@@ -68,8 +71,8 @@ class Dispatcher:
                 ),
             )
         try:
-            decoded = orjson.loads(frame)
-        except orjson.JSONDecodeError as exc:
+            decoded = loads_request(frame)
+        except (ValueError, RecursionError) as exc:
             return error_frame(None, ParseError(f"the frame is not valid JSON: {exc}"))
         if isinstance(decoded, list):
             return await self._batch(decoded, ctx)
@@ -132,11 +135,13 @@ class Dispatcher:
 def _id_of(frame: str | bytes) -> RequestId:
     """The id of an oversized request, so its caller can match the error (else None)."""
     try:
-        obj = orjson.loads(frame)
-    except orjson.JSONDecodeError:
+        obj = loads_request(frame)
+    except (ValueError, RecursionError):
         return None
     raw_id = obj.get("id") if isinstance(obj, dict) else None
-    return raw_id if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
+    if isinstance(raw_id, str | int | float | orjson.Fragment) and not isinstance(raw_id, bool):
+        return raw_id
+    return None
 
 
 def _log_unexpected(exc: Exception, request: Request) -> str:

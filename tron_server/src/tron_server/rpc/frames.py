@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,7 +16,8 @@ from tron_events import Event
 
 from ..errors import InvalidRequest, RpcError
 
-RequestId = str | int | None
+#: A request id as echoed: a string, an int, or the exact JSON text of any other number.
+RequestId = str | int | float | orjson.Fragment | None
 
 #: Placeholder for "the request had no id" (a notification), distinct from ``"id": null``.
 NO_ID: Any = object()
@@ -47,9 +49,74 @@ def _valid_id(value: object) -> bool:
     # JSON-RPC ids are strings, numbers or null; bools are JSON, not numbers.
     return (
         value is None
-        or isinstance(value, str)
+        or isinstance(value, str | orjson.Fragment)
         or (isinstance(value, int | float) and not isinstance(value, bool))
     )
+
+
+# -- decoding with exact ids ----------------------------------------------------------
+
+
+class _RawNumber(str):
+    """A JSON number kept as its text (to echo an id exactly)."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_request(frame: str | bytes) -> Any:
+    """Decode a request frame; numeric ids that are not exact 64-bit integers
+    (``1e+30``, ``1.50``, ``100000000000000000000000``) become the ``orjson.Fragment``
+    of their own text, so the reply echoes them exactly.
+
+    orjson reads a number beyond 64-bit integers as a float and refuses one beyond
+    the double range: only such frames are read a second time, with the standard
+    library keeping numbers as text. Raises ``ValueError`` (``orjson.JSONDecodeError``
+    is one) for text that is not JSON.
+    """
+    try:
+        obj = orjson.loads(frame)
+    except orjson.JSONDecodeError as exc:
+        if "number" not in str(exc):  # only a number out of range is worth a second look
+            raise
+        return _with_raw_ids(frame, None)
+    if _has_inexact_id(obj):
+        return _with_raw_ids(frame, obj)
+    return obj
+
+
+def _has_inexact_id(obj: object) -> bool:
+    items = obj if isinstance(obj, list) else [obj]
+    return any(isinstance(item, dict) and isinstance(item.get("id"), float) for item in items)
+
+
+def _with_raw_ids(frame: str | bytes, decoded: Any | None) -> Any:
+    text = frame.decode() if isinstance(frame, bytes) else frame
+    raw = json.loads(
+        text,
+        parse_float=_RawNumber,
+        parse_int=_RawNumber,
+        parse_constant=_reject_constant,
+    )
+    if decoded is None:
+        # orjson refused a number beyond the double range: read the frame with
+        # the standard library (such a number outside an id stays an infinity,
+        # which the params' validation refuses like any bad value).
+        decoded = json.loads(text, parse_constant=_reject_constant)
+    if isinstance(decoded, dict) and isinstance(raw, dict):
+        _take_raw_id(decoded, raw)
+    elif isinstance(decoded, list) and isinstance(raw, list):
+        for item, raw_item in zip(decoded, raw, strict=True):
+            if isinstance(item, dict) and isinstance(raw_item, dict):
+                _take_raw_id(item, raw_item)
+    return decoded
+
+
+def _take_raw_id(item: dict[str, Any], raw_item: dict[str, Any]) -> None:
+    raw_id = raw_item.get("id")
+    if isinstance(raw_id, _RawNumber):
+        item["id"] = orjson.Fragment(str(raw_id))
 
 
 def check_request(obj: object) -> Request:
@@ -137,6 +204,7 @@ __all__ = [
     "dumps",
     "error_frame",
     "events_json",
+    "loads_request",
     "notification_frame",
     "now_iso",
     "result_frame",
