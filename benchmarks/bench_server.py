@@ -711,36 +711,83 @@ class PhaseStats:
 
 
 class Probe:
-    """Pings the server every 10 ms from its own connection and samples the server's
-    RSS every 100 ms; each sample goes to the current phase."""
+    """Samples the server's RSS every 100 ms here, and has a child process ping it
+    every 10 ms from its own connection (in another process, so that no client's
+    own work here — decoding a 13 MB page takes 0.1-0.4 s — delays a ping). Each
+    sample goes to the phase during which it was taken (perf_counter is
+    CLOCK_MONOTONIC: one clock for both processes)."""
 
-    def __init__(self, ws: ClientConnection, pid: int) -> None:
-        self.ws = ws
-        self.pid = pid
-        self.phase = PhaseStats("idle")
+    def __init__(self, server: Server, out: Path) -> None:
+        self.server = server
+        self.out = out
+        self.phases: list[PhaseStats] = []
+        self._bounds: list[tuple[float, float]] = []
         self._stop = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._child: asyncio.subprocess.Process | None = None
 
-    def start(self) -> None:
-        self._tasks = [asyncio.create_task(self._ping()), asyncio.create_task(self._rss())]
+    @property
+    def phase(self) -> PhaseStats:
+        return self.phases[-1]
+
+    def begin(self, name: str) -> PhaseStats:
+        now = time.perf_counter()
+        if self._bounds:
+            self._bounds[-1] = (self._bounds[-1][0], now)
+        self.phases.append(PhaseStats(name))
+        self._bounds.append((now, float("inf")))
+        return self.phases[-1]
+
+    async def start(self) -> None:
+        self._child = await asyncio.create_subprocess_exec(
+            sys.executable, SCRIPT, "_pinger", "--url", self.server.ws_url,
+            "--token", self.server.token, "--out", str(self.out),
+        )  # fmt: skip
+        while not self.out.exists() or not self.out.read_text().strip():
+            await asyncio.sleep(0.05)
+        self._task = asyncio.create_task(self._rss())
 
     async def stop(self) -> None:
+        if self._bounds:
+            self._bounds[-1] = (self._bounds[-1][0], time.perf_counter())
         self._stop.set()
-        await asyncio.gather(*self._tasks)
-
-    async def _ping(self) -> None:
-        rid = 0
-        while not self._stop.is_set():
-            rid += 1
-            t0 = time.perf_counter()
-            await rpc(self.ws, rid, "system.ping", {})
-            self.phase.pings.append(time.perf_counter() - t0)
-            await asyncio.sleep(0.01)
+        if self._task is not None:
+            await self._task
+        if self._child is not None and self._child.returncode is None:
+            self._child.send_signal(signal.SIGINT)
+            await self._child.wait()
+        for line in self.out.read_text().splitlines()[1:]:
+            t, rtt = (float(x) for x in line.split())
+            for stats, (a, b) in zip(self.phases, self._bounds, strict=True):
+                if a <= t < b:
+                    stats.pings.append(rtt)
 
     async def _rss(self) -> None:
         while not self._stop.is_set():
-            self.phase.rss.append(rss_mb(self.pid))
+            if self.phases:
+                self.phase.rss.append(rss_mb(self.server.proc.pid))
             await asyncio.sleep(0.1)
+
+
+def pinger_main(args: argparse.Namespace) -> None:
+    """The probe's child: ``system.ping`` every 10 ms; writes "start-time rtt" lines."""
+
+    async def run() -> None:
+        ws = await ws_connect(args.url, args.token, deflate=False)
+        with open(args.out, "w") as out:
+            out.write("ready\n")
+            out.flush()
+            rid = 0
+            while True:
+                rid += 1
+                t0 = time.perf_counter()
+                await rpc(ws, rid, "system.ping", {})
+                out.write(f"{t0} {time.perf_counter() - t0}\n")
+                out.flush()
+                await asyncio.sleep(0.01)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())
 
 
 async def bench_pressure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
@@ -754,24 +801,15 @@ async def bench_pressure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     db.parent.mkdir(parents=True)
     session_id, payload_bytes = build_sync_session(f"sqlite:///{db}", args.events, workdir)
     log(f"pressure: a session of {args.events:,} events ({payload_bytes / 1e6:.1f} MB of payload)")
-    phases: list[PhaseStats] = []
     env = server_src_env(args.server_src)
     async with tron_server(home, env=env) as server:
-        pinger = await ws_connect(server.ws_url, server.token, deflate=False)
-        probe = Probe(pinger, server.proc.pid)
-        probe.start()
-
-        async def phase(name: str, seconds: float, note: str = "") -> PhaseStats:
-            probe.phase = PhaseStats(name, note=note)
-            phases.append(probe.phase)
-            await asyncio.sleep(seconds)
-            return probe.phase
-
+        probe = Probe(server, tmp / "pings.txt")
+        await probe.start()
         try:
-            await phase("idle", 2)
+            probe.begin("idle")
+            await asyncio.sleep(2)
             # (a) clients that never read.
-            probe.phase = PhaseStats("non-readers connected, requesting")
-            phases.append(probe.phase)
+            probe.begin("non-readers connected, requesting")
             readers = [
                 await asyncio.to_thread(NonReader, server.port, server.token)
                 for _ in range(args.non_readers)
@@ -791,14 +829,14 @@ async def bench_pressure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                     sent[i] += 1
 
             await asyncio.gather(*(asyncio.to_thread(flood, i) for i in range(len(readers))))
-            await phase("non-readers connected, requesting", args.hold)
+            await asyncio.sleep(args.hold)
             probe.phase.note = f"requests taken: {sent}"
             for r in readers:
                 r.close()
-            await phase("after the non-readers left", args.settle)
+            probe.begin("after the non-readers left")
+            await asyncio.sleep(args.settle)
             # (b) one client syncs the whole session, repeatedly.
-            probe.phase = PhaseStats("one client syncs 20,000 events (pages of 10,000)")
-            phases.append(probe.phase)
+            probe.begin(f"one client syncs {args.events:,} events (pages of 10,000)")
             syncer = await ws_connect(server.ws_url, server.token, deflate=False)
             try:
                 for _ in range(args.sync_reads):
@@ -807,10 +845,11 @@ async def bench_pressure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                         raise AssertionError(f"synced {run.events} events, not {args.events}")
             finally:
                 await syncer.close()
-            await phase("after the sync", 2)
+            probe.begin("after the sync")
+            await asyncio.sleep(2)
         finally:
             await probe.stop()
-            await pinger.close()
+    phases = probe.phases
 
     result = {
         "events": args.events,
@@ -1583,6 +1622,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-deflate", action="store_true")
     p = sub.add_parser("_floor")
     p.add_argument("--llm", required=True)
+    p = sub.add_parser("_pinger")
+    p.add_argument("--url", required=True)
+    p.add_argument("--token", required=True)
+    p.add_argument("--out", required=True)
     p = sub.add_parser("_turns")
     p.add_argument("--url", required=True)
     p.add_argument("--token", required=True)
@@ -1639,6 +1682,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.cmd == "_floor":
         floor_main(args)
+        return 0
+    if args.cmd == "_pinger":
+        pinger_main(args)
         return 0
     if args.cmd == "_turns":
         turns_main(args)

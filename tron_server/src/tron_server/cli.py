@@ -442,8 +442,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     # makes files user-only (see private_umask).
     import tron_server.tools  # noqa: F401
 
-    from .memory import tune_allocator
-
     try:
         sock = listening_socket(settings)
     except CannotStart as exc:
@@ -451,7 +449,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         tighten(settings)
         configure_logging(settings.log_level, log_file=settings.log_path, fmt=settings.log_format)
-        tune_allocator()
+        if os.environ.get("XX_SWITCH"):
+            sys.setswitchinterval(float(os.environ["XX_SWITCH"]))
         return asyncio.run(serve(settings, sock, rotate_token=args.rotate_token))
     except CannotStart as exc:
         return fail(str(exc))

@@ -59,8 +59,8 @@ class Dispatcher:
         )
         self._call = chain(stack, self._endpoint)
 
-    async def handle(self, frame: str | bytes, ctx: RpcContext) -> bytes | None:
-        """The reply to one frame (JSON bytes), or None when nothing is to be sent."""
+    async def handle(self, frame: str | bytes, ctx: RpcContext) -> bytes | str | None:
+        """The reply to one frame (JSON bytes or text), or None when nothing is to be sent."""
         size = len(frame) if isinstance(frame, bytes) else len(frame.encode())
         if size > self.max_frame_bytes:
             return error_frame(
@@ -78,7 +78,7 @@ class Dispatcher:
             return await self._batch(decoded, ctx)
         return await self.handle_one(decoded, ctx)
 
-    async def _batch(self, items: list[Any], ctx: RpcContext) -> bytes | None:
+    async def _batch(self, items: list[Any], ctx: RpcContext) -> bytes | str | None:
         if not items:
             return error_frame(None, InvalidRequest("an empty batch is not a request"))
         if len(items) > MAX_BATCH:
@@ -88,9 +88,12 @@ class Dispatcher:
         replies = [reply for item in items if (reply := await self.handle_one(item, ctx))]
         if not replies:
             return None
-        return b"[" + b",".join(replies) + b"]"
+        if any(isinstance(r, str) for r in replies):
+            texts = [r if isinstance(r, str) else r.decode() for r in replies]
+            return "[" + ",".join(texts) + "]"
+        return b"[" + b",".join(r for r in replies if isinstance(r, bytes)) + b"]"
 
-    async def handle_one(self, obj: object, ctx: RpcContext) -> bytes | None:
+    async def handle_one(self, obj: object, ctx: RpcContext) -> bytes | str | None:
         """The reply to one decoded request (None for a notification)."""
         try:
             request = check_request(obj)
