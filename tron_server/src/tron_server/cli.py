@@ -449,8 +449,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         tighten(settings)
         configure_logging(settings.log_level, log_file=settings.log_path, fmt=settings.log_format)
-        if os.environ.get("XX_SWITCH"):
-            sys.setswitchinterval(float(os.environ["XX_SWITCH"]))
         return asyncio.run(serve(settings, sock, rotate_token=args.rotate_token))
     except CannotStart as exc:
         return fail(str(exc))
