@@ -88,8 +88,15 @@ def loads_request(frame: str | bytes) -> Any:
 
 
 def _has_inexact_id(obj: object) -> bool:
+    # A float was written with a fraction or an exponent, or was beyond 64 bits; an
+    # integer's text is its canonical form, but for "-0".
     items = obj if isinstance(obj, list) else [obj]
-    return any(isinstance(item, dict) and isinstance(item.get("id"), float) for item in items)
+    for item in items:
+        if isinstance(item, dict):
+            value = item.get("id")
+            if isinstance(value, float) or (type(value) is int and value == 0):
+                return True
+    return False
 
 
 def _with_raw_ids(frame: str | bytes, decoded: Any | None) -> Any:
