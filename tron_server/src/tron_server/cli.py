@@ -124,9 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from .services import server_version
+    from importlib.metadata import PackageNotFoundError, version
 
-    return server_version()
+    try:
+        return version("tron-server")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0.0.0"
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:

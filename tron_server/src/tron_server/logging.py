@@ -50,26 +50,29 @@ REDACTED = "[redacted]"
 #: Environment variables whose values are secrets (provider keys and the like).
 _SECRET_ENV = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD)$|^TRON_.*KEY$")
 
+# Values stop at a backslash too: in a JSON line, the quote after a value is escaped.
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # A credential in a query string: ?token=…, &code=…, ?key=… (Gemini), api_key=…
     (
-        re.compile(r"([?&](?:token|code|key|api[_-]?key|access_token|password)=)[^&\s\"'#]+", re.I),
+        re.compile(
+            r"([?&](?:token|code|key|api[_-]?key|access_token|password)=)[^&\s\"'#\\]+", re.I
+        ),
         r"\1" + REDACTED,
     ),
     # Authorization: Bearer …, Basic …
     (re.compile(r"\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{6,}", re.I), r"\1\2" + REDACTED),
     # Our login cookie (an HMAC of the token: a credential too).
-    (re.compile(r"(tron_session=)[^;\s\"']+"), r"\1" + REDACTED),
+    (re.compile(r"(tron_session=)[^;\s\"'\\]+"), r"\1" + REDACTED),
     # Provider key headers, as websockets/httpx might print them.
     (
         re.compile(
-            r"((?:x-api-key|x-goog-api-key|api-key)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+", re.I
+            r"((?:x-api-key|x-goog-api-key|api-key)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;\\]+", re.I
         ),
         r"\1" + REDACTED,
     ),
     # A password in a URL: scheme://user:password@host
     (
-        re.compile(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s\"']+:)[^@\s\"'/]+@", re.I),
+        re.compile(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s\"'\\]+:)[^@\s\"'/\\]+@", re.I),
         r"\1" + REDACTED + "@",
     ),
 )
@@ -139,18 +142,21 @@ class JsonFormatter(logging.Formatter):
         self.redactor = redactor
 
     def format(self, record: logging.LogRecord) -> str:
+        redact = self.redactor.redact
         line: dict[str, Any] = {
             "time": _timestamp(record),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": redact(record.getMessage()),
         }
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
-            line.update(fields)
+            # Each value before encoding (a secret with characters JSON escapes would
+            # otherwise survive, escaped), and the whole line after.
+            line.update({k: redact(v) if isinstance(v, str) else v for k, v in fields.items()})
         if record.exc_info:
-            line["exc"] = _exception_text(self, record, self.tracebacks)
-        return self.redactor.redact(orjson.dumps(line, default=str).decode())
+            line["exc"] = redact(_exception_text(self, record, self.tracebacks))
+        return redact(orjson.dumps(line, default=str).decode())
 
 
 class TextFormatter(logging.Formatter):
@@ -203,6 +209,26 @@ class _NoQueryString(logging.Filter):
         return True
 
 
+class _NoFrameContents(logging.Filter):
+    """websockets' debug lines show each frame's first and last bytes: the
+    conversation (and any secret in it, cut where no redaction can recognise it).
+    Keep the frame's kind and size only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if record.msg in ("< %s", "> %s") and isinstance(args, tuple) and len(args) == 1:
+            frame = args[0]
+            opcode = getattr(frame, "opcode", None)
+            data = getattr(frame, "data", None)
+            if (
+                opcode is not None
+                and data is not None
+                and opcode.name in ("TEXT", "BINARY", "CONT")
+            ):
+                record.args = (f"{opcode.name} [{len(data)} bytes]",)
+        return True
+
+
 def private_dir(path: Path) -> Path:
     """Create ``path`` (and parents) if needed; make it user-only (0700)."""
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -245,6 +271,10 @@ def configure_logging(
     access = logging.getLogger("uvicorn.access")
     if not any(isinstance(f, _NoQueryString) for f in access.filters):
         access.addFilter(_NoQueryString())
+    # uvicorn hands "uvicorn.error" to websockets, which logs frames there.
+    protocol = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _NoFrameContents) for f in protocol.filters):
+        protocol.addFilter(_NoFrameContents())
 
 
 __all__ = [
