@@ -147,7 +147,7 @@ class JsonFormatter(logging.Formatter):
             "time": _timestamp(record),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": redact(record.getMessage()),
+            "message": redact(self._message(record)),
         }
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
@@ -157,6 +157,10 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             line["exc"] = redact(_exception_text(self, record, self.tracebacks))
         return redact(orjson.dumps(line, default=str).decode())
+
+    def _message(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        return message if self.tracebacks else _without_traceback(message)
 
 
 class TextFormatter(logging.Formatter):
@@ -168,7 +172,10 @@ class TextFormatter(logging.Formatter):
         self.redactor = redactor
 
     def format(self, record: logging.LogRecord) -> str:
-        text = f"{_timestamp(record)} {record.levelname:<7} {record.name}: {record.getMessage()}"
+        message = record.getMessage()
+        if not self.tracebacks:
+            message = _without_traceback(message)
+        text = f"{_timestamp(record)} {record.levelname:<7} {record.name}: {message}"
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict) and fields:
             text += " " + " ".join(f"{k}={_field_text(v)}" for k, v in fields.items())
@@ -187,6 +194,19 @@ def _exception_text(fmt: logging.Formatter, record: logging.LogRecord, full: boo
         return fmt.formatException(record.exc_info)
     exc = record.exc_info[1]
     return f"{type(exc).__name__}: {exc}" if exc is not None else "exception"
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def _without_traceback(message: str) -> str:
+    """A message that holds a formatted traceback (starlette hands uvicorn one when
+    the lifespan is cut short), shortened to its text before it and its last line."""
+    if _TRACEBACK not in message:
+        return message
+    head = message.split(_TRACEBACK, 1)[0].strip()
+    last = [line for line in message.splitlines() if line.strip()][-1].strip()
+    return f"{head} {last}".strip() + " (traceback in the log file)"
 
 
 class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
