@@ -4,6 +4,8 @@
     uv run python benchmarks/bench_server.py sync         # events.sync throughput to one client
     uv run python benchmarks/bench_server.py fanout       # text-delta fan-out to 50 clients
     uv run python benchmarks/bench_server.py turn         # server overhead per turn (no LLM)
+    uv run python benchmarks/bench_server.py pressure     # memory and others' ping under
+                                                          # clients that never read, and a sync
 
 Every subcommand takes ``--help`` (``--rounds``, sizes, ``--profile DIR``, ``--json PATH``).
 
@@ -36,6 +38,12 @@ figures are medians over rounds, and a ratio is the median of per-round ratios.
   with httpx and sends each delta with ``websockets.broadcast``, as the same
   JSON-RPC frame, to the same client process. Both run with clients that offer
   permessage-deflate (the default everywhere) and with clients that do not.
+- ``pressure``: the server's RSS (sampled every 100 ms) and another client's
+  ``system.ping`` round trips (from a separate process, every 10 ms) while
+  ``--non-readers`` clients send ``events.sync`` requests for 10,000-event pages and
+  never read, after they have left, and while one client syncs the whole session.
+  ``--server-src DIR`` runs the server from another checkout (e.g. ``git archive``
+  of an older commit) to compare before and after in the same session.
 - ``turn``: ``--turns`` sequential one-turn messages (a short scripted reply);
   overhead = (``agent.message`` sent -> ``agent.complete`` received) minus the
   LLM's own time (its request -> last byte), split into before and after the LLM.
