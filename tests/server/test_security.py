@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -250,3 +252,18 @@ def test_loopback_detection() -> None:
     assert is_loopback_host("127.1.2.3") and is_loopback_host("[::1]")
     assert not is_loopback_host("0.0.0.0") and not is_loopback_host("192.168.1.5")
     assert not is_loopback_host("example.com")
+
+
+def test_servers_starting_together_on_one_home_share_one_token(tmp_path: Path) -> None:
+    """Two processes creating the token at once: both end up with the one in the file."""
+    script = (
+        "import sys; from pathlib import Path; "
+        "from tron_server.security import load_or_create_token; "
+        "print(load_or_create_token(Path(sys.argv[1]))[0])"
+    )
+    path = tmp_path / "home" / "server-token"
+    cmd = [sys.executable, "-c", script, str(path)]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    tokens = {p.communicate(timeout=120)[0].strip() for p in procs}
+    assert tokens == {read_token(path)}
+    assert [p.name for p in path.parent.iterdir()] == ["server-token"]  # no temporary left

@@ -60,31 +60,50 @@ def load_or_create_token(path: Path, *, rotate: bool = False) -> tuple[str, bool
     """The token in ``path``, or a new one written there (``rotate``, no file, or a
     file that does not hold a token); returns ``(token, written)``.
 
-    A kept token file is made user-only (0600) if it was not.
+    A kept token file is made user-only (0600) if it was not. When there is no
+    file, the new one is created only if still absent (two servers starting at
+    once on one home end up with the same token, never one each).
     """
-    if not rotate:
-        try:
-            token = read_token(path)
-        except (OSError, UnicodeDecodeError):
-            token = ""
-        if _TOKEN_SHAPE.fullmatch(token):
-            if os.stat(path).st_mode & 0o077:
-                log.warning(
-                    "the token file was readable by others: made it user-only (0600)",
-                    extra={"fields": {"path": str(path)}},
-                )
-                os.chmod(path, 0o600)
-            return token, False
+    if rotate:
+        token = new_token()
+        write_token(path, token)
+        return token, True
+    existing = _valid_token(path)
+    if existing is not None:
+        return existing, False
     token = new_token()
-    write_token(path, token)
+    if path.exists():  # a file that holds no token: replace it
+        write_token(path, token)
+    elif not write_token(path, token, exclusive=True):
+        kept = _valid_token(path)  # another process created it first: use theirs
+        if kept is not None:
+            return kept, False
+        write_token(path, token)
     return token, True
 
 
-def write_token(path: Path, token: str) -> None:
+def _valid_token(path: Path) -> str | None:
+    try:
+        token = read_token(path)
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not _TOKEN_SHAPE.fullmatch(token):
+        return None
+    if os.stat(path).st_mode & 0o077:
+        log.warning(
+            "the token file was readable by others: made it user-only (0600)",
+            extra={"fields": {"path": str(path)}},
+        )
+        os.chmod(path, 0o600)
+    return token
+
+
+def write_token(path: Path, token: str, *, exclusive: bool = False) -> bool:
     """Write ``token`` to ``path`` readable by the owner only (0600), atomically.
 
     The file is created 0600 from the start (never world-readable, not even
-    for a moment) and replaced by rename so a reader never sees half a token.
+    for a moment) and moved into place whole, so a reader never sees half a
+    token. ``exclusive``: only if ``path`` does not exist (False if it did).
     """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -94,7 +113,16 @@ def write_token(path: Path, token: str) -> None:
         os.write(fd, token.encode() + b"\n")
     finally:
         os.close(fd)
-    os.replace(tmp, path)
+    if not exclusive:
+        os.replace(tmp, path)
+        return True
+    try:
+        os.link(tmp, path)  # fails if the file exists: no overwrite
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    return True
 
 
 def read_token(path: Path) -> str:
