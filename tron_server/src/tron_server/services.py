@@ -78,6 +78,7 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
     store = await AsyncEventStore.open(settings.resolved_database_url())
 
     from .agent.orchestrator import Orchestrator
+    from .agent.subagents import SubagentSettings
     from .hooks import build_hook_engine
     from .providers import ProviderFactory
     from .tools import default_tools
@@ -99,6 +100,11 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
         home=settings.home,
         hooks_factory=hooks_factory,
         auto_compact_threshold=settings.auto_compact_threshold,
+        subagents=SubagentSettings(
+            max_parallel=settings.subagent_max_parallel,
+            max_depth=settings.subagent_max_depth,
+            enabled=settings.subagent_max_depth > 0,
+        ),
     )
     # genai-prices loads its price snapshot on first use (~0.7 s): pay it at startup,
     # off the event loop, not in the first turn.

@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     google_base_url: str | None = None
     openai_compatible_base_url: str | None = None
     auto_compact_threshold: float = 0.8
+    #: Task calls of one assistant message that run at once (TRON_SUBAGENT_MAX_PARALLEL).
+    subagent_max_parallel: int = Field(default=4, ge=1, le=64)
+    #: How deep sub-agents nest: 1 = only sessions a user started get the Task tool.
+    subagent_max_depth: int = Field(default=1, ge=0, le=8)
     max_frame_bytes: int = 4 * 1024 * 1024
     outgoing_queue_limit: int = 10_000
     #: Bytes a connection may hold for its client (queued or being sent) before
