@@ -678,6 +678,7 @@ class PostgresRecorder(Recorder):
         session_id: str | None,
         types: Sequence[str] | None,
         limit: int,
+        session_ids: Sequence[str] | None = None,
     ) -> list[SearchHit]:
         text = _no_nul(query)
         if not text.strip():
@@ -687,7 +688,7 @@ class PostgresRecorder(Recorder):
         # fail on any string. raw: to_tsquery's syntax, which raises on bad input.
         parse = "to_tsquery" if raw else "plainto_tsquery"
         join, filters, filter_params = self.search_filters(
-            "s.position", workspace_id, session_id, types
+            "s.position", workspace_id, session_id, types, session_ids
         )
         where = "s.tsv @@ q.q" + filters
         params: list[Any] = [text, *filter_params]
