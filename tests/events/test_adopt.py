@@ -178,6 +178,7 @@ def build_original(path: Path) -> dict[str, Any]:
         "INSERT INTO events_fts VALUES (?, ?, ?, ?)",
         [(r[0], r[1], r[5], r[7]) for r in rows],
     )
+    conn.execute("CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT)")
     conn.commit()
     conn.close()
     return {"events": {r[0]: r for r in rows}}
@@ -236,6 +237,7 @@ def test_adoption_keeps_every_event_and_reconstructs(tmp_path: Path) -> None:
         store.fork("a4")
     notices = "\n".join(summary.notices)
     assert "renumbered" in notices and "stream.text_delta" in notices
+    assert "tables not carried over (they stay in the backup): settings" in notices
     assert summary.payloads_converted >= 3
 
 

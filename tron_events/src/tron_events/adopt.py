@@ -240,6 +240,18 @@ def _build(work: Path, backup: Path, summary: AdoptSummary, say: Callable[[str],
         conn.create_function("tron_search_text", 2, _search_text, deterministic=True)
         conn.execute("BEGIN")
         _stage_events(conn, summary, say)
+        others = [
+            name
+            for (name,) in conn.execute(
+                "SELECT name FROM old.sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'events_fts%' "
+                "AND name NOT IN ('events', 'sessions', 'workspaces')"
+            )
+        ]
+        if others:
+            summary.notices.append(
+                f"tables not carried over (they stay in the backup): {', '.join(sorted(others))}"
+            )
         sessions = _sessions(conn, summary)
         _workspaces(conn, sessions, summary)
         say("copying events …")
