@@ -272,24 +272,34 @@ class SessionBuilder:
         return self.add("metadata.import", payload, key=key, millis=millis)
 
     def use_model(
-        self, model: str | None, provider: str | None, *, key: str, millis: int | None = None
-    ) -> None:
+        self,
+        model: str | None,
+        provider: str | None,
+        *,
+        key: str,
+        millis: int | None = None,
+        imported: Any = None,
+    ) -> bool:
         """The model (and provider) of the next message: a ``config.model_switch``
-        when it changes (the first one is the session's model)."""
+        (with ``imported``, if given) when it changes; the first one is the
+        session's model. True if a switch was recorded."""
         if not model:
-            return
+            return False
         if self.start_model is None:
             self.model = self.start_model = model
             self.provider = self.start_provider = provider or self.provider
-            return
+            return False
         if model == self.model and (provider is None or provider == self.provider):
-            return
+            return False
         payload: dict[str, Any] = {"previousModel": self.model, "newModel": model}
         if provider and provider != self.provider:
             payload["provider"] = provider
             self.provider = provider
+        if imported is not None:
+            payload["imported"] = imported
         self.model = model
         self.add("config.model_switch", payload, key=key, millis=millis)
+        return True
 
     def next_turn(self) -> int:
         self.turn += 1
