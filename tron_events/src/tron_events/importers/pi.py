@@ -564,11 +564,14 @@ class _Session:
         here = path[:-1]  # the path before this compaction
         if isinstance(first, str) and first in here:
             kept = here[here.index(first) :]
-        elif isinstance(index, int) and not isinstance(index, bool) and 0 <= index:
-            if index < len(self.entries):
-                target = self.key(self.entries[index])
-                if target in here:
-                    kept = here[here.index(target) :]
+        elif (
+            isinstance(index, int)
+            and not isinstance(index, bool)
+            and 0 <= index < len(self.entries)
+        ):
+            target = self.key(self.entries[index])
+            if target in here:
+                kept = here[here.index(target) :]
         # Only what follows the latest earlier compaction is in pi's context.
         for position in range(len(kept) - 1, -1, -1):
             if by_key[kept[position]].value.get("type") == "compaction":
