@@ -67,6 +67,7 @@ _OUTPUT_ITEMS = {
 _CALLS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
 _RESULTS = {"function_call_output", "custom_tool_call_output", "tool_search_output"}
 _LEVELS = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh"}
+_CWD = re.compile(r"<environment_context>.*?<cwd>(.*?)</cwd>", re.DOTALL)
 _REDACTED = re.compile(r"\[REDACTED_[A-Z_]+ (len=\d+ sha=[0-9a-f]+)\]")
 
 Record = dict[str, Any]
@@ -221,6 +222,7 @@ class _Rollout:
         self.thread_id: str | None = None
         self.model: str | None = None
         self.provider: str | None = None
+        self.notices: list[str] = []
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -234,6 +236,19 @@ class _Rollout:
         if first.value.get("type") is None and "id" in first.value:
             return first, first.value  # the legacy layout: the first line is the meta
         return None, {}
+
+    def _context_cwd(self) -> str | None:
+        """The ``<cwd>`` of the ``<environment_context>`` Codex sends as a user message
+        (older rollouts have no cwd in their meta line)."""
+        for line in self.file.lines:
+            value = line.value
+            item = value.get("payload") if "payload" in value else value
+            if isinstance(item, dict) and item.get("type") == "message":
+                text = _item_text(item.get("content"), ("input_text",))
+                match = _CWD.search(text)
+                if match and match[1].strip():
+                    return match[1].strip()
+        return None
 
     def _first_model(self) -> str | None:
         for line in self.file.lines:
@@ -267,7 +282,12 @@ class _Rollout:
         self.thread_id = str(meta.get("id")) if meta.get("id") is not None else self.file.path.stem
         cwd = meta.get("cwd")
         if not isinstance(cwd, str) or not cwd:
+            cwd = self._context_cwd()
+        if cwd is None:
             cwd = str(self.file.path.parent.resolve())
+            self.notices.append(
+                "the rollout names no working directory: its folder is the session's workspace"
+            )
         millis = to_millis(meta.get("timestamp"))
         if millis is None and meta_line is not None:
             millis = to_millis(meta_line.value.get("timestamp"))
@@ -309,6 +329,13 @@ class _Rollout:
             parent_session_id=parent_session,
         )
         self.links.sessions[self.thread_id] = self.builder.id
+        for message in self.notices:
+            self.builder.notice(message)
+        if self.builder.start_model is None:
+            self.builder.notice(
+                "the rollout names no model (older Codex versions did not record it): the "
+                "session's model is 'unknown'; switch it before continuing the session"
+            )
         if isinstance(parent_thread, str) and parent_session is None:
             self.builder.notice(
                 f"this is a sub-agent thread of {parent_thread}, which is not part of this "

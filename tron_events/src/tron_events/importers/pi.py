@@ -333,11 +333,15 @@ class _Session:
         by_key: dict[str, Line],
         *,
         replay_of: str | None = None,
+        replay_millis: int | None = None,
     ) -> None:
         value = line.value
         kind = value.get("type")
         key = self.key(line) + (f":replay:{replay_of}" if replay_of else "")
-        millis = builder.time(value.get("timestamp"))
+        # A copy is made when the compaction is: it gets the compaction's time.
+        millis = (
+            replay_millis if replay_millis is not None else builder.time(value.get("timestamp"))
+        )
         replay = {"replayOf": self.events_of.get(self.key(line), [None])[0]} if replay_of else {}
         ids: list[str] = []
         if kind == "message" and isinstance(value.get("message"), dict):
@@ -355,7 +359,7 @@ class _Session:
                     key=key,
                     millis=millis,
                     line=line.number,
-                    count_as="model_change naming the model already in use",
+                    count_as="model_change that switched nothing (the first model, or the one in use)",
                 )
         elif kind == "thinking_level_change" and not replay_of:
             level = value.get("thinkingLevel")
@@ -582,7 +586,9 @@ class _Session:
             entry = by_key[node]
             if entry.value.get("type") in ("message", "branch_summary", "custom_message"):
                 before = len(builder.events)
-                self._emit(builder, entry, path, by_key, replay_of=self.key(line))
+                self._emit(
+                    builder, entry, path, by_key, replay_of=self.key(line), replay_millis=millis
+                )
                 replayed += len(builder.events) - before
         if replayed:
             builder.remarks[
