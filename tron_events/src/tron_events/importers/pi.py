@@ -359,7 +359,7 @@ class _Session:
                     key=key,
                     millis=millis,
                     line=line.number,
-                    count_as="model_change that switched nothing (the first model, or the one in use)",
+                    count_as="model_change that switched nothing (first model, or the one in use)",
                 )
         elif kind == "thinking_level_change" and not replay_of:
             level = value.get("thinkingLevel")
