@@ -362,12 +362,11 @@ class _Rollout:
         value = line.value
         kind = value.get("type")
         payload = value.get("payload")
+        if value.get("record_type") == "state" and "payload" not in value:
+            self._keep(line, "state", record_type="state")  # the legacy layout's state lines
+            return
         if "payload" not in value and kind not in _TOP_TYPES and kind is not None:
-            # The legacy layout: response items directly on the line.
-            if value.get("record_type") == "state":
-                self._keep(line, "state")
-                return
-            kind, payload = "response_item", value
+            kind, payload = "response_item", value  # the legacy layout: items on the line
         if kind == "response_item" and isinstance(payload, dict):
             self._item(line, payload)
         elif kind == "event_msg" and isinstance(payload, dict):
@@ -390,10 +389,10 @@ class _Rollout:
         assert self.builder is not None
         return self.builder.time(line.value.get("timestamp"))
 
-    def _keep(self, line: Line, name: str) -> None:
+    def _keep(self, line: Line, name: str, *, record_type: str | None = None) -> None:
         assert self.builder is not None
         self.builder.keep(
-            str(line.value.get("type")),
+            record_type or str(line.value.get("type")),
             line.value,
             key=f"line{line.number}:meta",
             millis=self._millis(line),
