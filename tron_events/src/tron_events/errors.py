@@ -156,6 +156,19 @@ class UnsupportedDatabase(StorageError):
     """A URL scheme or database kind tron_events does not support, or a missing driver."""
 
 
+class OriginalTronDatabase(StorageError):
+    """The database is one of the original (TypeScript) Tron: ``tron-db adopt``
+    (or ``tron-db upgrade``) converts it in place, after a backup."""
+
+
+class MigrationError(TronEventsError):
+    """A schema migration could not run as asked (nothing was changed)."""
+
+
+class UnknownRevision(MigrationError):
+    """A schema revision that does not exist; the message lists the valid ones."""
+
+
 __all__ = [
     "ConcurrencyConflict",
     "DatabaseNotFound",
@@ -169,7 +182,9 @@ __all__ = [
     "InvalidPayload",
     "InvalidQuery",
     "InvalidRewind",
+    "MigrationError",
     "NotATronDatabase",
+    "OriginalTronDatabase",
     "SessionHasForks",
     "SessionNotActive",
     "SessionNotFound",
@@ -180,5 +195,6 @@ __all__ = [
     "TransientConflict",
     "TronEventsError",
     "UnknownEventType",
+    "UnknownRevision",
     "UnsupportedDatabase",
 ]

@@ -32,6 +32,7 @@ from ._recorder import (
 )
 from .errors import (
     ConcurrencyConflict,
+    DatabaseNotFound,
     EventIdConflict,
     EventNotFound,
     InvalidCursor,
@@ -146,17 +147,47 @@ class EventStore:
         self._snapshots_usable: bool | None = None  # None: not checked yet
 
     @classmethod
-    def open(cls, url: str = _urls.DEFAULT_DATABASE_URL, *, upgrade: bool = True) -> EventStore:
+    def open(
+        cls,
+        url: str = _urls.DEFAULT_DATABASE_URL,
+        *,
+        upgrade: bool = True,
+        must_exist: bool = False,
+        read_only: bool = False,
+    ) -> EventStore:
         """Open the store at ``url``, creating or upgrading the schema to head.
 
         ``url`` is ``sqlite:///path/to.db`` (a bare path works too) or
-        ``postgresql+psycopg://user@host/db``.
+        ``postgresql+psycopg://user@host/db``. ``must_exist``: raise
+        ``DatabaseNotFound`` rather than create a missing database.
+        ``read_only`` (for readers: implies ``must_exist``, no upgrade): a
+        database this process cannot write still opens.
+
+        Checked before anything is written (see ``_preflight.py``), each a
+        ``StorageError``: ``UnsupportedDatabase`` (a URL scheme, a missing
+        driver), ``DatabaseNotFound``, ``NotATronDatabase`` (left untouched),
+        ``OriginalTronDatabase`` (``tron-db adopt`` converts it),
+        ``DatabaseReadOnly``, ``DatabaseUnreachable``.
         """
         url = _urls.normalize_url(url)
-        if upgrade and not _urls.sqlite_is_current(url):
-            from . import migrate  # Alembic and SQLAlchemy load only when needed
+        from . import _preflight  # no SQLAlchemy: cheap
 
-            migrate.ensure_head(url)
+        if _urls.sqlite_is_current(url):
+            if not read_only:
+                _preflight.check_writable(url)
+        else:
+            found = _preflight.inspect(
+                url, must_exist=must_exist or read_only, writable=not read_only
+            )
+            if read_only and found.revision is None:
+                raise DatabaseNotFound(
+                    f"{_urls.sqlite_file(url) or url} holds no Tron schema yet "
+                    "(create it with `tron-db upgrade`)"
+                )
+            if upgrade and not read_only and not found.at_head:
+                from . import migrate  # Alembic and SQLAlchemy load only when needed
+
+                migrate.ensure_head(url)
         return cls(_open_recorder(url))
 
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,9 +40,10 @@ def _raw_payload(line: bytes, payload: Any) -> str | None:
     return raw.decode() if same else None
 
 
-def read_items(fh: IO[bytes]) -> Iterator[Item]:
-    """The records of a JSONL stream (blank lines are ignored)."""
-    for number, line in enumerate(fh, start=1):
+def read_items(lines: Iterable[bytes]) -> Iterator[Item]:
+    """The records of a JSONL stream (a binary file, or its lines); blank
+    lines are ignored."""
+    for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if not stripped:
             continue
