@@ -13,12 +13,14 @@ feeds them to ``tron_events.transfer.import_records``::
 
 Ids are deterministic (derived from the source's ids), so importing the same file
 again is recognised as already present. A file that is not of the format asked
-for raises :class:`ImportFormatError` (with the file and line) before any of its
-records is yielded; in a folder, such a file is skipped with a ``notice``.
+for raises :class:`ImportFormatError` (with the file and line) when the importer
+is called, before any record is yielded; in a folder, such a file is skipped with
+a ``notice`` and the others imported.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from importlib import import_module
 from pathlib import Path
@@ -43,7 +45,11 @@ def _lazy(name: str) -> Importer:
     def run(path: Path) -> Iterator[dict[str, Any]]:
         module = import_module(f"{__name__}.{module_name}")
         function: Importer = getattr(module, function_name)
-        return function(Path(path))
+        records = function(Path(path))
+        # Reading up to the header parses a single file whole: a file that is not
+        # of this format raises here, before the caller opens (or creates) anything.
+        first = next(records, None)
+        return records if first is None else itertools.chain([first], records)
 
     run.__name__ = function_name
     run.__doc__ = f"Records of the {name} session(s) at ``path`` (a file or a folder)."
