@@ -12,6 +12,7 @@ event), sub-agents as sessions whose ``parentSessionId`` names their parent.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -104,8 +105,6 @@ class ImportStream:
 
 
 def _now_millis() -> int:
-    import time
-
     return int(time.time() * 1000)
 
 
@@ -165,7 +164,6 @@ class SessionBuilder:
             self.workspace_id = fork_from.session.workspace_id
         else:
             self.head_depth = 0
-        self._depths = {self.root_id: self.head_depth}
         self._used_keys: set[str] = set()
 
     # -- appending --------------------------------------------------------------
@@ -188,11 +186,9 @@ class SessionBuilder:
         *,
         key: str,
         millis: int | None = None,
-        parent: str | None = None,
     ) -> str:
-        """Append an event after the head (or after ``parent``, one of this
-        session's events); return its id. An invalid payload is kept as a
-        ``metadata.import`` event with the reason (and a notice)."""
+        """Append an event after the head; return its id. An invalid payload is kept
+        as a ``metadata.import`` event with the reason (and a notice)."""
         if millis is None:
             millis = self.last_millis
         self.last_millis = max(self.last_millis, millis)
@@ -228,9 +224,8 @@ class SessionBuilder:
                 "for every writer; the whole text is kept in the payload's `fullContent`"
             ] += 1
         event_id = "evt_" + stable_uuid7(full_key, millis)
-        parent_id = self.head if parent is None else parent
-        depth = self._depths[parent_id] + 1
-        self._depths[event_id] = depth
+        parent_id = self.head
+        depth = self.head_depth + 1
         self.events.append(
             {
                 "kind": "event",
@@ -245,9 +240,8 @@ class SessionBuilder:
                 "payload": data,
             }
         )
-        if parent is None or parent == self.head:
-            self.head = event_id
-            self.head_depth = depth
+        self.head = event_id
+        self.head_depth = depth
         return event_id
 
     def keep(

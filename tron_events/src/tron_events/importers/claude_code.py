@@ -35,6 +35,7 @@ gave. Fields of a record that no payload field holds are kept in the event's
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -108,6 +109,8 @@ class _Thread:
     leading: list[Line] = field(default_factory=list)
     by_uuid: dict[str, list[Line]] = field(default_factory=dict)
     owner: dict[int, _Unit] = field(default_factory=dict)  # line number -> unit
+    #: line number -> the unit it follows (see _ancestor_unit)
+    ancestors: dict[int, _Unit | None] = field(default_factory=dict)
 
 
 def _content_blocks(message: Any) -> Any:
@@ -245,8 +248,6 @@ def _build_units(thread: _Thread) -> None:
 
 
 def _unit_before(thread: _Thread, positions: list[int], number: int) -> _Unit | None:
-    import bisect
-
     index = bisect.bisect_left(positions, number)
     return thread.units[index - 1] if index else None
 
@@ -283,7 +284,27 @@ def _logical_parent(thread: _Thread, unit: _Unit) -> _Unit | None:
 
 
 def _ancestor_unit(thread: _Thread, line: Line) -> _Unit | None:
-    return _walk_up(thread, line.value.get("parentUuid"), line.number, None)
+    """The unit a non-message record follows (memoised: long runs of progress
+    records chained to one another would otherwise be walked again and again)."""
+    cache = thread.ancestors
+    chain: list[int] = []
+    seen: set[int] = set()
+    current: Line | None = line
+    found: _Unit | None = None
+    while current is not None and current.number not in seen:
+        if current.number in cache:
+            found = cache[current.number]
+            break
+        unit = thread.owner.get(current.number) if current is not line else None
+        if unit is not None:
+            found = unit
+            break
+        chain.append(current.number)
+        seen.add(current.number)
+        current = _resolve(thread, current.value.get("parentUuid"), current.number)
+    for number in chain:
+        cache[number] = found
+    return found
 
 
 # --- payloads -------------------------------------------------------------------------------

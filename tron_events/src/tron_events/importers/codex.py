@@ -42,6 +42,7 @@ from typing import Any
 
 import orjson
 
+from ..payloads import validate_payload
 from ._builder import ImportStream, SessionBuilder
 from ._detect import FORMAT_NAMES, guess_format
 from ._errors import ImportFormatError
@@ -667,8 +668,6 @@ class _Rollout:
         imported = dict(payload.get("imported") or {})
         imported["tokenCount"] = event
         payload["imported"] = imported
-        from ..payloads import validate_payload
-
         record["payload"] = validate_payload("message.assistant", payload)
 
     def _turn_context(self, line: Line, context: dict[str, Any]) -> None:
