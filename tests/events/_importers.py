@@ -175,11 +175,12 @@ def check_stream(stream: Stream) -> None:
 
 # --- provider request types ---------------------------------------------------------------
 
-_ANTHROPIC: TypeAdapter[Any] | None = None
-_RESPONSES: TypeAdapter[Any] | None = None
+_ADAPTERS: dict[str, TypeAdapter[Any]] = {}
 
 
 def _materialize(value: Any) -> Any:
+    """The validated value with every lazy ``Iterable`` field iterated (pydantic
+    validates the items of a TypedDict's ``Iterable`` only then)."""
     if isinstance(value, dict):
         return {k: _materialize(v) for k, v in value.items()}
     if isinstance(value, str | int | float | bool) or value is None:
@@ -190,29 +191,37 @@ def _materialize(value: Any) -> Any:
 
 
 def check_history(messages: list[Message], *, model: str = "claude-sonnet-4-5") -> None:
-    """Valid for validate_history, and its request bodies for the Anthropic and
-    OpenAI Responses SDK request types (what tron_llm would send)."""
-    global _ANTHROPIC, _RESPONSES
+    """Valid for ``validate_history``, and the request bodies tron_llm builds from it
+    valid for each provider SDK's request type: Anthropic Messages, OpenAI Responses
+    and Chat Completions, Gemini ``Content`` (as tests/llm/*_sdk.py check them)."""
     assert validate_history(messages) == [], validate_history(messages)[:5]
     if not messages:
         return
     from anthropic.types.message_create_params import MessageCreateParamsStreaming
+    from google.genai import types as gemini_types
+    from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
     from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 
     from tron_llm import LLMRequest
-    from tron_llm.anthropic import build_body
+    from tron_llm.anthropic import build_body as anthropic_body
+    from tron_llm.gemini import build_body as gemini_body
+    from tron_llm.openai_chat import OpenAIChatProvider
     from tron_llm.openai_responses import OpenAIResponsesProvider
 
-    if _ANTHROPIC is None:
-        _ANTHROPIC = TypeAdapter(MessageCreateParamsStreaming)
-        _RESPONSES = TypeAdapter(ResponseCreateParamsStreaming)
-    assert _RESPONSES is not None
-    request = LLMRequest(model=model, messages=messages)
-    body = build_body(request)
-    _materialize(_ANTHROPIC.validate_python(body))
+    if not _ADAPTERS:
+        _ADAPTERS["anthropic"] = TypeAdapter(MessageCreateParamsStreaming)
+        _ADAPTERS["responses"] = TypeAdapter(ResponseCreateParamsStreaming)
+        _ADAPTERS["chat"] = TypeAdapter(CompletionCreateParamsStreaming)
+    body = anthropic_body(LLMRequest(model=model, messages=messages))
+    _materialize(_ADAPTERS["anthropic"].validate_python(body))
     roles = [m["role"] for m in body["messages"]]
     assert all(a != b for a, b in itertools.pairwise(roles)), roles
     responses = OpenAIResponsesProvider(api_key="k").build_body(
         LLMRequest(model="gpt-5", messages=messages)
     )
-    _materialize(_RESPONSES.validate_python(responses))
+    _materialize(_ADAPTERS["responses"].validate_python(responses))
+    chat = OpenAIChatProvider(api_key="k").build_body(LLMRequest(model="gpt-4o", messages=messages))
+    _materialize(_ADAPTERS["chat"].validate_python(chat))
+    gemini = gemini_body(LLMRequest(model="gemini-2.5-flash", messages=messages))
+    for content in gemini["contents"]:
+        assert gemini_types.Content.model_validate_json(json.dumps(content)).parts
