@@ -299,15 +299,7 @@ class _Rollout:
             )
         self.provider = _provider(meta.get("model_provider"))
         extra: dict[str, Any] = {"imported": {"sessionMeta": meta}}
-        parent_thread = meta.get("parent_thread_id")
-        source = meta.get("source")
-        if parent_thread is None and isinstance(source, dict):
-            spawn = (
-                (source.get("subagent") or {}) if isinstance(source.get("subagent"), dict) else {}
-            )
-            thread_spawn = spawn.get("thread_spawn")
-            if isinstance(thread_spawn, dict):
-                parent_thread = thread_spawn.get("parent_thread_id")
+        _, parent_thread = _meta_ids(meta)
         parent_session: str | None = None
         if isinstance(parent_thread, str) and with_parent:
             parent_session = self.links.sessions.get(parent_thread)
@@ -775,23 +767,40 @@ def _check_format(file: JsonlFile) -> None:
     )
 
 
-def _parent_thread(file: JsonlFile) -> tuple[str | None, str | None]:
-    """(thread id, parent thread id) from the file's session_meta."""
-    for line in file.lines[:5]:
-        payload = line.value.get("payload")
-        if line.value.get("type") == "session_meta" and isinstance(payload, dict):
-            parent = payload.get("parent_thread_id")
-            source = payload.get("source")
-            if parent is None and isinstance(source, dict):
-                sub = source.get("subagent")
-                spawn = sub.get("thread_spawn") if isinstance(sub, dict) else None
-                if isinstance(spawn, dict):
-                    parent = spawn.get("parent_thread_id")
-            thread = payload.get("id")
-            return (
-                str(thread) if thread is not None else None,
-                parent if isinstance(parent, str) else None,
-            )
+def _meta_ids(payload: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(thread id, parent thread id) of a session_meta payload."""
+    parent = payload.get("parent_thread_id")
+    source = payload.get("source")
+    if parent is None and isinstance(source, dict):
+        sub = source.get("subagent")
+        spawn = sub.get("thread_spawn") if isinstance(sub, dict) else None
+        if isinstance(spawn, dict):
+            parent = spawn.get("parent_thread_id")
+    thread = payload.get("id")
+    return (
+        str(thread) if thread is not None else None,
+        parent if isinstance(parent, str) else None,
+    )
+
+
+def _peek_ids(path: Path) -> tuple[str | None, str | None]:
+    """(thread id, parent thread id) from the first lines of a rollout, read
+    without parsing the whole file (a folder can hold thousands)."""
+    try:
+        with path.open("rb") as handle:
+            for _ in range(5):
+                raw = handle.readline(1 << 22)
+                if not raw:
+                    break
+                try:
+                    value = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                payload = value.get("payload") if isinstance(value, dict) else None
+                if value.get("type") == "session_meta" and isinstance(payload, dict):
+                    return _meta_ids(payload)
+    except OSError:
+        pass
     return None, None
 
 
@@ -815,28 +824,26 @@ def import_codex(path: Path) -> Iterator[Record]:
         yield from records
         return
     yield from stream.header()
-    files: list[JsonlFile] = []
-    for candidate in sorted(p for p in path.rglob("*.jsonl") if p.is_file()):
+    paths = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+    ids = {p: _peek_ids(p) for p in paths}
+    by_thread = {thread: p for p, (thread, _) in ids.items() if thread is not None}
+    done: set[Path] = set()
+
+    def emit(rollout: Path, chain: frozenset[Path]) -> Iterator[Record]:
+        # Parents before their sub-agents (a thread's parent may sort after it).
+        if rollout in done:
+            return
+        parent = by_thread.get(ids[rollout][1] or "")
+        if parent is not None and parent not in chain:
+            yield from emit(parent, chain | {rollout})
+        done.add(rollout)
         try:
-            file = read_jsonl(candidate)
+            file = read_jsonl(rollout)
             _check_format(file)
         except ImportFormatError as exc:
             yield stream.notice(f"skipped: {exc}")
-            continue
-        files.append(file)
-    # Parents before their sub-agents (a thread's parent may sort after it by name).
-    threads = {t: f for f in files if (t := _parent_thread(f)[0]) is not None}
-    done: set[int] = set()
-
-    def emit(file: JsonlFile, chain: set[int]) -> Iterator[Record]:
-        if id(file) in done:
             return
-        chain = chain | {id(file)}
-        parent = threads.get(_parent_thread(file)[1] or "")
-        if parent is not None and id(parent) not in chain:
-            yield from emit(parent, chain)
-        done.add(id(file))
         yield from _records(stream, file, links, with_parent=True)
 
-    for file in files:
-        yield from emit(file, set())
+    for rollout in paths:
+        yield from emit(rollout, frozenset())
