@@ -133,7 +133,8 @@ def _split_user(content: Any) -> tuple[list[dict[str, Any]], list[Any]]:
 
 
 def _build_units(thread: _Thread) -> None:
-    """Group the thread's records into units, and attach the rest to them."""
+    """Group the thread's records into units, link each to the one it follows, and
+    attach the other records to them."""
     units_by_message: dict[str, _Unit] = {}
     unit_of_tool_use: dict[str, _Unit] = {}
     for line in thread.lines:
@@ -200,8 +201,21 @@ def _build_units(thread: _Thread) -> None:
         else:
             pending_meta.append(line)
 
-    # Results written before their call (rare), or answering no call of this thread:
-    # those stay in a message.user (the projection leaves them out).
+    _place_deferred_results(thread, deferred, unit_of_tool_use)
+    thread.units.sort(key=lambda u: u.position)
+    for unit in thread.units:
+        if not unit.explicit_parent:
+            unit.parent = _logical_parent(thread, unit)
+    _attach_other_records(thread, pending_meta)
+
+
+def _place_deferred_results(
+    thread: _Thread,
+    deferred: list[tuple[Line, list[dict[str, Any]]]],
+    unit_of_tool_use: dict[str, _Unit],
+) -> None:
+    """Results written before their call (rare) join it; results answering no call
+    of this thread stay in a message.user (the projection leaves them out)."""
     for line, blocks in deferred:
         orphans: list[dict[str, Any]] = []
         for block in blocks:
@@ -220,14 +234,11 @@ def _build_units(thread: _Thread) -> None:
                 orphan.blocks = orphans
                 thread.units.append(orphan)
                 thread.owner.setdefault(line.number, orphan)
-    thread.units.sort(key=lambda u: u.position)
 
-    for unit in thread.units:
-        if not unit.explicit_parent:
-            unit.parent = _logical_parent(thread, unit)
 
-    # Attach the other records: tree records to the message they follow, the rest
-    # to the message written before them (or the one they name).
+def _attach_other_records(thread: _Thread, pending_meta: list[Line]) -> None:
+    """Records that are no message go after one: tree records after the message they
+    follow, the others after the message they name or the one written before them."""
     positions = [u.position for u in thread.units]
     for line in pending_meta:
         value = line.value
