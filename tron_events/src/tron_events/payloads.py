@@ -202,6 +202,20 @@ class SubagentFailed(Payload):
     usage: SubagentUsage | None = None
 
 
+class MetadataImport(Payload):
+    """A record of an imported session (``tron-db import --from …``) that no other
+    event type expresses, kept as read: ``source`` names the agent that wrote it
+    (``claude-code``, ``codex``, ``pi``), ``recordType`` its kind there, ``line``
+    its line in the source file, ``reason`` why it is kept this way when that is
+    not simply "no equivalent"."""
+
+    source: str
+    record_type: str
+    record: Any = None
+    line: int | None = None
+    reason: str | None = None
+
+
 class AnyPayload(Payload):
     """For event types whose payload the store does not interpret."""
 
@@ -235,6 +249,7 @@ _TYPED: dict[str, type[Payload]] = {
     "subagent.spawned": SubagentSpawned,
     "subagent.completed": SubagentCompleted,
     "subagent.failed": SubagentFailed,
+    "metadata.import": MetadataImport,
 }
 
 _UNTYPED = [
