@@ -313,11 +313,7 @@ def test_a_read_only_database_is_refused_at_start(tmp_path: Path) -> None:
     if db is None:
         pytest.skip("cannot make a read-only file here (chattr +i failed)")
     try:
-        if not _tron_events_refuses_read_only(db):
-            pytest.xfail(
-                "tron_events' EventStore.open does not raise DatabaseReadOnly yet "
-                "(the transfer branch makes it)"
-            )
+        assert _tron_events_refuses_read_only(db)
         message = cannot_start(tmp_path, str(db))
         assert re.search(r"read-only|readonly", message, re.I), message
     finally:
