@@ -42,15 +42,18 @@ Errors
     psycopg errors are translated into the store's typed errors: a unique
     violation on ``events.id`` (two writers racing with one client event id) is
     an :class:`EventIdConflict`; NUL characters, which PostgreSQL text cannot
-    hold, are an :class:`InvalidPayload`; a pool that hands out no connection is
-    :class:`StoreBusy`. Deadlocks and serialization failures cannot be retried
-    from inside a ``with`` block (the block cannot be run again), so the locking
-    order is designed to make them impossible: an append locks one session row
-    and no other row (foreign-key checks take only key-share locks, which row
-    updates by appenders do not block); deletions lock all their session rows
-    in id order before touching events. Should one still occur it
-    surfaces as :class:`TransientConflict` (a :class:`StoreBusy`), which a
-    caller may retry.
+    hold, are an :class:`InvalidPayload` (the store refuses them earlier, in
+    the values it keeps in columns; payloads are JSON text, where NUL is
+    escaped); a pool that hands out no connection is :class:`StoreBusy`; a
+    full disk (SQLSTATE 53100) is :class:`DiskFull` and an I/O error (58030)
+    :class:`StorageIOError` (see :func:`_translate`). Deadlocks and
+    serialization failures cannot be retried from inside a ``with`` block
+    (the block cannot be run again), so the locking order is designed to make
+    them impossible: an append locks one session row and no other row
+    (foreign-key checks take only key-share locks, which row updates by
+    appenders do not block); deletions lock all their session rows in id
+    order before touching events. Should one still occur it surfaces as
+    :class:`TransientConflict` (a :class:`StoreBusy`), which the store retries.
 """
 
 from __future__ import annotations
@@ -93,6 +96,8 @@ from .errors import (
     TransientConflict,
 )
 from .models import Event, SearchHit, Session
+from .search_text import MAX_INDEXED_CHARS as MAX_INDEXED_CHARS  # for callers of old
+from .search_text import literal_words
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +113,6 @@ SEARCH_CANDIDATES = 2_000
 SNIPPET_OPTIONS = (
     'StartSel=«, StopSel=», MaxWords=16, MinWords=6, MaxFragments=2, FragmentDelimiter=" … "'
 )
-#: A tsvector holds at most 1 MB; text beyond this many characters of one event
-#: is not indexed (tool results are already cut at 10,240 characters; this only
-#: bites on huge tool-call arguments).
-MAX_INDEXED_CHARS = 200_000
 #: How long a caller waits for a pooled connection before StoreBusy.
 POOL_TIMEOUT_S = 60.0
 #: LISTEN/NOTIFY channel; a payload is "session_id workspace_id[;…]".
@@ -151,17 +152,6 @@ def conninfo_from_url(url: str) -> str:
         params[key] = value if isinstance(value, str) else ",".join(value)
     params.setdefault("application_name", "tron-events")
     return make_conninfo("", **params)
-
-
-def _indexed_text(row: NewEvent) -> str:
-    """What of an event's search text goes into its search row."""
-    return _no_nul(row.search_text[:MAX_INDEXED_CHARS])
-
-
-def _no_nul(text: str) -> str:
-    # PostgreSQL text cannot contain NUL; search text and queries lose them
-    # (a NUL is not a word character anyway).
-    return text.replace("\x00", " ") if "\x00" in text else text
 
 
 def _append_cursor(conn: psycopg.Connection[tuple[Any, ...]]) -> psycopg.Cursor[tuple[Any, ...]]:
@@ -560,7 +550,7 @@ class PostgresRecorder(Recorder):
             "type": row.type,
             "ts": row.timestamp,
             "payload": row.payload_json,
-            "search": _indexed_text(row),
+            "search": row.search_text,
             "messages": delta.messages,
             "turn": delta.max_turn,
             "input": delta.input_tokens,
@@ -614,7 +604,7 @@ class PostgresRecorder(Recorder):
                 [r.type for r in rows],
                 [r.timestamp for r in rows],
                 [r.payload_json for r in rows],
-                [_indexed_text(r) for r in rows],
+                [r.search_text for r in rows],
             ),
         )
         by_id = {row[0]: int(row[1]) for row in cur.fetchall()}
@@ -679,12 +669,12 @@ class PostgresRecorder(Recorder):
         types: Sequence[str] | None,
         limit: int,
     ) -> list[SearchHit]:
-        text = _no_nul(query)
-        if not text.strip():
-            return []
         # Literal text: plainto_tsquery ANDs the words and reads no operator
         # (websearch_to_tsquery would interpret OR, - and quotes), so it cannot
         # fail on any string. raw: to_tsquery's syntax, which raises on bad input.
+        text = query if raw else " ".join(literal_words(query))
+        if not text.strip():
+            return []
         parse = "to_tsquery" if raw else "plainto_tsquery"
         join, filters, filter_params = self.search_filters(
             "s.position", workspace_id, session_id, types

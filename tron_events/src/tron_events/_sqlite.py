@@ -19,6 +19,7 @@ from typing import Any
 
 from ._changes import ANY
 from ._recorder import SESSION_AND_HEAD, Cursor, NewEvent, Recorder, session_and_head_from_row
+from ._sqlite_snippets import CHUNK_CHARS, SNIPPET_WORDS, long_text_snippet
 from .errors import InvalidQuery, StoreBusy, StoreClosed
 from .models import Event, SearchHit, Session
 from .search_text import fts5_literal_query
@@ -254,15 +255,19 @@ class SQLiteRecorder(Recorder):
             ranked = sorted(cur.fetchall(), key=lambda r: (r[1], -r[0]))[:limit]
             if not ranked:
                 return []
-            # Phase 2: snippets and event details for the page only.
+            # Phase 2: snippets and event details for the page only. snippet()
+            # costs the square of a text's matches: long texts come back whole
+            # (at most MAX_INDEXED_CHARS) and get theirs from chunks instead.
             positions = [r[0] for r in ranked]
             marks = ", ".join("?" for _ in positions)
             cur.execute(
-                f"SELECT f.rowid, snippet(events_fts, 0, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', "
-                "'…', 16), e.id, e.session_id, e.workspace_id, e.type, e.timestamp, e.sequence "
+                "SELECT f.rowid, CASE WHEN length(f.text) <= ? THEN snippet(events_fts, 0, "
+                f"'{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '…', {SNIPPET_WORDS}) END, e.id, "
+                "e.session_id, e.workspace_id, e.type, e.timestamp, e.sequence, "
+                "CASE WHEN length(f.text) > ? THEN f.text END "
                 "FROM events_fts f JOIN events e ON e.position = f.rowid "
                 f"WHERE events_fts MATCH ? AND f.rowid IN ({marks})",
-                [match, *positions],
+                [CHUNK_CHARS, CHUNK_CHARS, match, *positions],
             )
             details = {row[0]: row for row in cur.fetchall()}
         except sqlite3.OperationalError as exc:
@@ -277,7 +282,10 @@ class SQLiteRecorder(Recorder):
             hits.append(
                 SearchHit(
                     event_id=d[2], session_id=d[3], workspace_id=d[4], type=d[5],
-                    timestamp=d[6], snippet=d[1], score=-bm25, sequence=d[7],
+                    timestamp=d[6], score=-bm25, sequence=d[7],
+                    snippet=d[1] if d[8] is None else long_text_snippet(
+                        d[8], query, match, SNIPPET_OPEN, SNIPPET_CLOSE
+                    ),
                 )
             )  # fmt: skip
         return hits
