@@ -85,12 +85,16 @@ from ._recorder import (
     session_from_row,
 )
 from .errors import (
+    DatabaseReadOnly,
+    DiskFull,
     EventIdConflict,
     EventNotFound,
     InvalidPayload,
     InvalidQuery,
     SessionHasForks,
     SessionNotFound,
+    StorageError,
+    StorageIOError,
     StoreBusy,
     StoreClosed,
     TransientConflict,
@@ -168,8 +172,17 @@ def _append_cursor(conn: psycopg.Connection[tuple[Any, ...]]) -> psycopg.Cursor[
     return cur
 
 
-def _translate(exc: psycopg.Error) -> Exception | None:
-    """The store's typed error for a psycopg error (None: re-raise as is)."""
+def database_name(url: str) -> str:
+    """``url`` as error messages show it: the password hidden."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _translate(exc: psycopg.Error, where: str = "PostgreSQL") -> Exception | None:
+    """The store's typed error for a psycopg error (None: re-raise as is).
+    ``where`` names the database in messages (without its password)."""
+    storage = _storage_error(exc, where)
+    if storage is not None:
+        return storage
     if isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
         return TransientConflict(type(exc).__name__)
     if isinstance(exc, psycopg.errors.UniqueViolation):
@@ -195,6 +208,35 @@ def _translate(exc: psycopg.Error) -> Exception | None:
     return None
 
 
+def _storage_error(exc: psycopg.Error, where: str) -> StorageError | None:
+    """What a failure of the server's storage is, by SQLSTATE class: 53
+    (insufficient resources: 53100 disk full), 58 (system errors: 58030 I/O),
+    XX001/XX002 (corruption) and 25006 (a read-only server). The statement or
+    transaction failed as a whole: nothing was written."""
+    state = exc.sqlstate or ""
+    detail = f"SQLSTATE {state}: {str(exc).strip()}"
+    if state == "53100":
+        return DiskFull(where, detail)
+    if state.startswith("58"):
+        return StorageIOError(where, detail)
+    if state.startswith("53") and state != "53300":  # too_many_connections: not storage
+        return StorageError(
+            f"the database server {where!r} ran out of resources ({detail}): nothing was "
+            "written; retry later or ask its administrator"
+        )
+    if state in ("XX001", "XX002"):
+        return StorageError(
+            f"the database {where!r} reports damaged data ({detail}): nothing was written; "
+            "ask its administrator (REINDEX, or restore from a backup)"
+        )
+    if state == "25006":
+        return DatabaseReadOnly(
+            f"the database {where!r} is read-only ({detail}): nothing was written; "
+            "connect to the primary server"
+        )
+    return None
+
+
 class PostgresRecorder(Recorder):
     placeholder = "%s"
     has_append_at_head = True
@@ -205,6 +247,8 @@ class PostgresRecorder(Recorder):
     def __init__(self, url: str) -> None:
         super().__init__(url)
         self.conninfo = conninfo_from_url(url)
+        #: The database as error messages name it (no password).
+        self.where = database_name(url)
         self._closed = False
         #: ids of the cursors of open REPEATABLE READ transactions (see position_feed).
         self._snapshot_cursors: set[int] = set()
@@ -283,7 +327,7 @@ class PostgresRecorder(Recorder):
                     self._written.pop(id(cur), None)
                     self._rollback(conn)
                     if isinstance(exc, psycopg.Error):
-                        translated = _translate(exc)
+                        translated = _translate(exc, self.where)
                         if translated is not None:
                             raise translated from exc
                     raise
@@ -580,7 +624,7 @@ class PostgresRecorder(Recorder):
         except PoolTimeout as exc:
             raise StoreBusy(f"{self.url} (no free connection in the pool)") from exc
         except psycopg.Error as exc:
-            translated = _translate(exc)
+            translated = _translate(exc, self.where)
             if translated is not None:
                 raise translated from exc
             raise
