@@ -870,6 +870,8 @@ class EventStore:
         return self._state_at(event_id=event_id)
 
     def get_state_at_head(self, session_id: str) -> SessionState:
+        if not findable(session_id):
+            raise SessionNotFound(session_id)
         return self._state_at(session_id=session_id)
 
     def _state_at(
@@ -889,8 +891,7 @@ class EventStore:
                     if session is None:
                         raise SessionNotFound(session_id)
                     event_id = session.head_event_id
-                assert event_id is not None
-                event = self._rec.get_event(cur, event_id)
+                event = self._rec.get_event(cur, event_id)  # type: ignore[arg-type]
                 if event is None:
                     raise EventNotFound(event_id)
                 stops = (
