@@ -14,18 +14,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests import pg
-from tests.conftest import BACKENDS, _postgres_reason
 from tests.events.test_store import new_session, user
 from tron_events import (
     EventNotFound,
@@ -122,23 +119,9 @@ class Custom(Payload):
 register_event_type("test.bad_input_custom", Custom)
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def store(request: pytest.FixtureRequest) -> Iterator[EventStore]:
-    """One database per backend for the module (a PostgreSQL database costs
-    about a second to make): every test works in a session and a workspace
-    of its own, so the tests share it in any order."""
-    with contextlib.ExitStack() as stack:
-        if request.param == "postgres":
-            reason = _postgres_reason()
-            if reason:
-                pytest.skip(f"PostgreSQL tests skipped: {reason}")
-            template = request.getfixturevalue("pg_template")
-            url = stack.enter_context(pg.fresh_database(template=template))
-        else:
-            folder = request.getfixturevalue("tmp_path_factory").mktemp("bad_input")
-            url = f"sqlite:///{folder / 'events.db'}"
-        opened = stack.enter_context(EventStore.open(url))
-        yield opened
+@pytest.fixture
+def store(shared_store: EventStore) -> EventStore:
+    return shared_store
 
 
 @pytest.fixture
