@@ -891,9 +891,10 @@ class EventStore:
                     if session is None:
                         raise SessionNotFound(session_id)
                     event_id = session.head_event_id
+                # event_id is a caller's, possibly None or not a string: not found.
                 event = self._rec.get_event(cur, event_id)  # type: ignore[arg-type]
                 if event is None:
-                    raise EventNotFound(event_id)
+                    raise EventNotFound(event_id)  # type: ignore[arg-type]
                 stops = (
                     self._rec.snapshot_stops(cur, event.session_id, snapshots.FORMAT)
                     if use_snapshots
