@@ -139,6 +139,8 @@ class Recorder(abc.ABC):
     #: How many write transactions are worth running at once from one process:
     #: 1 where the database has one writer lock (more would only queue on it).
     concurrent_writers = 1
+    #: SQL for the workspace of the event ``e`` in searches.
+    event_workspace = "e.workspace_id"
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -224,7 +226,7 @@ class Recorder(abc.ABC):
         where = ""
         params: list[Any] = []
         if workspace_id is not None:
-            where += " AND e.workspace_id = ?"
+            where += f" AND {self.event_workspace} = ?"
             params.append(workspace_id)
         if session_id is not None:
             where += " AND e.session_id = ?"
