@@ -119,6 +119,13 @@ class Custom(Payload):
 register_event_type("test.bad_input_custom", Custom)
 
 
+class Measured(Payload):
+    value: float
+
+
+register_event_type("test.bad_input_measured", Measured)
+
+
 @pytest.fixture
 def store(shared_store: EventStore) -> EventStore:
     return shared_store
@@ -404,3 +411,17 @@ def test_unknown_or_unhashable_types_are_typed(store: EventStore, sid: str) -> N
     for t in [["message.user"], None, 5, "message.\x00"]:
         with pytest.raises(UnknownEventType):
             store.append(sid, t, {"content": "x"})  # type: ignore[arg-type]
+
+
+def test_a_model_that_makes_nan_from_text_is_refused_not_stored_as_null(
+    store: EventStore, sid: str
+) -> None:
+    """The checked input "nan" is a string; the model turns it into a float
+    NaN, which the JSON text would hold as null: the stored form is checked too."""
+    before = snapshot(store)
+    for text_ in ("nan", "inf", "-Infinity"):
+        with pytest.raises(InvalidPayload, match="JSON cannot represent"):
+            store.append(sid, "test.bad_input_measured", {"value": text_})
+    assert snapshot(store) == before
+    event = store.append(sid, "test.bad_input_measured", {"value": "1.5"})
+    assert store.get_event(event.id).payload == {"value": 1.5}  # type: ignore[union-attr]

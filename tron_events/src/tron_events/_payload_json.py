@@ -118,9 +118,18 @@ def _check_key(key: Any, what: str, path: tuple[str | int, ...]) -> None:
 
 def payload_json(value: dict[str, Any], what: str = "event") -> str:
     """The JSON text stored for a payload; :class:`InvalidPayload` for anything
-    that would not come back exactly."""
-    check_json_value(value, what)
+    that would not come back exactly.
+
+    Checked by reading the text back (in C, about three times cheaper than
+    :func:`check_json_value`'s walk; appends run it on every payload, which
+    :func:`~tron_events.payloads.validate_payload` already walked once).
+    """
     try:
-        return orjson.dumps(value).decode()
-    except orjson.JSONEncodeError as exc:  # e.g. a float subclass, which orjson does not take
+        text = orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        check_json_value(value, what)  # says where and why
         raise InvalidPayload(f"invalid {what} payload: {exc}") from None
+    if orjson.loads(text) != value:  # NaN became null, a tuple a list, …
+        check_json_value(value, what)
+        raise InvalidPayload(f"invalid {what} payload: it would not come back as it is")
+    return text.decode()
