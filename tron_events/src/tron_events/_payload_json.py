@@ -40,8 +40,11 @@ def _where(path: tuple[str | int, ...]) -> str:
     return "payload" + shown + (f"…({len(path) - 6} more levels)" if len(path) > 6 else "")
 
 
-def _short(step: str | int) -> str:
-    text = repr(step)
+def _short(step: object) -> str:
+    try:
+        text = repr(step)
+    except ValueError:  # an integer too long to print
+        return f"<{type(step).__name__}>"
     return text if len(text) <= 40 else text[:37] + "…"
 
 

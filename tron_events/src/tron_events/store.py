@@ -949,7 +949,7 @@ def _check_int(value: object, what: str, error: type[TronEventsError]) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise error(f"{what} must be an integer, got {type(value).__name__}")
     if not -(2**63) <= value < 2**63:
-        raise error(f"{what} is out of range: {value}")
+        raise error(f"{what} is out of range (a 64-bit integer is expected)")
 
 
 def _count(delta: SessionDelta, type: str, data: dict[str, Any]) -> None:
