@@ -11,6 +11,7 @@ import pytest
 from tron_events.messages import (
     ImageBlock,
     Message,
+    NativeBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -378,6 +379,39 @@ def test_thinking_signature_is_kept_byte_for_byte_and_unknown_blocks_dropped() -
     assert isinstance(answer, TextBlock)
 
 
+def test_native_blocks_are_kept_in_place_and_survive_a_snapshot() -> None:
+    from tron_events import _state_snapshots
+    from tron_events.reconstruct import project
+
+    native = {
+        "type": "native",
+        "provider": "anthropic",
+        "data": {
+            "type": "server_tool_use",
+            "id": "srvtoolu_1",
+            "name": "web_search",
+            "input": {"query": "q", "deep": [1, None, {"a": "b"}]},
+        },
+    }
+    p = Path()
+    p.user("search")
+    p.assistant(
+        text("looking"),
+        native,
+        {"type": "native", "provider": "anthropic"},  # no data: dropped
+        {"type": "native", "provider": 1, "data": {}},  # not a provider name: dropped
+        {"type": "native", "provider": "google", "data": "x"},  # data not an object
+        text("found"),
+    )
+    msgs = p.messages()
+    assert [b.type for b in msgs[1].content] == ["text", "native", "text"]
+    assert msgs[1].content[1] == NativeBlock.model_validate(native)
+    assert msgs[1].to_payload()[1] == native
+    projection = project(p.events)
+    again = _state_snapshots.loads(_state_snapshots.dumps(projection))
+    assert again.messages == projection.messages
+
+
 # -- compaction, clearing, deletion ------------------------------------------------
 
 
@@ -612,3 +646,15 @@ def test_unsigned_empty_text_is_still_dropped() -> None:
     p.user("hi")
     p.assistant(text(""), text("ok"))
     assert wire(p.messages())[1] == A(text("ok"))
+
+
+def test_the_phase_of_assistant_text_is_kept() -> None:
+    p = Path()
+    p.user([{"type": "text", "text": "go", "phase": "commentary"}])  # not the user's
+    p.assistant({"type": "text", "text": "Looking.", "phase": "commentary"}, text("Done."))
+    msgs = p.messages()
+    assert msgs[0].content == [TextBlock(text="go")]
+    assert msgs[1].content == [
+        TextBlock(text="Looking.", phase="commentary"),
+        TextBlock(text="Done."),
+    ]

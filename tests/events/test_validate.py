@@ -116,3 +116,9 @@ def test_blocks_in_the_wrong_role() -> None:
         msg("assistant", text("b"), result("t1")),
     ]
     assert rules(history) == [(0, "misplaced_block"), (1, "misplaced_block")]
+
+
+def test_a_native_block_is_the_assistants() -> None:
+    native = {"type": "native", "provider": "anthropic", "data": {"type": "server_tool_use"}}
+    history = [msg("user", text("a"), native), msg("assistant", native, text("b"))]
+    assert rules(history) == [(0, "misplaced_block")]

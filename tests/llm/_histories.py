@@ -11,6 +11,7 @@ from tron_events.messages import (
     Base64ImageSource,
     ImageBlock,
     Message,
+    NativeBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -32,6 +33,44 @@ images = st.builds(
 )
 redacted = st.builds(RedactedThinkingBlock, data=st.just("EmwKAhgB"))
 
+SERVER_TOOL_USE = {
+    "type": "server_tool_use",
+    "id": "srvtoolu_01",
+    "name": "web_search",
+    "input": {"query": "weather"},
+}
+WEB_SEARCH_RESULT = {
+    "type": "web_search_tool_result",
+    "tool_use_id": "srvtoolu_01",
+    "content": [
+        {
+            "type": "web_search_result",
+            "url": "https://example.com",
+            "title": "Example",
+            "encrypted_content": "EvkS",
+            "page_age": None,
+        }
+    ],
+}
+CODE_PART = {
+    "executableCode": {"language": "PYTHON", "code": "print(1)"},
+    "thoughtSignature": "c2ln",
+}
+RESULT_PART = {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1\n"}}
+natives = {
+    provider: st.sampled_from([NativeBlock(provider=provider, data=d) for d in data])
+    for provider, data in {
+        "anthropic": [SERVER_TOOL_USE, WEB_SEARCH_RESULT],
+        "google": [CODE_PART, RESULT_PART],
+        "openai-responses": [
+            {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAcmp"},
+            {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+        ],
+        "openai": [{"reasoning_details": [{"type": "reasoning.encrypted", "data": "QUJD"}]}],
+    }.items()
+}
+"""Native blocks per provider, as each adapter keeps them."""
+
 
 def histories(
     *,
@@ -43,11 +82,17 @@ def histories(
     tool_use_signatures: st.SearchStrategy[str | None],
     max_turns: int,
     max_reply_blocks: int,
+    native_blocks: st.SearchStrategy[NativeBlock] | None = None,
 ) -> st.SearchStrategy[list[Message]]:
     """User/assistant turns with text, images, every provider's thinking, redacted
-    thinking and tool calls, answered by results (text or text+image) in the next
-    user turn; a trailing user turn answers the last calls."""
-    text_blocks = st.builds(TextBlock, text=texts, signature=st.none() | st.just("gsig"))
+    thinking, ``native_blocks`` and tool calls, answered by results (text or
+    text+image) in the next user turn; a trailing user turn answers the last calls."""
+    text_blocks = st.builds(
+        TextBlock,
+        text=texts,
+        signature=st.none() | st.just("gsig"),
+        phase=st.none() | st.sampled_from(["commentary", "final_answer"]),
+    )
     thinking_blocks = st.builds(
         ThinkingBlock,
         thinking=texts,
@@ -55,6 +100,8 @@ def histories(
         provider=st.sampled_from([None, "anthropic", "openai", "google"]),
         item_id=item_ids,
     )
+
+    natives_or_none = st.nothing() if native_blocks is None else native_blocks
 
     @st.composite
     def build(draw: st.DrawFn) -> list[Message]:
@@ -76,7 +123,8 @@ def histories(
             pending = draw(st.lists(tool_ids, max_size=3, unique=True))
             reply: list[Any] = draw(
                 st.lists(
-                    st.one_of(thinking_blocks, redacted, text_blocks), max_size=max_reply_blocks
+                    st.one_of(thinking_blocks, redacted, text_blocks, natives_or_none),
+                    max_size=max_reply_blocks,
                 )
             )
             reply += [

@@ -13,6 +13,8 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -25,6 +27,7 @@ from tron_events.messages import (
     Base64ImageSource,
     ImageBlock,
     Message,
+    NativeBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -48,9 +51,11 @@ from tron_llm import (
     ToolSpec,
 )
 from tron_llm._cost import with_cost
+from tron_llm._sse import SSEDecoder
 from tron_llm.anthropic import (
     API_VERSION,
     AnthropicProvider,
+    AnthropicStreamParser,
     build_body,
     convert_messages,
     thinking_budget,
@@ -555,3 +560,146 @@ def test_thinking_off_when_the_tool_loop_started_without_it() -> None:
     # A fresh user prompt after the loop: thinking on again.
     fresh = [*foreign, assistant(TextBlock(text="done")), user(TextBlock(text="next"))]
     assert "thinking" in build_body(request.model_copy(update={"messages": fresh}))
+
+
+# --- what the recorded streams taught (tests/llm/test_recorded_streams.py) --------------
+
+MODELED = {"text", "thinking", "redacted_thinking", "tool_use"}
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def frames(*events: dict[str, Any]) -> bytes:
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+
+
+def parse(body: bytes) -> Any:
+    parser = AnthropicStreamParser("claude-sonnet-4-5")
+    decoder = SSEDecoder()
+    for event in [*decoder.feed(body), *decoder.flush()]:
+        parser.feed(event)
+    return parser.finish()
+
+
+def block_events(
+    index: int, start: dict[str, Any], *deltas: dict[str, Any]
+) -> list[dict[str, Any]]:
+    return [
+        {"type": "content_block_start", "index": index, "content_block": start},
+        *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
+MESSAGE_START = {
+    "type": "message_start",
+    "message": {"id": "msg_1", "model": "claude-sonnet-4-5", "usage": {"input_tokens": 5}},
+}
+
+
+@given(
+    kind=st.from_regex(r"[a-z][a-z_]{1,24}", fullmatch=True).filter(lambda k: k not in MODELED),
+    fields=st.dictionaries(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), json_values, max_size=3),
+    arguments=st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+    cuts=st.lists(st.integers(0, 200), max_size=4),
+    update=st.dictionaries(
+        st.from_regex(r"[a-z_]{1,8}", fullmatch=True).filter(lambda k: k != "type"),
+        json_values,
+        max_size=2,
+    ),
+)
+@settings(max_examples=50)
+def test_blocks_we_do_not_model_are_kept_as_sent_and_go_back_in_place(
+    kind: str,
+    fields: dict[str, Any],
+    arguments: dict[str, Any],
+    cuts: list[int],
+    update: dict[str, Any],
+) -> None:
+    # Server tool calls and results, MCP blocks, compaction, and whatever comes next:
+    # the block as it started, its streamed JSON input parsed, other deltas' fields
+    # applied; then replayed to Anthropic in its place (a pause_turn continuation and a
+    # compacted history need them), and to no one else.
+    start = {**fields, "type": kind, "input": {}}
+    raw = json.dumps(arguments)
+    points = sorted({c % (len(raw) + 1) for c in cuts})
+    pieces = [raw[a:b] for a, b in zip([0, *points], [*points, len(raw)], strict=True)]
+    deltas: list[dict[str, Any]] = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
+    deltas.append({"type": f"{kind}_delta", **update})
+    done = parse(
+        frames(
+            MESSAGE_START,
+            *block_events(0, {"type": "text", "text": "Let me look."}),
+            *block_events(1, start, *deltas),
+            *block_events(2, {"type": "text", "text": "Found it."}),
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "pause_turn"},
+                "usage": {"output_tokens": 9},
+            },
+            {"type": "message_stop"},
+        )
+    )
+    kept = NativeBlock(provider="anthropic", data={**start, **update, "input": arguments})
+    assert done.message.content == [
+        TextBlock(text="Let me look."),
+        kept,
+        TextBlock(text="Found it."),
+    ]
+    assert done.stop_reason == "end_turn"
+    sent = convert_messages(
+        [user(TextBlock(text="q")), done.message, user(TextBlock(text="go on"))]
+    )
+    assert sent[1]["content"] == [
+        {"type": "text", "text": "Let me look."},
+        kept.data,
+        {"type": "text", "text": "Found it."},
+    ]
+    foreign = kept.model_copy(update={"provider": "google"})
+    sent = convert_messages([user(TextBlock(text="q")), assistant(foreign, TextBlock(text="x"))])
+    assert sent[1]["content"] == [{"type": "text", "text": "x"}]
+
+
+def test_a_server_tool_call_cut_off_is_not_kept() -> None:
+    start = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    done = parse(
+        frames(
+            MESSAGE_START,
+            {"type": "content_block_start", "index": 0, "content_block": start},
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '{"query": "wea'},
+            },
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "max_tokens"},
+                "usage": {"output_tokens": 9},
+            },
+            {"type": "message_stop"},
+        )
+    )
+    assert done.message.content == []
+    assert done.stop_reason == "max_tokens"
+
+
+@pytest.mark.parametrize("where", ["message_start", "message_delta"])
+def test_thinking_tokens_are_the_reasoning_tokens(where: str) -> None:
+    details = {"output_tokens_details": {"thinking_tokens": 53}}
+    start = {**MESSAGE_START, "message": {**MESSAGE_START["message"], "usage": {"input_tokens": 5}}}
+    if where == "message_start":
+        start["message"]["usage"] |= details
+    delta: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn"},
+        "usage": {"output_tokens": 92},
+    }
+    if where == "message_delta":
+        delta["usage"] |= details
+    done = parse(frames(start, *block_events(0, {"type": "text", "text": "ok"}), delta))
+    assert (done.usage.output_tokens, done.usage.reasoning_tokens) == (92, 53)

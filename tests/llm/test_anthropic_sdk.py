@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,7 +24,7 @@ import pytest
 from anthropic.types.message_create_params import MessageCreateParamsStreaming
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from tests.llm import _histories
 from tests.llm._serve import mock_client
@@ -151,6 +152,10 @@ def materialize(value: Any) -> Any:
         return {k: materialize(v) for k, v in value.items()}
     if isinstance(value, str | int | float | bool) or value is None:
         return value
+    if isinstance(value, BaseModel):
+        # The SDK takes its response blocks as input too (a kept native block is one):
+        # what it would send is what was set.
+        return materialize(value.model_dump(exclude_unset=True))
     if isinstance(value, Iterable):
         return [materialize(v) for v in value]
     return value
@@ -192,6 +197,8 @@ histories = _histories.histories(
     tool_use_signatures=st.none() | st.just("g"),
     max_turns=6,
     max_reply_blocks=3,
+    # Ours go back as sent; every other provider's must not reach Anthropic.
+    native_blocks=st.one_of(*_histories.natives.values()),
 )
 
 
@@ -224,6 +231,12 @@ def test_request_bodies_are_valid_for_the_api(request: LLMRequest) -> None:
     body = build_body(request)
     validated = materialize(PARAMS.validate_python(body))
     assert dropped_keys(body, validated) == []
+    # Native blocks: Anthropic's own as they came, no other provider's.
+    sent = [b for m in body["messages"] for b in m["content"]]
+    natives = [b for b in sent if b["type"] in ("server_tool_use", "web_search_tool_result")]
+    assert all(b in (_histories.SERVER_TOOL_USE, _histories.WEB_SEARCH_RESULT) for b in natives)
+    dumped = json.dumps(body)
+    assert not any(k in dumped for k in ("executableCode", "gAAAAcmp", "ws_1", "reasoning_det"))
 
     messages = body["messages"]
     roles = [m["role"] for m in messages]

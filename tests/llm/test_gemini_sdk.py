@@ -17,11 +17,13 @@ from google.genai import types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.llm import _histories
 from tron_events.messages import (
     Base64ImageSource,
     ContentBlock,
     ImageBlock,
     Message,
+    NativeBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -221,7 +223,7 @@ images = st.one_of(
 def assistant_blocks(draw: st.DrawFn, used: set[str]) -> list[ContentBlock]:
     blocks: list[ContentBlock] = []
     for _ in range(draw(st.integers(0, 4))):
-        choice = draw(st.sampled_from(["text", "thinking", "redacted", "call"]))
+        choice = draw(st.sampled_from(["text", "thinking", "redacted", "call", "native"]))
         if choice == "text":
             blocks.append(TextBlock(text=draw(texts), signature=draw(st.none() | signatures)))
         elif choice == "thinking":
@@ -234,6 +236,8 @@ def assistant_blocks(draw: st.DrawFn, used: set[str]) -> list[ContentBlock]:
             )
         elif choice == "redacted":
             blocks.append(RedactedThinkingBlock(data="EmwKAhgB"))
+        elif choice == "native":  # Gemini's own parts go back whole; no one else's
+            blocks.append(draw(st.one_of(*_histories.natives.values())))
         else:
             tool_id = draw(tool_ids.filter(lambda i: i not in used))
             used.add(tool_id)
@@ -275,6 +279,9 @@ def histories(draw: st.DrawFn) -> list[Message]:
     return messages
 
 
+NATIVE_KEYS = {"executableCode", "codeExecutionResult"}
+
+
 def signatures_in(messages: list[Message]) -> list[str]:
     out: list[str] = []
     for message in messages:
@@ -283,6 +290,9 @@ def signatures_in(messages: list[Message]) -> list[str]:
         for block in message.content:
             google = not isinstance(block, ThinkingBlock) or block.provider == "google"
             signature = getattr(block, "signature", None)
+            if isinstance(block, NativeBlock):
+                google = block.provider == "google"
+                signature = block.data.get("thoughtSignature")
             if signature and google:
                 out.append(signature)
     return out
@@ -341,6 +351,16 @@ def test_request_bodies_validate_against_the_sdk_types(
     assert sent == signatures_in(messages)
     if not model.startswith("gemini-3"):
         assert SKIP_SIGNATURE not in json.dumps(body)
+    natives = [p for c in body["contents"] for p in c["parts"] if p.keys() & NATIVE_KEYS]
+    expected = [
+        b.data
+        for m in messages
+        if m.role == "assistant"
+        for b in m.content
+        if isinstance(b, NativeBlock) and b.provider == "google"
+    ]
+    assert natives == expected
+    assert not any(k in json.dumps(body) for k in ("srvtoolu", "gAAAAcmp", "ws_1", "QUJD"))
 
     # Each model content's calls are answered, in order and by name, right after.
     raw_contents = body["contents"]

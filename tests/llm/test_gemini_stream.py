@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tests.llm._events import last_done
 from tests.llm._serve import mock_client, serve_asgi
-from tron_events.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock
+from tron_events.messages import Message, NativeBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from tron_llm import (
     AuthenticationError,
     ContextLengthExceededError,
@@ -34,7 +34,7 @@ from tron_llm import (
     ToolCallEnd,
     ToolCallStart,
 )
-from tron_llm.gemini import GeminiProvider, GeminiStreamParser, is_synthesized_id
+from tron_llm.gemini import GeminiProvider, GeminiStreamParser, build_body, is_synthesized_id
 
 pytestmark = pytest.mark.anyio
 
@@ -496,3 +496,73 @@ async def test_cancelling_the_caller_closes_the_stream_at_once() -> None:
                 await disconnected.wait()
         finally:
             await provider.aclose()
+
+
+# --- what the recorded streams taught (tests/llm/test_recorded_streams.py) --------------
+
+CONTENT_KEYS = ["executableCode", "codeExecutionResult", "toolCall", "toolResponse", "inlineData"]
+json_leaf = st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=6)
+part_values = st.dictionaries(st.text(min_size=1, max_size=5), json_leaf, min_size=1, max_size=3)
+
+
+@given(
+    parts=st.lists(
+        st.tuples(
+            st.sampled_from([*CONTENT_KEYS, "someFuturePart"]),
+            part_values,
+            st.none() | st.sampled_from(["c2lnMQ==", "c2lnMg=="]),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+@settings(max_examples=50)
+def test_parts_we_do_not_model_are_kept_whole_in_place(
+    parts: list[tuple[str, dict[str, Any], str | None, bool]],
+) -> None:
+    # Code execution, a built-in tool's call and response, inline data, and parts yet
+    # to come: the part whole (thought flag and signature included) between the text
+    # around it, never merged into it, and sent back to Gemini as it came.
+    chunks: list[dict[str, Any]] = []
+    expected: list[Any] = [TextBlock(text="before")]
+    for key, value, signature, thought in parts:
+        part: dict[str, Any] = {key: value}
+        if signature is not None:
+            part["thoughtSignature"] = signature
+        if thought:
+            part["thought"] = True
+        chunks.append({"candidates": [{"content": {"role": "model", "parts": [part]}}]})
+        expected.append(NativeBlock(provider="google", data=part))
+    first = {"candidates": [{"content": {"role": "model", "parts": [{"text": "before"}]}}]}
+    last = {
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"text": "after"}]}, "finishReason": "STOP"}
+        ],
+        "responseId": "r1",
+    }
+    body = "".join(f"data: {json.dumps(c)}\r\n\r\n" for c in [first, *chunks, last]).encode()
+    done = parse_offline(body)[-1]
+    assert isinstance(done, Done)
+    assert done.message.content == [*expected, TextBlock(text="after")]
+    history = [
+        *request().messages,
+        done.message,
+        Message(role="user", content=[TextBlock(text="more")]),
+    ]
+    sent = build_body(request().model_copy(update={"messages": history}))
+    assert sent["contents"][1]["parts"] == [
+        {"text": "before"},
+        *(block.data for block in expected[1:]),
+        {"text": "after"},
+    ]
+
+
+def test_another_providers_native_blocks_are_not_sent() -> None:
+    foreign = NativeBlock(provider="anthropic", data={"executableCode": {"code": "x"}})
+    history = [
+        *request().messages,
+        Message(role="assistant", content=[foreign, TextBlock(text="ok")]),
+    ]
+    sent = build_body(request().model_copy(update={"messages": history}))
+    assert sent["contents"][1]["parts"] == [{"text": "ok"}]

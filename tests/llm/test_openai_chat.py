@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -25,6 +27,7 @@ from tron_events.messages import (
     Base64ImageSource,
     ImageBlock,
     Message,
+    NativeBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -35,6 +38,7 @@ from tron_events.messages import (
 from tron_llm import (
     AuthenticationError,
     ContextLengthExceededError,
+    Done,
     InvalidRequestError,
     LLMRequest,
     NetworkError,
@@ -54,8 +58,9 @@ from tron_llm import (
     Usage,
 )
 from tron_llm._cost import with_cost
-from tron_llm._ids import safe_tool_id
-from tron_llm.openai_chat import OpenAIChatProvider
+from tron_llm._ids import ToolIdMap, safe_tool_id
+from tron_llm._sse import SSEDecoder
+from tron_llm.openai_chat import ChatStreamParser, OpenAIChatProvider
 
 pytestmark = pytest.mark.anyio
 
@@ -745,3 +750,131 @@ async def test_an_empty_key_sends_no_authorization_header() -> None:
     provider = OpenAIChatProvider(api_key="", base_url=OLLAMA, client=client)
     last_done([e async for e in provider.stream(request())])
     assert "authorization" not in capture[0].headers
+
+
+# --- what the recorded streams taught (tests/llm/test_recorded_streams.py) --------------
+
+
+def parse(body: bytes, **kw: Any) -> Done:
+    """The final result of ``body`` through the parser alone (fast enough for hypothesis)."""
+    parser = ChatStreamParser(request(**kw), ToolIdMap())
+    decoder = SSEDecoder()
+    for event in [*decoder.feed(body), *decoder.flush()]:
+        parser.feed(event)
+    return parser.finish()
+
+
+_NOTHING = st.sampled_from(["", None, "absent"])
+
+
+def _field(chunk: dict[str, Any], name: str, value: str | None) -> dict[str, Any]:
+    return chunk if value == "absent" else {**chunk, name: value}
+
+
+@given(
+    leading=st.lists(st.tuples(_NOTHING, _NOTHING, st.booleans()), max_size=4),
+    model_later=st.booleans(),
+)
+def test_the_id_and_model_are_the_first_that_say_something(
+    leading: list[tuple[str | None, str | None, bool]], model_later: bool
+) -> None:
+    # Azure opens with a prompt-filter chunk whose id and model are "": any number of
+    # chunks saying nothing (empty, null or absent, with or without a choice) come
+    # before the ones that do, and a later id does not replace the first.
+    chunks: list[dict[str, Any]] = []
+    for chunk_id, model, with_choice in leading:
+        chunk: dict[str, Any] = {"object": "", "choices": []}
+        if with_choice:
+            chunk["choices"] = [{"index": 0, "delta": {"role": "assistant"}}]
+        chunks.append(_field(_field(chunk, "id", chunk_id), "model", model))
+    first = {"id": "chatcmpl-real", "choices": [{"index": 0, "delta": {"content": "hi"}}]}
+    if not model_later:
+        first["model"] = "gpt-real"
+    chunks.append(first)
+    chunks.append({**choice({}, "stop"), "id": "chatcmpl-later", "model": "gpt-real"})
+    done = parse(sse(*chunks))
+    assert (done.response_id, done.model) == ("chatcmpl-real", "gpt-real")
+    assert done.message.content == [TextBlock(text="hi")]
+
+
+@given(st.lists(st.permutations([0, 1, 2, None]).map(lambda p: p[:2]), min_size=1, max_size=5))
+def test_only_choice_zero_is_read(chunks_choices: list[list[int | None]]) -> None:
+    # A chunk may hold other choices, in any order, or none numbered 0: only choice 0
+    # (or a choice without an index, which is the only one) is ours.
+    chunks = []
+    expected = ""
+    for n, indices in enumerate(chunks_choices):
+        choices = []
+        for index in indices:
+            entry: dict[str, Any] = {"delta": {"content": f"<{index}:{n}>"}}
+            if index is not None:
+                entry["index"] = index
+            choices.append(entry)
+        ours = [c for c in choices if c.get("index") in (0, None)]
+        if ours:
+            expected += ours[0]["delta"]["content"]
+        chunks.append({"id": "a", "model": "m", "choices": choices})
+    chunks.append({"id": "a", "model": "m", "choices": [{"index": 1, "finish_reason": "length"}]})
+    chunks.append(choice({}, "stop"))
+    done = parse(sse(*chunks))
+    text = "".join(b.text for b in done.message.content if isinstance(b, TextBlock))
+    assert text == expected
+    assert done.stop_reason == "end_turn"  # choice 1's "length" is not ours
+
+
+DETAILS = [
+    {
+        "type": "reasoning.text",
+        "text": "",
+        "signature": "",
+        "format": "anthropic-claude-v1",
+        "index": 0,
+    },
+    {"type": "reasoning.text", "text": "Two ", "format": "anthropic-claude-v1", "index": 0},
+    {"type": "reasoning.encrypted", "data": "QUJD", "format": "google-gemini-v1", "index": 1},
+    {"type": "reasoning.text", "text": "plus two.", "format": "anthropic-claude-v1", "index": 0},
+    {"type": "reasoning.text", "signature": "c2ln", "format": "anthropic-claude-v1", "index": 0},
+]
+
+
+def test_reasoning_details_are_merged_by_index_kept_and_sent_back() -> None:
+    # OpenRouter streams reasoning_details in pieces: each piece continues the entry of
+    # its index (text joined, the repeated fields once), and the whole list must go
+    # back on the assistant message for tool calls with reasoning on.
+    chunks = [choice({"reasoning": "r", "reasoning_details": [d]}) for d in DETAILS]
+    call = {"index": 0, "id": "call_1", "function": {"name": "f", "arguments": "{}"}}
+    chunks.append(choice({"tool_calls": [call]}, "tool_calls"))
+    done = parse(sse(*chunks))
+    merged = [
+        {
+            "type": "reasoning.text",
+            "text": "Two plus two.",
+            "signature": "c2ln",
+            "format": "anthropic-claude-v1",
+            "index": 0,
+        },
+        {"type": "reasoning.encrypted", "data": "QUJD", "format": "google-gemini-v1", "index": 1},
+    ]
+    native = NativeBlock(provider="openai", data={"reasoning_details": merged})
+    assert done.message.content == [
+        ThinkingBlock(thinking="rrrrr", provider="openai"),
+        ToolUseBlock(id="call_1", name="f", input={}),
+        native,
+    ]
+    history = [
+        *request().messages,
+        done.message,
+        Message(role="user", content=[ToolResultBlock(tool_use_id="call_1", content="4")]),
+    ]
+    sent = body_of(request(messages=history), base_url="https://openrouter.ai/api/v1")
+    assert sent["messages"][1]["reasoning_details"] == merged
+    # api.openai.com knows no such field; another provider's native blocks mean nothing.
+    assert "reasoning_details" not in body_of(request(messages=history))["messages"][1]
+    foreign = done.message.model_copy(
+        update={
+            "content": [*done.message.content[:2], native.model_copy(update={"provider": "google"})]
+        }
+    )
+    history[1] = foreign
+    sent = body_of(request(messages=history), base_url="https://openrouter.ai/api/v1")
+    assert "reasoning_details" not in sent["messages"][1]

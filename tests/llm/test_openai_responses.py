@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -21,6 +23,7 @@ from tron_events.messages import (
     Base64ImageSource,
     ImageBlock,
     Message,
+    NativeBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -47,8 +50,14 @@ from tron_llm import (
     Usage,
 )
 from tron_llm._cost import with_cost
-from tron_llm._ids import safe_tool_id
-from tron_llm.openai_responses import OpenAIResponsesProvider, is_reasoning_model
+from tron_llm._ids import ToolIdMap, safe_tool_id
+from tron_llm._sse import SSEDecoder
+from tron_llm.openai_responses import (
+    OpenAIResponsesProvider,
+    ResponsesStreamParser,
+    is_reasoning_model,
+    to_input_items,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -506,3 +515,207 @@ def test_reasoning_that_ends_a_turn_is_not_replayed() -> None:
 async def test_failed_error_codes(error: dict[str, Any], cls: type[Exception]) -> None:
     body = sse({"type": "response.failed", "response": {"id": "r", "error": error}})
     assert type(last_error(await run(body)).error) is cls
+
+
+# --- what the recorded streams taught (tests/llm/test_recorded_streams.py) --------------
+
+KINDS = ["reasoning", "message", "function_call", "web_search_call", "compaction"]
+
+
+def _item(kind: str, i: int, item_id: str, stage: str) -> dict[str, Any]:
+    """Output item ``i`` of ``kind`` as the ``stage`` event (added, done, final) has it."""
+    if kind == "reasoning":
+        item: dict[str, Any] = {"summary": []}
+        if stage != "added":
+            item["summary"] = [{"type": "summary_text", "text": f"think {i}"}]
+            item["encrypted_content"] = f"{stage}-{i}"  # re-encrypted for every event
+    elif kind == "message":
+        text = [{"type": "output_text", "text": f"text {i}", "annotations": []}]
+        item = {"role": "assistant", "content": [] if stage == "added" else text}
+    elif kind == "function_call":
+        args = "" if stage == "added" else json.dumps({"n": i})
+        item = {"call_id": f"call_{i}", "name": "f", "arguments": args}
+    elif kind == "web_search_call":
+        item = {"status": "in_progress" if stage == "added" else "completed"}
+        if stage != "added":
+            item["action"] = {"type": "search", "query": f"q{i}", "sources": None}
+    else:
+        item = {"encrypted_content": f"{stage}-{i}"}
+    return {"id": item_id, "type": kind, **item}
+
+
+def _deltas(kind: str, i: int, item_id: str) -> list[dict[str, Any]]:
+    where = {"item_id": item_id, "output_index": i}
+    if kind == "reasoning":
+        return [
+            {
+                "type": "response.reasoning_summary_text.delta",
+                "summary_index": 0,
+                "delta": f"think {i}",
+                **where,
+            }
+        ]
+    if kind == "message":
+        return [{"type": "response.output_text.delta", "delta": f"text {i}", **where}]
+    if kind == "function_call":
+        return [
+            {
+                "type": "response.function_call_arguments.delta",
+                "delta": json.dumps({"n": i}),
+                **where,
+            }
+        ]
+    return []
+
+
+def _block(kind: str, i: int, final: dict[str, Any]) -> Any:
+    if kind == "reasoning":
+        return ThinkingBlock(
+            thinking=f"think {i}", signature=f"final-{i}", provider="openai", item_id=final["id"]
+        )
+    if kind == "message":
+        return TextBlock(text=f"text {i}")
+    if kind == "function_call":
+        return ToolUseBlock(id=f"call_{i}", name="f", input={"n": i})
+    return NativeBlock(provider="openai-responses", data=final)
+
+
+@given(
+    kinds=st.lists(st.sampled_from(KINDS), min_size=1, max_size=5),
+    renamed=st.booleans(),
+    unannounced=st.sampled_from([None, *KINDS]),
+)
+@settings(max_examples=60)
+def test_the_terminal_output_is_the_final_word_on_every_item(
+    kinds: list[str], renamed: bool, unannounced: str | None
+) -> None:
+    # The encrypted reasoning of response.completed is not the one output_item.done
+    # carried; a compatible server renames its items there (OpenRouter's rs_tmp_ ids);
+    # an item may appear only there. Items are matched by position; the ones we do not
+    # model are kept whole; of those only compaction goes back (without its id).
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": "r"}}]
+    final: list[dict[str, Any]] = []
+    for i, kind in enumerate(kinds):
+        item_id = f"{kind[:3]}_{i}"
+        events.append(
+            {
+                "type": "response.output_item.added",
+                "output_index": i,
+                "item": _item(kind, i, item_id, "added"),
+            }
+        )
+        events.extend(_deltas(kind, i, item_id))
+        events.append(
+            {
+                "type": "response.output_item.done",
+                "output_index": i,
+                "item": _item(kind, i, item_id, "done"),
+            }
+        )
+        final.append(_item(kind, i, f"{item_id}_final" if renamed else item_id, "final"))
+    if unannounced is not None:
+        final.append(_item(unannounced, len(kinds), f"late_{len(kinds)}", "final"))
+    events.append({"type": "response.completed", "response": {"id": "r", "output": final}})
+    parser = ResponsesStreamParser(request(), ToolIdMap())
+    decoder = SSEDecoder()
+    for event in [*decoder.feed(sse(*events)), *decoder.flush()]:
+        parser.feed(event)
+    done = parser.finish()
+    every = [*kinds, *([unannounced] if unannounced else [])]
+    assert done.message.content == [
+        _block(kind, i, item) for i, (kind, item) in enumerate(zip(every, final, strict=True))
+    ]
+    items = to_input_items([done.message], ToolIdMap())
+    replayed = [item for item in items if item["type"] in ("compaction", "web_search_call")]
+    assert replayed == [
+        {"type": "compaction", "encrypted_content": f"final-{i}"}
+        for i, kind in enumerate(every)
+        if kind == "compaction"
+    ]
+    reasoning = [item["encrypted_content"] for item in items if item["type"] == "reasoning"]
+    assert (
+        reasoning
+        == [f"final-{i}" for i, kind in enumerate(every) if kind == "reasoning"][: len(reasoning)]
+    )
+
+
+def test_another_providers_native_blocks_are_not_sent() -> None:
+    foreign = NativeBlock(
+        provider="anthropic", data={"type": "compaction", "encrypted_content": "x"}
+    )
+    history = [
+        *request().messages,
+        Message(role="assistant", content=[foreign, TextBlock(text="ok")]),
+    ]
+    assert body_of(request(messages=history))["input"][1:] == [
+        {"type": "message", "role": "assistant", "content": "ok"}
+    ]
+
+
+def test_the_phase_of_a_message_is_kept_and_resent() -> None:
+    # gpt-5.x labels assistant messages commentary or final_answer, and OpenAI asks to
+    # have the label resent: texts of two phases stay two messages.
+    body = sse(
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"id": "m1", "type": "message", "role": "assistant", "phase": "commentary"},
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "m1",
+            "output_index": 0,
+            "delta": "Looking.",
+        },
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": {"id": "m2", "type": "message", "role": "assistant"},
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "m2",
+            "output_index": 1,
+            "delta": "Done.",
+        },
+        {
+            "type": "response.completed",
+            "response": {
+                "id": "r",
+                "output": [
+                    {
+                        "id": "m1",
+                        "type": "message",
+                        "role": "assistant",
+                        "phase": "commentary",
+                        "content": [{"type": "output_text", "text": "Looking.", "annotations": []}],
+                    },
+                    {
+                        "id": "m2",
+                        "type": "message",
+                        "role": "assistant",
+                        "phase": "final_answer",
+                        "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
+                    },
+                ],
+            },
+        },
+    )
+    parser = ResponsesStreamParser(request(), ToolIdMap())
+    decoder = SSEDecoder()
+    for event in [*decoder.feed(body), *decoder.flush()]:
+        parser.feed(event)
+    message = parser.finish().message
+    assert message.content == [
+        TextBlock(text="Looking.", phase="commentary"),
+        TextBlock(text="Done.", phase="final_answer"),
+    ]
+    stored = Message.model_validate({"role": "assistant", "content": message.to_payload()})
+    plain = TextBlock(text="Before.")
+    assert to_input_items(
+        [stored.model_copy(update={"content": [plain, *stored.content]})], ToolIdMap()
+    ) == [
+        {"type": "message", "role": "assistant", "content": "Before."},
+        {"type": "message", "role": "assistant", "content": "Looking.", "phase": "commentary"},
+        {"type": "message", "role": "assistant", "content": "Done.", "phase": "final_answer"},
+    ]

@@ -308,6 +308,9 @@ def test_request_bodies_are_valid_for_the_api(request: LLMRequest) -> None:
     assert dropped_keys(body, validated) == []
     assert validated == body
     assert body["store"] is False and body["stream"] is True
+    # Another provider's native blocks never go; of ours, only compaction (below).
+    dumped = json.dumps(body)
+    assert not any(k in dumped for k in ("executableCode", "QUJD", "ws_1", "srvtoolu"))
 
     reasoning = request.reasoning is not None or is_reasoning_model(request.model)
     assert ("include" in body) == reasoning
@@ -329,5 +332,9 @@ def test_request_bodies_are_valid_for_the_api(request: LLMRequest) -> None:
             assert following["type"] in ("reasoning", "function_call") or (
                 following["type"] == "message" and following["role"] == "assistant"
             )
+        elif item["type"] == "compaction":
+            # Our kept compaction item, without its id (store is false); no other
+            # native item goes back.
+            assert item == {"type": "compaction", "encrypted_content": "gAAAAcmp"}
         elif item["type"] == "message":
             assert item["content"], "no empty messages"

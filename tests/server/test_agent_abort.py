@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.server.scripted_llm import Response, Text, Thinking, ToolUse, error_response
+from tests.server.conftest import RunningServer, ServerFactory
+from tests.server.scripted_llm import (
+    Response,
+    ScriptedLLM,
+    Text,
+    Thinking,
+    ToolUse,
+    error_response,
+    scripted_llm,
+)
 from tests.server.test_agent_harness import Harness, assert_event_order, h
+from tests.tools.proctree_script import complete, survivors, tree_pids, write_tree_script
 from tron_server.agent.turn import ABORTED_RESULT
 from tron_server.errors import AgentBusyError, SessionNotActiveError, SessionNotFoundError
 from tron_server.hooks.base import HookContext, HookDecision
@@ -127,10 +139,15 @@ async def test_abort_in_the_middle_of_a_slow_tool(h: Harness) -> None:
     path = await h.path(s.id)
     assert_event_order(path)
     results = [e.payload for e in path if e.type == "tool.result"]
-    assert [(r["toolCallId"], r["isError"], r["content"]) for r in results] == [
-        ("toolu_slow", True, ABORTED_RESULT),
-        ("toolu_after", True, ABORTED_RESULT),
+    # The running tool keeps what it printed, marked interrupted; the next one never ran.
+    kept = f"working...\n\n[{ABORTED_RESULT}]"
+    assert [(r["toolCallId"], r["isError"], r["content"], r["interrupted"]) for r in results] == [
+        ("toolu_slow", True, kept, True),
+        ("toolu_after", True, ABORTED_RESULT, True),
     ]
+    [end] = h.of(s.id, "agent.tool_end")  # the live card of the cut call, never of toolu_after
+    assert end["toolCallId"] == "toolu_slow" and end["isError"] is True
+    assert end["content"] == kept and end["interrupted"] is True
     assert path[-1].type == "stream.turn_end" and path[-1].payload["stopReason"] == "aborted"
     assert (await h.wait_for(s.id, "agent.complete"))[-1]["stopReason"] == "aborted"
 
@@ -293,3 +310,90 @@ async def test_shutdown_aborts_running_turns(h: Harness) -> None:
     assert (await h.path(s.id))[-1].payload["stopReason"] == "aborted"
     with pytest.raises(Exception, match="shutting down"):
         await h.orch.send_message(s.id, "more")
+
+
+async def test_a_nul_byte_in_a_tool_path_fails_the_call_not_the_turn(h: Harness) -> None:
+    h.llm.add(
+        Response([ToolUse("Read", {"file_path": "notes\x00.txt"}, id="toolu_nul")]),
+        Response([Text("That path was invalid.")]),
+    )
+    s = await h.session()
+    done = await h.run(s.id, "read it")
+    assert done["stopReason"] == "end_turn"
+    [result] = [e.payload for e in await h.path(s.id) if e.type == "tool.result"]
+    assert result["isError"] is True and "NUL byte" in result["content"]
+    assert h.llm.violations(-1) == []
+
+
+# -- through the real server, with the real Bash tool ----------------------------------
+
+
+@pytest.fixture
+async def served_llm() -> AsyncIterator[ScriptedLLM]:
+    async with scripted_llm() as served:
+        yield served
+
+
+@pytest.fixture
+def server(
+    server_factory: ServerFactory, served_llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
+) -> RunningServer:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    return server_factory(anthropic_base_url=served_llm.base_url, default_model="claude-sonnet-4-5")
+
+
+async def test_abort_over_the_server_keeps_bash_output_and_ends_its_process_tree(
+    server: RunningServer, served_llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    script = write_tree_script(tmp_path)
+    command = f"echo 'building the tree'; bash {script}"
+    served_llm.add(
+        Response([Text("Running it."), ToolUse("Bash", {"command": command}, id="toolu_bash")]),
+        Response([Text("Stopped, then continued.")]),
+    )
+    async with server.connect() as client:
+        session = await client.call(
+            "session.create", {"workingDirectory": str(tmp_path), "provider": "anthropic"}
+        )
+        sid = session["id"]
+        stream = client.notifications(session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "prompt": "build the tree"})
+        printed = ""
+        with anyio.fail_after(20):
+            while not complete(printed):
+                note = await stream.next()
+                if note.method == "agent.tool_output":
+                    printed += note.data["chunk"]
+        pids = tree_pids(printed)
+        assert survivors(pids) == pids
+
+        started = time.monotonic()
+        await client.call("agent.abort", {"sessionId": sid})
+        elapsed = time.monotonic() - started
+        assert survivors(pids) == {}  # every process the command started is gone
+        assert elapsed < 1.0, f"abort took {elapsed:.2f} s"
+
+        notes = []
+        with anyio.fail_after(10):
+            while not notes or notes[-1].method != "agent.complete":
+                notes.append(await stream.next())
+        assert notes[-1].data["stopReason"] == "aborted"
+        [end] = [n.data for n in notes if n.method == "agent.tool_end"]
+        content = end["content"]
+        # The card keeps what the command printed, then says it was interrupted.
+        assert content.startswith("building the tree\n") and "root " in content
+        assert content.endswith(f"\n\n[{ABORTED_RESULT}]")
+        assert end["interrupted"] is True and end["isError"] is True
+
+        events = await client.sync(sid)
+        [result] = [e["payload"] for e in events if e["type"] == "tool.result"]
+        assert result["content"] == content and result["interrupted"] is True
+        assert result["isError"] is True
+
+        # The history stays valid: the next turn sends the kept output to the model.
+        await client.call("agent.message", {"sessionId": sid, "prompt": "go on"})
+        with anyio.fail_after(20):
+            while (await stream.next()).method != "agent.complete":
+                pass
+        assert served_llm.violations(-1) == []
+        assert "building the tree" in str(served_llm.requests[-1]["messages"])

@@ -34,7 +34,9 @@ async def test_create_get_list_and_created_notification(
     assert session["workingDirectory"] == str(tmp_path.resolve())
     assert session["model"] == running_server.settings.default_model
     assert set(session) >= {"id", "workspaceId", "rootEventId", "headEventId", "eventCount", "cost"}
-    assert await client.call("session.get", {"sessionId": session["id"]}) == session
+    got = await client.call("session.get", {"sessionId": session["id"]})
+    assert {k: got[k] for k in session} == session  # plus children and their totals
+    assert got["childSessionIds"] == [] and got["totalWithChildren"]["sessions"] == 1
     listed = await client.call("session.list", {})
     assert [s["id"] for s in listed["sessions"]] == [session["id"]]
     state = await client.call("session.getState", {"sessionId": session["id"]})

@@ -11,7 +11,6 @@ import pytest
 
 from tests.tools.conftest import Recorder
 from tron_server.tools import ToolContext, ToolResult, default_tools
-from tron_server.tools._procgroup import group_alive
 
 pytestmark = pytest.mark.anyio
 
@@ -32,17 +31,6 @@ def _pids_in_group(pgid: int) -> list[int]:
             if int(fields[2]) == pgid and fields[0] != "Z":
                 pids.append(int(entry.name))
     return pids
-
-
-async def group_reaped(pgid: int) -> None:
-    """The group disappears entirely once init has reaped the orphans' zombies."""
-    with anyio.fail_after(5):
-        while True:
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
-                return
-            await anyio.sleep(0.02)
 
 
 async def test_exit_codes_and_working_directory(ctx: ToolContext, workdir: Path) -> None:
@@ -94,9 +82,7 @@ async def test_timeout_kills_the_group(ctx: ToolContext, recorder: Recorder) -> 
     assert result.is_error
     assert "timed out after 0.5 s" in str(result.content)
     pgid = int("".join(recorder.output).split()[0])
-    assert not group_alive(pgid)
     assert _pids_in_group(pgid) == []
-    await group_reaped(pgid)
 
 
 async def test_abort_kills_children_and_grandchildren(ctx: ToolContext, recorder: Recorder) -> None:
@@ -126,7 +112,6 @@ async def test_abort_kills_children_and_grandchildren(ctx: ToolContext, recorder
     assert scope.cancel_called
     assert pgid is not None
     assert _pids_in_group(pgid) == []  # nothing alive the moment the tool returns
-    await group_reaped(pgid)
 
 
 async def test_background_process_does_not_block_completion(
@@ -144,3 +129,9 @@ async def test_bad_working_directory(workdir: Path, recorder: Recorder) -> None:
     ctx = ToolContext("s", workdir / "missing", "t", record=recorder.record)
     result = await bash(ctx, "echo hi")
     assert result.is_error and "Cannot run the command" in str(result.content)
+
+
+async def test_a_nul_byte_in_the_command_is_refused_clearly(ctx: ToolContext) -> None:
+    result = await bash(ctx, "echo a\x00b")
+    assert result.is_error and "NUL byte" in str(result.content)
+    assert "failed:" not in str(result.content)

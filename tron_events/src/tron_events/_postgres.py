@@ -712,6 +712,7 @@ class PostgresRecorder(Recorder):
         session_id: str | None,
         types: Sequence[str] | None,
         limit: int,
+        session_ids: Sequence[str] | None = None,
     ) -> list[SearchHit]:
         # Literal text: plainto_tsquery ANDs the words and reads no operator
         # (websearch_to_tsquery would interpret OR, - and quotes), so it cannot
@@ -721,7 +722,7 @@ class PostgresRecorder(Recorder):
             return []
         parse = "to_tsquery" if raw else "plainto_tsquery"
         join, filters, filter_params = self.search_filters(
-            "s.position", workspace_id, session_id, types
+            "s.position", workspace_id, session_id, types, session_ids
         )
         where = "s.tsv @@ q.q" + filters
         params: list[Any] = [text, *filter_params]

@@ -209,7 +209,10 @@ class Recorder(abc.ABC):
         session_id: str | None,
         types: Sequence[str] | None,
         limit: int,
-    ) -> list[SearchHit]: ...
+        session_ids: Sequence[str] | None = None,
+    ) -> list[SearchHit]:
+        """``session_ids`` (when given) restricts to those sessions, like
+        ``session_id`` for one (pass it on to :meth:`search_filters`)."""
 
     def search_filters(
         self,
@@ -217,11 +220,12 @@ class Recorder(abc.ABC):
         workspace_id: str | None,
         session_id: str | None,
         types: Sequence[str] | None,
+        session_ids: Sequence[str] | None = None,
     ) -> tuple[str, str, list[Any]]:
         """The JOIN and the extra WHERE conditions (in this backend's
         placeholders) that restrict a search whose index rows are keyed by the
         event's ``position`` expression; empty when nothing restricts it."""
-        if workspace_id is None and session_id is None and not types:
+        if workspace_id is None and session_id is None and not types and session_ids is None:
             return "", "", []
         where = ""
         params: list[Any] = []
@@ -231,6 +235,9 @@ class Recorder(abc.ABC):
         if session_id is not None:
             where += " AND e.session_id = ?"
             params.append(session_id)
+        if session_ids is not None:
+            where += " AND e.session_id IN (" + ", ".join("?" for _ in session_ids) + ")"
+            params.extend(session_ids)
         if types:
             where += " AND e.type IN (" + ", ".join("?" for _ in types) + ")"
             params.extend(types)
@@ -662,6 +669,31 @@ class Recorder(abc.ABC):
         sql += " ORDER BY last_activity_at DESC, id DESC LIMIT ?"
         params.append(limit)
         cur.execute(self.sql(sql), params)
+        return [session_from_row(row) for row in cur.fetchall()]
+
+    def child_sessions(self, cur: Cursor, session_id: str, *, recursive: bool) -> list[Session]:
+        """Sub-agent sessions under ``session_id`` (``parent_session_id`` set and
+        ``fork_from_event_id`` NULL; forks are not children), oldest first;
+        ``recursive``: their children too, at any depth."""
+        direct = "parent_session_id = ? AND fork_from_event_id IS NULL"
+        if not recursive:
+            cur.execute(
+                self.sql(
+                    f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {direct} ORDER BY created_at, id"
+                ),
+                (session_id,),
+            )
+            return [session_from_row(row) for row in cur.fetchall()]
+        cur.execute(
+            self.sql(
+                "WITH RECURSIVE sub(id) AS (SELECT id FROM sessions WHERE "
+                f"{direct} UNION SELECT s.id FROM sessions s JOIN sub ON "
+                "s.parent_session_id = sub.id WHERE s.fork_from_event_id IS NULL) "
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id IN (SELECT id FROM sub) "
+                "ORDER BY created_at, id"
+            ),
+            (session_id,),
+        )
         return [session_from_row(row) for row in cur.fetchall()]
 
     def fork_ids(self, cur: Cursor, session_id: str) -> list[str]:

@@ -333,12 +333,13 @@ class SQLiteRecorder(Recorder):
         session_id: str | None,
         types: Sequence[str] | None,
         limit: int,
+        session_ids: Sequence[str] | None = None,
     ) -> list[SearchHit]:
         match = query if raw else fts5_literal_query(query)
         if not match.strip():
             return []
         join, filters, filter_params = self.search_filters(
-            "f.rowid", workspace_id, session_id, types
+            "f.rowid", workspace_id, session_id, types, session_ids
         )
         where = "events_fts MATCH ?" + filters
         params: list[Any] = [match, *filter_params]

@@ -132,6 +132,7 @@ _DECODERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "text": _r._new_text,
     "thinking": _r._new_thinking,
     "redacted_thinking": _r._new_redacted,
+    "native": _r._new_native,
     "tool_use": _r._new_tool_use,
     "tool_result": _tool_result,
     "image": _image,

@@ -76,10 +76,13 @@ class AsyncEventStore:
         provider: str,
         title: str | None = None,
         system_prompt: str | None = None,
+        parent_session_id: str | None = None,
+        spawn: Mapping[str, Any] | None = None,
     ) -> Session:
         return await self._write(
             self.sync.create_session, working_directory=working_directory, model=model,
             provider=provider, title=title, system_prompt=system_prompt,
+            parent_session_id=parent_session_id, spawn=spawn,
         )  # fmt: skip
 
     async def end_session(
@@ -195,11 +198,21 @@ class AsyncEventStore:
         types: Sequence[str] | None = None,
         limit: int = 20,
         raw: bool = False,
+        include_descendants: bool = False,
     ) -> list[SearchHit]:
         return await self._read(
             self.sync.search, query, workspace_id=workspace_id, session_id=session_id,
-            types=types, limit=limit, raw=raw,
+            types=types, limit=limit, raw=raw, include_descendants=include_descendants,
         )  # fmt: skip
+
+    async def get_child_sessions(self, session_id: str) -> list[Session]:
+        return await self._read(self.sync.get_child_sessions, session_id)
+
+    async def get_descendant_sessions(self, session_id: str) -> list[Session]:
+        return await self._read(self.sync.get_descendant_sessions, session_id)
+
+    async def get_spawning_event(self, session_id: str) -> Event | None:
+        return await self._read(self.sync.get_spawning_event, session_id)
 
     def subscribe(
         self,

@@ -2,6 +2,8 @@
 
 Blocks use the Anthropic shape (``text``, ``thinking``, ``redacted_thinking``,
 ``tool_use``, ``tool_result``, ``image``); each provider adapter translates from it.
+``native`` holds what only one provider understands (its server-side tool calls and
+results, compaction items), kept verbatim so it can go back to that provider.
 
 This module is deliberately pure (stdlib + pydantic only): ``tron_llm`` imports it
 alone, and an import-linter contract keeps the database out of it.
@@ -19,6 +21,7 @@ __all__ = [
     "ImageBlock",
     "ImageSource",
     "Message",
+    "NativeBlock",
     "RedactedThinkingBlock",
     "Role",
     "TextBlock",
@@ -62,8 +65,11 @@ class TextBlock(_Block):
     signature: str | None = None
     """Gemini's ``thoughtSignature`` on this exact part (replayed as is; may sign empty
     text). Never sent to Anthropic."""
+    phase: str | None = None
+    """The OpenAI Responses ``phase`` of the message this text was (``commentary`` or
+    ``final_answer``), which OpenAI asks to have resent. Never sent to Anthropic."""
 
-    _NOT_ANTHROPIC: ClassVar[frozenset[str]] = frozenset({"signature"})
+    _NOT_ANTHROPIC: ClassVar[frozenset[str]] = frozenset({"signature", "phase"})
 
 
 class ThinkingBlock(_Block):
@@ -128,6 +134,30 @@ class ToolUseBlock(_Block):
     _NOT_ANTHROPIC: ClassVar[frozenset[str]] = frozenset({"signature"})
 
 
+class NativeBlock(_Block):
+    """Content only the provider that made it understands, kept so it can be replayed.
+
+    Server-side tool calls and their results (Anthropic's ``server_tool_use``,
+    ``web_search_tool_result``, ``mcp_tool_use``...; OpenAI Responses'
+    ``web_search_call``, ``code_interpreter_call``, ``mcp_call``...; Gemini's
+    ``executableCode``, ``codeExecutionResult``, ``toolCall``, ``toolResponse`` parts) and
+    provider compaction items. ``data`` is the block, output item or part exactly as
+    ``provider`` sent it, assembled from its stream deltas (a server tool call's
+    ``input`` parsed); the provider gets it back as is, in its place, and no other
+    provider ever sees it.
+    """
+
+    type: Literal["native"] = "native"
+    provider: str
+    """The adapter that produced it: ``anthropic``, ``openai-responses``, ``openai``
+    (Chat Completions: a compatible server's reasoning details) or ``google``."""
+    data: dict[str, Any]
+
+    def to_wire(self) -> dict[str, Any]:
+        """``data`` itself: the Anthropic block (meaningful for ``anthropic`` only)."""
+        return dict(self.data)
+
+
 ToolResultPart = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
 
 
@@ -141,7 +171,13 @@ class ToolResultBlock(_Block):
 
 
 ContentBlock = Annotated[
-    TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock | ToolResultBlock | ImageBlock,
+    TextBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ImageBlock
+    | NativeBlock,
     Field(discriminator="type"),
 ]
 
@@ -157,7 +193,14 @@ class Message(BaseModel):
 
     def to_anthropic(self) -> dict[str, Any]:
         """The message as an Anthropic Messages API ``MessageParam`` dict."""
-        return {"role": self.role, "content": [block.to_wire() for block in self.content]}
+        return {
+            "role": self.role,
+            "content": [
+                block.to_wire()
+                for block in self.content
+                if not isinstance(block, NativeBlock) or block.provider == "anthropic"
+            ],
+        }
 
     def to_payload(self) -> list[dict[str, Any]]:
         """The content as stored in a ``message.*`` event payload (keeps every

@@ -38,6 +38,13 @@ class SessionStart(Payload):
     provider: str
     system_prompt: str | None = None
     title: str | None = None
+    # A sub-agent's session (a child): the session, tool call and event that spawned it.
+    parent_session_id: str | None = None
+    parent_tool_call_id: str | None = None
+    spawned_by_event_id: str | None = None
+    subagent_type: str | None = None
+    #: The tools the child may use (None: every tool the runtime offers).
+    tools: list[str] | None = None
 
 
 class SessionFork(Payload):
@@ -123,6 +130,81 @@ class ContextCleared(Payload):
     reason: str | None = None
 
 
+class HookTriggered(Payload):
+    """A hook is about to run (``hook.triggered``)."""
+
+    hook_name: str
+    hook_event: str
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+
+
+class HookCompleted(Payload):
+    """A hook ran (``hook.completed``); ``action`` is what it decided (or what a failure
+    turned into), ``error`` why it failed."""
+
+    hook_name: str
+    hook_event: str
+    action: Literal["allow", "block", "modify"]
+    duration_ms: int = 0
+    reason: str | None = None
+    error: str | None = None
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+
+
+class SubagentUsage(Payload):
+    """Tokens and cost of a sub-agent's run (its own, children excluded)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cost: float | None = None
+
+
+class SubagentSpawned(Payload):
+    """A Task call started a child (``resumed``: an earlier child got a new message)."""
+
+    child_session_id: str
+    tool_call_id: str
+    subagent_type: str
+    description: str = ""
+    model: str | None = None
+    provider: str | None = None
+    resumed: bool = False
+    depth: int = 1
+    spawned_by_event_id: str | None = None
+
+
+class SubagentCompleted(Payload):
+    """The child's run ended and its reply became the Task result."""
+
+    child_session_id: str
+    tool_call_id: str
+    subagent_type: str
+    stop_reason: str
+    turns: int = 0
+    duration_ms: float = 0
+    usage: SubagentUsage | None = None
+    result_chars: int = 0
+
+
+class SubagentFailed(Payload):
+    """The child could not give a reply: the Task result is an error saying why."""
+
+    tool_call_id: str
+    error: str
+    child_session_id: str | None = None
+    subagent_type: str | None = None
+    stop_reason: str | None = None
+    category: str | None = None
+    interrupted: bool = False
+    turns: int = 0
+    duration_ms: float = 0
+    usage: SubagentUsage | None = None
+
+
 class AnyPayload(Payload):
     """For event types whose payload the store does not interpret."""
 
@@ -151,6 +233,11 @@ _TYPED: dict[str, type[Payload]] = {
     "config.prompt_update": PromptUpdate,
     "compact.summary": CompactSummary,
     "context.cleared": ContextCleared,
+    "hook.triggered": HookTriggered,
+    "hook.completed": HookCompleted,
+    "subagent.spawned": SubagentSpawned,
+    "subagent.completed": SubagentCompleted,
+    "subagent.failed": SubagentFailed,
 }
 
 _UNTYPED = [
@@ -169,12 +256,7 @@ _UNTYPED = [
     "file.write",
     "file.edit",
     "todo.write",
-    "hook.triggered",
-    "hook.completed",
-    "subagent.spawned",
     "subagent.status_update",
-    "subagent.completed",
-    "subagent.failed",
     "worktree.acquired",
     "worktree.commit",
     "worktree.released",

@@ -51,6 +51,7 @@ from .messages import (
     Base64ImageSource,
     ImageBlock,
     Message,
+    NativeBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -146,6 +147,7 @@ def _constructor(cls: type[BaseModel]) -> Callable[[dict[str, Any]], Any]:
 _new_text = _constructor(TextBlock)
 _new_thinking = _constructor(ThinkingBlock)
 _new_redacted = _constructor(RedactedThinkingBlock)
+_new_native = _constructor(NativeBlock)
 _new_tool_use = _constructor(ToolUseBlock)
 _new_tool_result = _constructor(ToolResultBlock)
 _new_image = _constructor(ImageBlock)
@@ -195,14 +197,16 @@ def _text_or_image(part: Any) -> Any:
     other kinds, malformed parts)."""
     if type(part) is str:
         return (
-            _new_text({"type": "text", "text": part, "signature": None}) if part.strip() else None
+            _new_text({"type": "text", "text": part, "signature": None, "phase": None})
+            if part.strip()
+            else None
         )
     if type(part) is dict:
         kind = part.get("type")
         if kind == "text":
             text = part.get("text")
             if type(text) is str and text.strip():
-                return _new_text({"type": "text", "text": text, "signature": None})
+                return _new_text({"type": "text", "text": text, "signature": None, "phase": None})
         elif kind == "image":
             return _image(part)
     return None
@@ -244,7 +248,9 @@ def _assistant_blocks(
     uses: list[str] = []
     if type(content) is not list:
         if type(content) is str and content.strip():
-            blocks.append(_new_text({"type": "text", "text": content, "signature": None}))
+            blocks.append(
+                _new_text({"type": "text", "text": content, "signature": None, "phase": None})
+            )
         return blocks, uses
     for block in content:
         if type(block) is not dict:
@@ -254,7 +260,12 @@ def _assistant_blocks(
             text, signature = block.get("text"), _opt_str(block.get("signature"))
             # Gemini may sign an empty part; the signature must go back on that part.
             if type(text) is str and (text.strip() or signature):
-                blocks.append(_new_text({"type": "text", "text": text, "signature": signature}))
+                phase = _opt_str(block.get("phase"))
+                blocks.append(
+                    _new_text(
+                        {"type": "text", "text": text, "signature": signature, "phase": phase}
+                    )
+                )
         elif kind == "tool_use":
             use_id, name, tool_input = block.get("id"), block.get("name"), block.get("input")
             if type(use_id) is not str or not use_id or type(name) is not str:
@@ -301,6 +312,11 @@ def _assistant_blocks(
             data = block.get("data")
             if type(data) is str:
                 blocks.append(_new_redacted({"type": "redacted_thinking", "data": data}))
+        elif kind == "native":
+            # A provider's own content (server tool calls, compaction), replayed to it.
+            provider, data = block.get("provider"), block.get("data")
+            if type(provider) is str and type(data) is dict:
+                blocks.append(_new_native({"type": "native", "provider": provider, "data": data}))
         # Other types (images, results, unknown) are not sendable from the assistant.
     return blocks, uses
 
@@ -308,7 +324,7 @@ def _assistant_blocks(
 def _user_blocks(content: Any) -> tuple[list[Any], list[tuple[str, Any]]]:
     """The blocks of a message.user payload, and the tool results found in it."""
     if type(content) is str:
-        text = _new_text({"type": "text", "text": content, "signature": None})
+        text = _new_text({"type": "text", "text": content, "signature": None, "phase": None})
         return ([text] if content.strip() else []), []
     blocks: list[Any] = []
     results: list[tuple[str, Any]] = []
@@ -634,7 +650,9 @@ def _second_pass(
             if ack_event is not None:
                 # A user message right after a compaction summary: acknowledge the
                 # summary so that it stays a message of its own.
-                ack = _new_text({"type": "text", "text": COMPACTION_ACK, "signature": None})
+                ack = _new_text(
+                    {"type": "text", "text": COMPACTION_ACK, "signature": None, "phase": None}
+                )
                 messages.append(
                     new_message({"role": "assistant", "content": [ack], "event_ids": [ack_event]})
                 )
@@ -664,7 +682,12 @@ def _second_pass(
                     last_role = "user"
                     last_content = [
                         _new_text(
-                            {"type": "text", "text": SUMMARY_PREFIX + summary, "signature": None}
+                            {
+                                "type": "text",
+                                "text": SUMMARY_PREFIX + summary,
+                                "signature": None,
+                                "phase": None,
+                            }
                         )
                     ]
                     last_ids = [event.id]

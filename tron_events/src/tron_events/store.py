@@ -214,8 +214,18 @@ class EventStore:
         provider: str,
         title: str | None = None,
         system_prompt: str | None = None,
+        parent_session_id: str | None = None,
+        spawn: Mapping[str, Any] | None = None,
     ) -> Session:
         """Create a session (and its workspace if new) with its root ``session.start``.
+
+        ``parent_session_id`` makes it a *child* (a sub-agent's session): the
+        parent must exist (:class:`SessionNotFound`), and ``spawn`` adds what
+        spawned it to ``session.start`` (``parentToolCallId``,
+        ``spawnedByEventId`` — an event of the parent, else
+        :class:`InvalidParent` — ``subagentType``, ``tools``). A child has
+        ``parent_session_id`` set and ``fork_from_event_id`` None (a fork has
+        both); its history starts empty, nothing of the parent is inherited.
 
         The working directory, model, provider and title are kept in the
         session row too: they must be text without NUL (``InvalidPayload``).
@@ -224,6 +234,11 @@ class EventStore:
         check_column_text(model, "model")
         check_column_text(provider, "provider")
         check_column_text(title, "title", optional=True)
+        extra = dict(spawn or {})
+        if parent_session_id is not None:
+            extra["parentSessionId"] = parent_session_id
+        elif extra:
+            raise InvalidPayload("spawn details need a parent_session_id")
         payload = validate_payload(
             "session.start",
             {
@@ -232,9 +247,12 @@ class EventStore:
                 "provider": provider,
                 **({"systemPrompt": system_prompt} if system_prompt is not None else {}),
                 **({"title": title} if title is not None else {}),
+                **extra,
             },
         )
         with self._rec.write() as cur:
+            if parent_session_id is not None:
+                self._check_spawn(cur, parent_session_id, payload.get("spawnedByEventId"))
             ws = self._workspace(cur, working_directory, None)
             when = now()
             session_id = ids.new_session_id()
@@ -246,7 +264,8 @@ class EventStore:
             session = Session(
                 id=session_id, workspace_id=ws.id, root_event_id=root.id,
                 head_event_id=root.id, status="active", model=model, provider=provider,
-                working_directory=working_directory, title=title, parent_session_id=None,
+                working_directory=working_directory, title=title,
+                parent_session_id=parent_session_id,
                 fork_from_event_id=None, created_at=when, last_activity_at=when,
                 ended_at=None, event_count=1, message_count=0, turn_count=0,
                 input_tokens=0, output_tokens=0, cache_read_tokens=0,
@@ -257,6 +276,17 @@ class EventStore:
             self._rec.touch_workspace(cur, ws.id, when)
         self._committed(session.id, session.workspace_id)
         return session
+
+    def _check_spawn(self, cur: Cursor, parent_session_id: str, spawned_by: Any) -> None:
+        if self._rec.get_session(cur, parent_session_id) is None:
+            raise SessionNotFound(parent_session_id)
+        if spawned_by is None:
+            return
+        event = self._rec.get_event(cur, str(spawned_by))
+        if event is None or event.session_id != parent_session_id:
+            raise InvalidParent(
+                f"spawning event {spawned_by!r} is not an event of session {parent_session_id!r}"
+            )
 
     def get_session(self, session_id: str) -> Session:
         with self._rec.read() as cur:
@@ -827,6 +857,7 @@ class EventStore:
         types: Sequence[str] | None = None,
         limit: int = 20,
         raw: bool = False,
+        include_descendants: bool = False,
     ) -> list[SearchHit]:
         """Full-text search, best match first (``score`` higher is better).
 
@@ -837,6 +868,9 @@ class EventStore:
         backend). Each event is searched in the first ``MAX_INDEXED_CHARS``
         (200,000) characters of its text (``search_text.py``), which also
         bounds what indexing it and making its snippet cost.
+        ``include_descendants`` (with ``session_id``) searches the session and
+        its sub-agent sessions at any depth (:meth:`get_descendant_sessions`;
+        forks are not included).
         """
         if not isinstance(query, str):
             raise InvalidQuery(f"a search query must be a string, got {type(query).__name__}")
@@ -845,19 +879,72 @@ class EventStore:
         _check_int(limit, "limit", InvalidQuery)
         if limit < 1:
             return []
-        if (workspace_id is not None and not findable(workspace_id)) or (
-            session_id is not None and not findable(session_id)
-        ):
-            return []  # no stored id holds NUL or a lone surrogate
+        if include_descendants and session_id is None:
+            raise ValueError("include_descendants needs a session_id")
+        # No stored id or type holds NUL or a lone surrogate: nothing to find.
+        if session_id is not None and not findable(session_id):
+            if include_descendants:
+                raise SessionNotFound(session_id)
+            return []
+        if workspace_id is not None and not findable(workspace_id):
+            return []
         if types:
             types = [t for t in types if findable(t)]
             if not types:
                 return []
         with self._rec.read() as cur:
+            if include_descendants and session_id is not None:
+                if self._rec.get_session(cur, session_id) is None:
+                    raise SessionNotFound(session_id)
+                subtree = [session_id] + [
+                    s.id for s in self._rec.child_sessions(cur, session_id, recursive=True)
+                ]
+                return self._rec.search(
+                    cur, query, raw=raw, workspace_id=workspace_id, session_id=None,
+                    types=types, limit=limit, session_ids=subtree,
+                )  # fmt: skip
             return self._rec.search(
                 cur, query, raw=raw, workspace_id=workspace_id, session_id=session_id,
                 types=types, limit=limit,
             )  # fmt: skip
+
+    # -- sub-agent sessions (children) ------------------------------------
+
+    def get_child_sessions(self, session_id: str) -> list[Session]:
+        """The sub-agent sessions a session spawned, oldest first.
+
+        A child is a session created with ``parent_session_id`` (its root is a
+        ``session.start``; ``fork_from_event_id`` is None). Forks also set
+        ``parent_session_id`` but have ``fork_from_event_id``: they are not
+        children and are not listed.
+        """
+        with self._rec.read() as cur:
+            if self._rec.get_session(cur, session_id) is None:
+                raise SessionNotFound(session_id)
+            return self._rec.child_sessions(cur, session_id, recursive=False)
+
+    def get_descendant_sessions(self, session_id: str) -> list[Session]:
+        """Children, their children and so on (not forks), oldest first."""
+        with self._rec.read() as cur:
+            if self._rec.get_session(cur, session_id) is None:
+                raise SessionNotFound(session_id)
+            return self._rec.child_sessions(cur, session_id, recursive=True)
+
+    def get_spawning_event(self, session_id: str) -> Event | None:
+        """For a child session, the event of its parent that spawned it (the
+        parent's ``tool.call`` of the Task, as recorded in the child's
+        ``session.start`` ``spawnedByEventId``); None for any other session."""
+        with self._rec.read() as cur:
+            session = self._rec.get_session(cur, session_id)
+            if session is None:
+                raise SessionNotFound(session_id)
+            if session.parent_session_id is None or session.fork_from_event_id is not None:
+                return None
+            root = self._rec.get_event(cur, session.root_event_id)
+            spawned_by = root.payload.get("spawnedByEventId") if root is not None else None
+            if not isinstance(spawned_by, str):
+                return None
+            return self._rec.get_event(cur, spawned_by)
 
     # -- reconstruction ---------------------------------------------------
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from .messages import (
     ImageBlock,
     Message,
+    NativeBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -50,7 +51,7 @@ class Violation:
 
 
 _USER_ONLY = (ToolResultBlock, ImageBlock)
-_ASSISTANT_ONLY = (ToolUseBlock, ThinkingBlock, RedactedThinkingBlock)
+_ASSISTANT_ONLY = (ToolUseBlock, ThinkingBlock, RedactedThinkingBlock, NativeBlock)
 
 
 def validate_history(messages: list[Message]) -> list[Violation]:

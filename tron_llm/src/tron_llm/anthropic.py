@@ -13,6 +13,13 @@ Rules the API enforces that the converter takes care of:
 - tool ids must match ``[a-zA-Z0-9_-]+`` (ids from other providers are mapped);
 - roles alternate, and a user message answering tool calls holds all the
   ``tool_result`` blocks first.
+
+Blocks Tron does not model (server tool calls and results such as ``server_tool_use``
+and ``web_search_tool_result``, MCP blocks, compaction) come back as ``NativeBlock``
+with the block as the API sent it (a server tool call's streamed ``input`` parsed),
+and are replayed as is, in their place: a ``pause_turn`` continuation and a
+compacted history need them. Citations on text are not kept: the API accepts the
+text without them, and the search results they point into are kept whole.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import Any, Literal
 from tron_events.messages import (
     ContentBlock,
     Message,
+    NativeBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -268,6 +276,9 @@ def _block_to_wire(block: ContentBlock, ids: ToolIdMap) -> dict[str, Any] | None
         return {"type": "text", "text": block.thinking} if block.thinking.strip() else None
     if isinstance(block, RedactedThinkingBlock):
         return block.to_wire()
+    if isinstance(block, NativeBlock):
+        # Another provider's server tool items mean nothing here.
+        return block.to_wire() if block.provider == "anthropic" else None
     if isinstance(block, ToolUseBlock):
         wire = block.to_wire()
         wire["id"] = ids.out(block.id)
@@ -298,7 +309,7 @@ def _block_to_wire(block: ContentBlock, ids: ToolIdMap) -> dict[str, Any] | None
 class _Slot:
     """One content block being streamed."""
 
-    kind: Literal["text", "thinking", "redacted_thinking", "tool_use", "other"]
+    kind: Literal["text", "thinking", "redacted_thinking", "tool_use", "native"]
     parts: list[str] = field(default_factory=list)
     signature: str | None = None
     data: str = ""
@@ -307,6 +318,8 @@ class _Slot:
     start_input: dict[str, Any] | None = None
     input: dict[str, Any] | None = None
     """A tool call's parsed arguments, set once its block stopped with valid JSON."""
+    native: dict[str, Any] | None = None
+    """A block we do not model, as sent (set once it stopped, if it is complete)."""
     stopped: bool = False
 
 
@@ -396,8 +409,9 @@ class AnthropicStreamParser(StreamParser):
             )
             return [ToolCallStart(index=index, id=slot.id, name=slot.name)]
         else:
-            # Server tool blocks and whatever comes next: nothing Tron can replay.
-            self._slots[index] = _Slot("other")
+            # Server tool calls and results, compaction, and whatever comes next:
+            # kept as sent, to be replayed to Anthropic.
+            self._slots[index] = _Slot("native", start_input=dict(block))
         return []
 
     def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
@@ -422,6 +436,13 @@ class AnthropicStreamParser(StreamParser):
             if partial:
                 slot.parts.append(partial)
                 return [ToolCallDelta(index=index, id=slot.id, partial_json=partial)]
+        elif slot.kind == "native" and slot.start_input is not None:
+            if kind == "input_json_delta":
+                slot.parts.append(delta.get("partial_json") or "")
+            elif kind:
+                # A delta of a block we do not model (compaction_delta...) carries
+                # the block's own fields: they replace what the start said.
+                slot.start_input.update((k, v) for k, v in delta.items() if k != "type")
         return []
 
     def _stop(self, index: int) -> list[StreamEvent]:
@@ -429,6 +450,9 @@ class AnthropicStreamParser(StreamParser):
         if slot is None or slot.stopped:
             return []
         slot.stopped = True
+        if slot.kind == "native":
+            slot.native = _native_block(slot)
+            return []
         if slot.kind != "tool_use":
             return []
         slot.input = _parse_arguments(slot)
@@ -449,6 +473,9 @@ class AnthropicStreamParser(StreamParser):
             value = usage.get(key)
             if isinstance(value, int):
                 self._raw_usage[key] = value  # cumulative: the latest count wins
+        details = usage.get("output_tokens_details")
+        if isinstance(details, dict) and isinstance(details.get("thinking_tokens"), int):
+            self._raw_usage["thinking_tokens"] = details["thinking_tokens"]
 
     # results
 
@@ -462,6 +489,7 @@ class AnthropicStreamParser(StreamParser):
             cache_read_tokens=cache_read,
             cache_write_tokens=cache_write,
             output_tokens=raw.get("output_tokens", 0),
+            reasoning_tokens=raw.get("thinking_tokens", 0),
         )
         return with_cost(self._price_provider, self._response_model or self._model, usage)
 
@@ -513,6 +541,8 @@ class AnthropicStreamParser(StreamParser):
                 blocks.append(RedactedThinkingBlock(data=slot.data))
             elif slot.kind == "tool_use" and slot.input is not None:
                 blocks.append(ToolUseBlock(id=slot.id, name=slot.name, input=slot.input))
+            elif slot.kind == "native" and slot.native is not None:
+                blocks.append(NativeBlock(provider="anthropic", data=slot.native))
         return blocks
 
 
@@ -526,6 +556,22 @@ def _parse_arguments(slot: _Slot) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def _native_block(slot: _Slot) -> dict[str, Any] | None:
+    """The block as sent, its streamed ``input`` parsed; None when that JSON was cut
+    off (a server tool call that never ran is not one to replay)."""
+    block = dict(slot.start_input or {})
+    text = "".join(slot.parts)
+    if text.strip():
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(value, dict):
+            return None
+        block["input"] = value
+    return block
 
 
 def _stream_error(error: Any) -> LLMError:

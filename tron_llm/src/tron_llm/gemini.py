@@ -31,6 +31,11 @@ Choices this adapter makes (each one a documented Gemini rule or pitfall):
   ``$schema`` marker is stripped.
 * **Image URLs**: Gemini reads only uploaded files (Files API or ``gs://`` URIs) by
   reference, so any other URL is sent as a text note naming it.
+* **Parts Tron does not model** (``executableCode``, ``codeExecutionResult``, the
+  server-side ``toolCall`` and ``toolResponse`` of Gemini 3's built-in tools, inline
+  data...) are kept whole, signature included, as ``NativeBlock`` (provider
+  ``google``) and replayed as they came, in their place: Gemini 3 expects the signed
+  parts of a turn back.
 * **Usage** is cumulative on every chunk: the last one wins. Gemini's prompt count
   includes cached tokens and its candidate count excludes thoughts, so
   input = prompt + tool-use prompt, output = candidates + thoughts.
@@ -50,6 +55,7 @@ from tron_events.messages import (
     ContentBlock,
     ImageBlock,
     Message,
+    NativeBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -140,6 +146,12 @@ _STATUS_CODES: dict[str, int] = {
     "UNAVAILABLE": 503,
     "DEADLINE_EXCEEDED": 504,
 }
+
+
+# Keys of a part that qualify its content rather than being content.
+_PART_METADATA = frozenset(
+    {"thought", "thoughtSignature", "partMetadata", "videoMetadata", "mediaResolution"}
+)
 
 
 def is_synthesized_id(tool_id: str) -> bool:
@@ -273,6 +285,9 @@ def _model_parts(block: ContentBlock, ids: ToolIdMap) -> list[dict[str, Any]]:
         return [_signed({"functionCall": call}, block.signature)]
     if isinstance(block, ImageBlock):
         return [_image_part(block)]
+    if isinstance(block, NativeBlock):
+        # Our own parts go back as they came; another provider's mean nothing here.
+        return [dict(block.data)] if block.provider == PROVIDER else []
     # Redacted thinking is Anthropic's encrypted reasoning; a tool result cannot be
     # the model's.
     assert isinstance(block, RedactedThinkingBlock | ToolResultBlock)
@@ -523,6 +538,12 @@ class GeminiStreamParser(StreamParser):
         call = part.get("functionCall")
         if isinstance(call, dict):
             return self._call(call, signature)
+        if "text" not in part and part.keys() - _PART_METADATA:
+            # Code execution, a built-in tool's call or response, inline data...:
+            # kept whole (its signature included) to go back as it came.
+            self._open = False
+            self._blocks.append(NativeBlock(provider=PROVIDER, data=dict(part)))
+            return []
         text = part.get("text")
         if not isinstance(text, str):
             if signature is None:

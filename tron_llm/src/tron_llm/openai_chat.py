@@ -16,7 +16,10 @@ Request mapping:
 - thinking: Chat Completions takes no reasoning input, so this adapter's own thinking
   (and OpenAI Responses reasoning) is dropped; thinking made by another provider
   (Anthropic, Gemini) is sent as plain assistant text, so a model switch keeps it;
-  redacted thinking is dropped;
+  redacted thinking is dropped. The exception is OpenRouter's ``reasoning_details``
+  (signed Claude thinking, Gemini's encrypted reasoning): kept as a ``NativeBlock``
+  and sent back on the assistant message, as OpenRouter requires for tool calls with
+  reasoning on (never to api.openai.com, which knows no such field);
 - ``max_completion_tokens`` on api.openai.com (reasoning models reject
   ``max_tokens``), ``max_tokens`` elsewhere (what Ollama, llama.cpp and older vLLM
   read);
@@ -28,8 +31,11 @@ Request mapping:
 The stream parser accepts what compatible servers really send: tool-call fragments
 keyed by ``index``, a new call when the ``id`` changes under the same index (Ollama
 reuses index 0), whole arguments in one chunk or as an object, missing ids (vLLM),
-reasoning as ``reasoning_content`` or ``reasoning``, usage in the ``choices: []``
-chunk or on the last choice chunk, and error objects mid-stream.
+reasoning as ``reasoning_content`` or ``reasoning`` (and OpenRouter's
+``reasoning_details`` fragments, merged by their ``index``), usage in the
+``choices: []`` chunk or on the last choice chunk, error objects mid-stream, and
+Azure's prompt-filter chunk (empty ``id`` and ``model``, no choices). Only choice 0
+is read: a chunk without it adds nothing to the message.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from tron_events.messages import (
     ContentBlock,
     ImageBlock,
     Message,
+    NativeBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -90,6 +97,14 @@ _FINISH: dict[str, StopReason] = {
 }
 
 
+PROVIDER = "openai"
+"""``NativeBlock.provider`` of what this adapter keeps (OpenRouter's reasoning details)."""
+
+# The fields of a reasoning_details entry that stream in pieces; the others (type,
+# format, id, index) are repeated in every piece and keep their first value.
+_DETAIL_TEXT = frozenset({"text", "summary", "data", "signature"})
+
+
 class OpenAIChatProvider(OpenAIHTTPProvider):
     """Chat Completions over raw httpx (see the module docstring for the mapping).
 
@@ -98,7 +113,7 @@ class OpenAIChatProvider(OpenAIHTTPProvider):
     cost is left unknown (a local model's price is not OpenAI's).
     """
 
-    name: ClassVar[str] = "openai"
+    name: ClassVar[str] = PROVIDER
 
     def build_call(self, request: LLMRequest) -> HTTPCall:
         """The ``/chat/completions`` request for ``request``."""
@@ -109,7 +124,11 @@ class OpenAIChatProvider(OpenAIHTTPProvider):
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        messages.extend(to_chat_messages(request.messages, tool_id_map(request)))
+        messages.extend(
+            to_chat_messages(
+                request.messages, tool_id_map(request), reasoning_details=not self.is_openai
+            )
+        )
         body: dict[str, Any] = {
             "model": request.model,
             "messages": messages,
@@ -154,12 +173,15 @@ def _is_own_thinking(block: ThinkingBlock) -> bool:
     return (block.provider or "anthropic").startswith(OPENAI_THINKING_PROVIDER)
 
 
-def to_chat_messages(messages: list[Message], ids: ToolIdMap) -> list[dict[str, Any]]:
-    """Our messages as Chat Completions messages (without the system message)."""
+def to_chat_messages(
+    messages: list[Message], ids: ToolIdMap, *, reasoning_details: bool = True
+) -> list[dict[str, Any]]:
+    """Our messages as Chat Completions messages (without the system message).
+    ``reasoning_details``: send back the details a compatible server gave."""
     out: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "assistant":
-            assistant = _assistant_message(message, ids)
+            assistant = _assistant_message(message, ids, reasoning_details)
             if assistant is not None:
                 out.append(assistant)
         else:
@@ -167,10 +189,17 @@ def to_chat_messages(messages: list[Message], ids: ToolIdMap) -> list[dict[str, 
     return out
 
 
-def _assistant_message(message: Message, ids: ToolIdMap) -> dict[str, Any] | None:
+def _assistant_message(
+    message: Message, ids: ToolIdMap, reasoning_details: bool
+) -> dict[str, Any] | None:
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
+    details: list[Any] = []
     for block in message.content:
+        if isinstance(block, NativeBlock) and block.provider == PROVIDER:
+            kept = block.data.get("reasoning_details")
+            if reasoning_details and isinstance(kept, list):
+                details.extend(kept)
         if isinstance(block, TextBlock) and block.text:
             texts.append(block.text)
         elif isinstance(block, ThinkingBlock) and block.thinking and not _is_own_thinking(block):
@@ -193,6 +222,8 @@ def _assistant_message(message: Message, ids: ToolIdMap) -> dict[str, Any] | Non
     result: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) or None}
     if calls:
         result["tool_calls"] = calls
+    if details:
+        result["reasoning_details"] = details
     return result
 
 
@@ -244,6 +275,13 @@ class _ToolSlot:
         return self.block_index >= 0
 
 
+def _is_first_choice(choice: Any) -> bool:
+    if not isinstance(choice, Mapping):
+        return False
+    index = choice.get("index")
+    return index is None or (type(index) is int and index == 0)
+
+
 class ChatStreamParser(StreamParser):
     """Turns Chat Completions chunks into stream events."""
 
@@ -269,6 +307,7 @@ class ChatStreamParser(StreamParser):
         self.response_id: str | None = None
         self.model: str | None = None
         self._usage: Usage | None = None
+        self.details: dict[int, dict[str, Any]] = {}  # OpenRouter's reasoning_details
 
     # --- StreamParser ------------------------------------------------------------
 
@@ -294,7 +333,9 @@ class ChatStreamParser(StreamParser):
             if not isinstance(error, Mapping):
                 error = {"message": str(error)}
             raise openai_error(error, provider=self.provider)
-        if self.response_id is None and isinstance(chunk.get("id"), str):
+        # The first id and model that say something: Azure opens with a prompt-filter
+        # chunk whose id and model are empty strings.
+        if self.response_id is None and isinstance(chunk.get("id"), str) and chunk["id"]:
             self.response_id = chunk["id"]
         if self.model is None and isinstance(chunk.get("model"), str) and chunk["model"]:
             self.model = chunk["model"]
@@ -303,13 +344,11 @@ class ChatStreamParser(StreamParser):
             self._usage = usage_from(usage)
         events: list[StreamEvent] = []
         choices = chunk.get("choices")
-        if isinstance(choices, list) and choices:
-            # We ask for one choice; servers that number it anything but 0 still get read.
-            choice = next(
-                (c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0),
-                choices[0],
-            )
-            if isinstance(choice, dict):
+        if isinstance(choices, list):
+            # We ask for one choice, number 0 (a server that leaves the index out means
+            # it too). Another choice is never read as ours.
+            choice = next((c for c in choices if _is_first_choice(c)), None)
+            if choice is not None:
                 events.extend(self._choice(choice))
         return events
 
@@ -359,6 +398,9 @@ class ChatStreamParser(StreamParser):
             if isinstance(reasoning, str) and reasoning:
                 index = self._open("thinking", reasoning)
                 events.append(ThinkingDelta(index=index, thinking=reasoning))
+            details = delta.get("reasoning_details")
+            if isinstance(details, list):
+                self._take_details(details)
             content = delta.get("content")
             if isinstance(content, str) and content:
                 index = self._open("text", content)
@@ -387,6 +429,22 @@ class ChatStreamParser(StreamParser):
                 if slot.started and not slot.ended:
                     events.append(self._end(slot))
         return events
+
+    def _take_details(self, pieces: list[Any]) -> None:
+        """Merge ``reasoning_details`` pieces into the entries they continue (by
+        ``index``): streamed text fields are joined, the rest keeps its first value."""
+        for piece in pieces:
+            if not isinstance(piece, Mapping):
+                continue
+            index = piece.get("index")
+            key = index if type(index) is int else len(self.details)
+            entry = self.details.setdefault(key, {})
+            for name, value in piece.items():
+                if name in _DETAIL_TEXT and isinstance(value, str):
+                    previous = entry.get(name)
+                    entry[name] = (previous if isinstance(previous, str) else "") + value
+                elif entry.get(name) is None:
+                    entry[name] = value
 
     def _open(self, kind: str, piece: str) -> int:
         """Append ``piece`` to the last block if it is a ``kind`` block, else start one;
@@ -489,6 +547,9 @@ class ChatStreamParser(StreamParser):
                 )
             else:
                 content.append(TextBlock(text="".join(block[1])))
+        if self.details:
+            details = [self.details[key] for key in sorted(self.details)]
+            content.append(NativeBlock(provider=PROVIDER, data={"reasoning_details": details}))
         return Message(role="assistant", content=content)
 
     def _stop_reason(self) -> StopReason:

@@ -10,7 +10,8 @@ Request mapping:
 - ``instructions`` is the system prompt;
 - user text and images are ``input_text`` / ``input_image`` parts; assistant text is
   an assistant message (string content: the form the SDK's input types accept
-  without the output item's id);
+  without the output item's id) with the ``phase`` it came with (``commentary``,
+  ``final_answer``: OpenAI asks to have it resent);
 - tool calls are ``function_call`` items (``call_id``, ``name``, JSON ``arguments``)
   and results ``function_call_output`` items (text, or text and image parts), ids
   through ``ToolIdMap`` (``is_error`` has no field: the output's text says it);
@@ -27,7 +28,17 @@ The stream: output items bracket each message, reasoning and function call;
 argument deltas name the item (``fc_…``), mapped here to its ``call_id``; the
 terminal event is ``response.completed`` (usage), ``response.incomplete``
 (``max_output_tokens`` → ``max_tokens``) or ``response.failed``; ``error`` events
-come flat or nested and become typed errors.
+come flat or nested and become typed errors. The terminal event's ``output`` is the
+final word on every item, matched by position (``output_index``): the encrypted
+reasoning content it carries is not the one ``output_item.done`` carried, and
+compatible servers rename items between the two.
+
+Items Tron does not model (built-in tool calls such as ``web_search_call``,
+``code_interpreter_call``, ``mcp_call``; ``compaction``) are kept as ``NativeBlock``
+(provider ``openai-responses``) with the item as sent. Of those, only compaction
+items are sent back (their encrypted content, without the id): with ``store: false``
+the API rejects the ids of items it did not store, and a built-in tool call cannot
+be sent without its id.
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ from tron_events.messages import (
     ContentBlock,
     ImageBlock,
     Message,
+    NativeBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -87,10 +99,14 @@ def is_reasoning_model(model: str) -> bool:
     return bool(_REASONING_MODEL.match(model)) and not _CHAT_MODEL.search(model)
 
 
+PROVIDER = "openai-responses"
+"""``NativeBlock.provider`` of the items this adapter keeps."""
+
+
 class OpenAIResponsesProvider(OpenAIHTTPProvider):
     """The Responses API over raw httpx (see the module docstring for the mapping)."""
 
-    name: ClassVar[str] = "openai-responses"
+    name: ClassVar[str] = PROVIDER
 
     def build_call(self, request: LLMRequest) -> HTTPCall:
         """The ``/responses`` request for ``request``."""
@@ -166,16 +182,27 @@ def _assistant_items(
 ) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     texts: list[str] = []
+    phase: str | None = None  # of the texts pending: texts of two phases are two messages
 
     def flush_text() -> None:
         if texts:
-            items.append({"type": "message", "role": "assistant", "content": "\n\n".join(texts)})
+            item = {"type": "message", "role": "assistant", "content": "\n\n".join(texts)}
+            if phase is not None:
+                item["phase"] = phase
+            items.append(item)
             texts.clear()
+
+    def add_text(text: str, text_phase: str | None) -> None:
+        nonlocal phase
+        if texts and text_phase != phase:
+            flush_text()
+        phase = text_phase
+        texts.append(text)
 
     for block in message.content:
         if isinstance(block, TextBlock):
             if block.text:
-                texts.append(block.text)
+                add_text(block.text, block.phase)
         elif isinstance(block, ThinkingBlock):
             if block.provider == OPENAI_THINKING_PROVIDER:
                 if replay_reasoning and _replayable(block):
@@ -195,7 +222,7 @@ def _assistant_items(
                 # else: OpenAI reasoning without its encrypted content cannot be
                 # replayed (store is false), and as text it would read as an answer.
             elif block.thinking:
-                texts.append(block.thinking)
+                add_text(block.thinking, None)
         elif isinstance(block, ToolUseBlock):
             flush_text()
             items.append(
@@ -206,6 +233,11 @@ def _assistant_items(
                     "arguments": json.dumps(block.input, ensure_ascii=False),
                 }
             )
+        elif isinstance(block, NativeBlock):
+            item = _replayable_native(block)
+            if item is not None:
+                flush_text()
+                items.append(item)
     flush_text()
     # A reasoning item must be followed by the output item it led to, or the API
     # rejects the input ("provided without its required following item"). An aborted
@@ -213,6 +245,16 @@ def _assistant_items(
     while items and items[-1]["type"] == "reasoning":
         items.pop()
     return items
+
+
+def _replayable_native(block: NativeBlock) -> dict[str, Any] | None:
+    """The input item for a kept item of ours, or None when it cannot go back."""
+    if block.provider != PROVIDER or block.data.get("type") != "compaction":
+        return None
+    encrypted = block.data.get("encrypted_content")
+    if not isinstance(encrypted, str) or not encrypted:
+        return None
+    return {"type": "compaction", "encrypted_content": encrypted}
 
 
 def _user_items(message: Message, ids: ToolIdMap) -> list[dict[str, Any]]:
@@ -251,9 +293,12 @@ def _image_part(block: ImageBlock) -> dict[str, Any]:
 class _Item:
     """One output item being assembled."""
 
-    def __init__(self, kind: str, item_id: str) -> None:
-        self.kind = kind  # "message", "reasoning" or "function_call"
+    def __init__(self, kind: str, item_id: str, output_index: int | None = None) -> None:
+        self.kind = kind  # "message", "reasoning", "function_call", or another item type
         self.item_id = item_id
+        self.output_index = output_index
+        self.data: dict[str, Any] | None = None  # an item we do not model, as sent
+        self.phase: str | None = None  # a message's commentary / final_answer
         self.block_index = -1  # messages get one with their first text
         self.parts: list[str] = []
         self.summary_index: int | None = None
@@ -364,9 +409,9 @@ class ResponsesStreamParser(StreamParser):
         return []
 
     def _on_completed(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
-        self._response(payload)
+        response = self._response(payload)
         self.terminal = "completed"
-        return self._end_open_calls()
+        return self._reconcile(response) + self._end_open_calls()
 
     def _on_incomplete(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
         response = self._response(payload)
@@ -374,7 +419,32 @@ class ResponsesStreamParser(StreamParser):
         details = response.get("incomplete_details")
         if isinstance(details, Mapping) and isinstance(details.get("reason"), str):
             self.incomplete_reason = details["reason"]
-        return self._end_open_calls()
+        return self._reconcile(response) + self._end_open_calls()
+
+    def _reconcile(self, response: Mapping[str, Any]) -> list[StreamEvent]:
+        """Bring every item up to the terminal event's ``output``, the final word on
+        them: matched by position (compatible servers rename items), else by id."""
+        output = response.get("output")
+        events: list[StreamEvent] = []
+        for position, item in enumerate(output if isinstance(output, list) else []):
+            if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+                continue
+            entry = self._entry_for(position, item)
+            if entry is None:
+                # An item no event announced: take it as its done event would say it.
+                events.extend(self._on_item_done({"item": item, "output_index": position}))
+                continue
+            entry.item_id = item["id"]
+            events.extend(self._take(entry, item))
+        return events
+
+    def _entry_for(self, position: int, item: Mapping[str, Any]) -> _Item | None:
+        kind = str(item.get("type"))
+        at = [e for e in self.items.values() if e.output_index == position and e.kind == kind]
+        if at:
+            return at[0]
+        entry = self.items.get(item["id"])
+        return entry if entry is not None and entry.kind == kind else None
 
     def _on_failed(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
         response = self._response(payload)
@@ -400,10 +470,10 @@ class ResponsesStreamParser(StreamParser):
         if not isinstance(item_id, str):
             self._anonymous += 1
             item_id = f"{kind}_{self._anonymous}"
-        item = _Item(kind, item_id)
+        item = _Item(kind, item_id, _output_index(payload))
         self.items[item_id] = item
-        if kind == "reasoning":
-            self._place(item)
+        if kind not in ("message", "function_call"):
+            self._place(item)  # messages are placed with their first text
         return item
 
     def _place(self, item: _Item) -> int:
@@ -415,18 +485,16 @@ class ResponsesStreamParser(StreamParser):
         item = payload.get("item")
         if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
             return []
-        kind = item.get("type")
-        entry = _Item(str(kind), item["id"])
-        if kind == "reasoning":
-            self.items[entry.item_id] = entry
-            self._place(entry)  # kept even without summary text: it carries the state
-        elif kind == "message":
-            self.items[entry.item_id] = entry  # placed with its first text
-        elif kind == "function_call":
-            self.items[entry.item_id] = entry
+        kind = str(item.get("type"))
+        entry = _Item(kind, item["id"], _output_index(payload))
+        self.items[entry.item_id] = entry
+        if kind == "message":
+            entry.phase = _phase(item)
+            return []  # placed with its first text
+        index = self._place(entry)  # reasoning is kept even without text: it is state
+        if kind == "function_call":
             entry.call_id = str(item.get("call_id") or entry.item_id)
             entry.name = str(item.get("name") or "")
-            index = self._place(entry)
             events: list[StreamEvent] = [
                 ToolCallStart(index=index, id=self.ids.back(entry.call_id), name=entry.name)
             ]
@@ -434,6 +502,8 @@ class ResponsesStreamParser(StreamParser):
             if isinstance(arguments, str) and arguments:
                 events.extend(self._arguments(entry, arguments))
             return events
+        if kind != "reasoning":
+            entry.data = dict(item)
         return []
 
     def _on_item_done(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
@@ -441,28 +511,31 @@ class ResponsesStreamParser(StreamParser):
         if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
             return []
         entry = self.items.get(item["id"])
-        kind = item.get("type")
         events: list[StreamEvent] = []
-        if kind == "reasoning":
-            if entry is None:
-                entry = self._item_for({"item_id": item["id"]}, "reasoning")
+        if entry is None:
+            events.extend(self._on_item_added(payload))
+            entry = self.items[item["id"]]
+        events.extend(self._take(entry, item))
+        if entry.kind == "function_call" and not entry.ended:
+            events.append(self._end_call(entry))
+        return events
+
+    def _take(self, entry: _Item, item: Mapping[str, Any]) -> list[StreamEvent]:
+        """Update ``entry`` from the whole ``item`` (a done or terminal event's)."""
+        events: list[StreamEvent] = []
+        if entry.kind == "reasoning":
             if isinstance(item.get("encrypted_content"), str):
                 entry.encrypted = item["encrypted_content"]
             if not entry.parts:
-                # No summary deltas streamed: take the summary the item carries.
-                summary = item.get("summary")
-                texts = [
-                    s["text"]
-                    for s in (summary if isinstance(summary, list) else [])
-                    if isinstance(s, Mapping) and isinstance(s.get("text"), str) and s["text"]
-                ]
-                if texts:
-                    text = "\n\n".join(texts)
+                # No text streamed: take the summary (or raw reasoning) the item carries.
+                text = "\n\n".join(_texts(item.get("summary"))) or "".join(
+                    _texts(item.get("content"))
+                )
+                if text:
                     entry.parts.append(text)
                     events.append(ThinkingDelta(index=entry.block_index, thinking=text))
-        elif kind == "message":
-            if entry is None:
-                entry = self._item_for({"item_id": item["id"]}, "message")
+        elif entry.kind == "message":
+            entry.phase = _phase(item) or entry.phase
             if not entry.parts:
                 content = item.get("content")
                 text = "".join(
@@ -472,15 +545,11 @@ class ResponsesStreamParser(StreamParser):
                 )
                 if text:
                     events.extend(self._text(entry, text))
-        elif kind == "function_call":
-            if entry is None:
-                added = self._on_item_added(payload)
-                events.extend(added)
-                entry = self.items[item["id"]]
-            if isinstance(item.get("arguments"), str):
+        elif entry.kind == "function_call":
+            if isinstance(item.get("arguments"), str) and not entry.ended:
                 entry.final_arguments = item["arguments"]
-            if not entry.ended:
-                events.append(self._end_call(entry))
+        else:
+            entry.data = dict(item)
         return events
 
     def _text(self, item: _Item, text: str) -> list[StreamEvent]:
@@ -581,8 +650,10 @@ class ResponsesStreamParser(StreamParser):
                         item_id=item.item_id,
                     )
                 )
-            else:
-                content.append(TextBlock(text="".join(item.parts)))
+            elif item.kind == "message":
+                content.append(TextBlock(text="".join(item.parts), phase=item.phase))
+            elif item.data is not None:
+                content.append(NativeBlock(provider=PROVIDER, data=item.data))
         return Message(role="assistant", content=content)
 
     def _stop_reason(self) -> StopReason:
@@ -595,6 +666,25 @@ class ResponsesStreamParser(StreamParser):
         if any(item.kind == "function_call" for item in self.blocks):
             return "tool_use"
         return "end_turn"
+
+
+def _phase(item: Mapping[str, Any]) -> str | None:
+    phase = item.get("phase")
+    return phase if isinstance(phase, str) and phase else None
+
+
+def _output_index(payload: Mapping[str, Any]) -> int | None:
+    index = payload.get("output_index")
+    return index if type(index) is int else None
+
+
+def _texts(parts: Any) -> list[str]:
+    """The non-empty ``text`` of each part of a summary or content list."""
+    return [
+        p["text"]
+        for p in (parts if isinstance(parts, list) else [])
+        if isinstance(p, Mapping) and isinstance(p.get("text"), str) and p["text"]
+    ]
 
 
 _HANDLERS = {

@@ -4,7 +4,10 @@ fan-out of notifications to them.
 ``publish`` never blocks: it serializes a notification once and queues it on
 every target connection (a client too far behind is closed with 4008, see
 :mod:`tron_server.connection`). ``session.*`` notifications go to every
-connection; the others to the connections subscribed to that session.
+connection; the others to the connections subscribed to that session, and a
+sub-agent's ``agent.*`` notifications (``data.parentSessionId`` set) to the
+parent's subscribers as well, so a client watching the parent sees its
+children work.
 
 ``events.new`` comes from the store: one ``store.subscribe(session_id=…)``
 feed per session that has subscribers, shared by all of them (started on the
@@ -146,13 +149,23 @@ class Hub:
     # -- publishing -----------------------------------------------------
 
     def publish(
-        self, session_id: str | None, method: str, data: Any, *, timestamp: str | None = None
+        self,
+        session_id: str | None,
+        method: str,
+        data: Any,
+        *,
+        timestamp: str | None = None,
+        also_to: str | None = None,
     ) -> int:
-        """Send a notification without waiting; returns how many connections got it."""
+        """Send a notification without waiting; returns how many connections got it.
+
+        ``also_to``: another session whose subscribers get it too (once each)."""
         if method.startswith(BROADCAST_PREFIXES):
             targets: set[Connection] | frozenset[Connection] = self.connections
         else:
             targets = self._subscribers.get(session_id, frozenset()) if session_id else frozenset()
+            if also_to is not None and also_to in self._subscribers:
+                targets = targets | self._subscribers[also_to]
         if not targets:
             return 0
         frame = notification_frame(method, session_id, data, timestamp).decode()
@@ -162,8 +175,10 @@ class Hub:
         return sent
 
     def emit(self, method: str, session_id: str, data: dict[str, Any]) -> None:
-        """``publish`` in the orchestrator's ``Emit`` argument order (method first)."""
-        self.publish(session_id, method, data)
+        """``publish`` in the orchestrator's ``Emit`` argument order (method first); a
+        child's notifications also reach its parent's subscribers."""
+        parent = data.get("parentSessionId")
+        self.publish(session_id, method, data, also_to=parent if isinstance(parent, str) else None)
 
     # -- store feeds ----------------------------------------------------
 

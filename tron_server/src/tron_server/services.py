@@ -73,12 +73,16 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
     """Open the store (created and migrated if needed) and build every manager."""
     from tron_events import AsyncEventStore
 
+    # The store first: a database that cannot be used is reported before the
+    # runtime's imports are paid for.
+    store = await AsyncEventStore.open(settings.resolved_database_url())
+
     from .agent.orchestrator import Orchestrator
+    from .agent.subagents import SubagentSettings
     from .hooks import build_hook_engine
     from .providers import ProviderFactory
     from .tools import default_tools
 
-    store = await AsyncEventStore.open(settings.resolved_database_url())
     services = Services(settings=settings, store=store, hub=Hub(store), registry=registry)
     services.tools = default_tools()
     services.providers = ProviderFactory(settings)
@@ -96,6 +100,11 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
         home=settings.home,
         hooks_factory=hooks_factory,
         auto_compact_threshold=settings.auto_compact_threshold,
+        subagents=SubagentSettings(
+            max_parallel=settings.subagent_max_parallel,
+            max_depth=settings.subagent_max_depth,
+            enabled=settings.subagent_max_depth > 0,
+        ),
     )
     # genai-prices loads its price snapshot on first use (~0.7 s): pay it at startup,
     # off the event loop, not in the first turn.

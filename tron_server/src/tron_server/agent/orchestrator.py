@@ -16,6 +16,20 @@ A :class:`tron_events.ConcurrencyConflict` means something else moved the
 session's head during the run (a rewind, a model switch from another client):
 the run stops with an ``agent.error`` (category ``conflict``) and records nothing
 more, because its view of the history is stale.
+
+Sub-agents (:mod:`.subagents`): a session a user started gets the Task tool; a
+Task call creates a child session and runs it here like any other session
+(:meth:`Orchestrator.run_child`), so a child can be watched, aborted and resumed
+like one. A child's notifications carry ``parentSessionId`` and
+``parentToolCallId``; aborting the parent aborts its running children through
+their own runs' abort.
+
+Lifecycle hooks: ``SessionStart`` when a session is created
+(:meth:`Orchestrator.session_created`, source ``startup``) and on the first run of
+a session this process did not create (source ``resume``); ``Stop`` when a run of
+a top-level session ends (not when it was aborted), ``SubagentStop`` when a run of
+a child ends (recorded in the parent); ``SessionEnd`` before ``session.end``
+(:meth:`Orchestrator.session_ending`). Children fire no SessionStart.
 """
 
 from __future__ import annotations
@@ -23,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -35,8 +50,10 @@ import anyio
 from tron_events import (
     AsyncEventStore,
     ConcurrencyConflict,
+    Session,
     SessionNotActive,
     SessionNotFound,
+    TronEventsError,
 )
 from tron_llm import Provider, ReasoningLevel
 
@@ -47,10 +64,22 @@ from ..errors import (
     SessionNotActiveError,
     SessionNotFoundError,
 )
-from ..hooks.base import HookEngine
+from ..hooks.base import HookContext, HookEngine, HookEvent
 from ..hooks.settings import HookSettingsError
 from ..tools.base import ToolRegistry
 from .rules import SessionRules
+from .subagents import (
+    TASK_TOOL_NAME,
+    ParentLink,
+    ScopedTools,
+    SessionProfile,
+    Spawner,
+    SubagentSettings,
+    TaskTool,
+    discover_agents,
+    load_profile,
+)
+from .subagents.spawner import final_text
 from .turn import AgentRun, RunRequest, RunResult, TurnDeps
 from .writer import SessionWriter
 
@@ -87,6 +116,14 @@ class _SessionRun:
     current: AgentRun | None = None
     task: asyncio.Task[None] | None = None
     finished: anyio.Event = field(default_factory=anyio.Event)
+    #: An abort that came before the current request's AgentRun existed.
+    abort_pending: bool = False
+    #: The parent of a child's run (its notifications carry it).
+    link: ParentLink | None = None
+    links: dict[str, ParentLink] = field(default_factory=dict)
+    #: Requests someone awaits (run_child): run id → (done, result).
+    waiters: dict[str, tuple[anyio.Event, list[RunResult]]] = field(default_factory=dict)
+    last_error: str | None = None
 
 
 def _has_content(content: str | list[dict[str, Any]]) -> bool:
@@ -125,11 +162,13 @@ class Orchestrator:
         hooks_factory: HooksFactory | None = None,
         max_tokens: int | None = None,
         auto_compact_threshold: float | None = None,
+        subagents: SubagentSettings | None = None,
     ) -> None:
         """``hooks`` serves every session; ``hooks_factory`` (if given) builds one engine
         per working directory instead (guardrails depend on it). A ``hooks`` engine
         created without a recorder gets :meth:`record_event`. ``auto_compact_threshold``
-        (a share of the context window, e.g. 0.8) turns on compaction before a turn."""
+        (a share of the context window, e.g. 0.8) turns on compaction before a turn.
+        ``subagents`` sets the Task tool's limits (default: 4 in parallel, depth 1)."""
         self.store = store
         self.providers = providers
         self.tools = tools
@@ -142,6 +181,14 @@ class Orchestrator:
         self._engines: dict[Path, HookEngine] = {}
         self._runs: dict[str, _SessionRun] = {}
         self._rules: dict[str, SessionRules] = {}
+        self.subagents = subagents or SubagentSettings()
+        # One writer per session while anything uses it (runs, hooks recording late).
+        self._writers: weakref.WeakValueDictionary[str, SessionWriter] = (
+            weakref.WeakValueDictionary()
+        )
+        self._profiles: dict[str, SessionProfile] = {}
+        #: Sessions whose SessionStart fired in this process.
+        self._started: set[str] = set()
         _add_skill_tool(tools, home)
         self._closing = False
         if hooks is not None and not hooks.has_recorder:
@@ -158,6 +205,8 @@ class Orchestrator:
             max_tokens=max_tokens,
             before_turn=self._before_turn,
             rules_for=self._rules_for,
+            concurrent_tools=frozenset({TASK_TOOL_NAME}),
+            max_parallel_tools=self.subagents.max_parallel,
         )
 
     # -- public API -------------------------------------------------------------------
@@ -210,9 +259,7 @@ class Orchestrator:
                 )
             run.queue.append(request)
             return {"accepted": True, "turn": None, "queued": True, "runId": request.run_id}
-        run = _SessionRun(session_id, SessionWriter(self.store, session_id))
-        self._runs[session_id] = run
-        run.task = asyncio.create_task(self._drive(run, request), name=f"agent:{session_id}")
+        self._start_run(session_id, request)
         return {
             "accepted": True,
             "turn": session.turn_count + 1,
@@ -220,19 +267,51 @@ class Orchestrator:
             "runId": request.run_id,
         }
 
+    async def run_child(self, session_id: str, content: str, link: ParentLink) -> RunResult:
+        """Run ``content`` in child session ``session_id`` and return how it ended.
+
+        The child runs like any session (its own loop task, writer and queue); its
+        notifications carry ``link``. Cancelling the caller (the parent's abort) aborts
+        the child through its own run and waits for it to record that, then re-raises.
+        Raises :class:`AgentBusyError` when the child is already running."""
+        if self._closing:
+            raise ManagerUnavailableError("the agent runtime is shutting down")
+        if session_id in self._runs:
+            raise AgentBusyError(
+                f"sub-agent session {session_id!r} is already running; wait for it to finish",
+                {"sessionId": session_id},
+            )
+        request = RunRequest(session_id, content, None, f"run_{next(_run_ids)}")
+        done = anyio.Event()
+        slot: list[RunResult] = []
+        run = self._start_run(session_id, request, link=link, waiter=(done, slot))
+        try:
+            await done.wait()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._abort_run(run)
+            raise
+        return slot[0] if slot else RunResult(0, "aborted", "the sub-agent's run did not finish")
+
     async def abort(self, session_id: str) -> bool:
         """Stop the session's running loop and drop its queue; False when idle.
 
-        Returns once the interruption is recorded (at most a few seconds)."""
+        Returns once the interruption is recorded (at most a few seconds). Running
+        children of the session are aborted with it (their Task calls are cancelled)."""
         run = self._runs.get(session_id)
         if run is None:
             return False
+        await self._abort_run(run)
+        return True
+
+    async def _abort_run(self, run: _SessionRun) -> None:
         run.queue.clear()
         if run.current is not None:
             run.current.abort()
+        else:
+            run.abort_pending = True
         with anyio.move_on_after(ABORT_WAIT, shield=True):
             await run.finished.wait()
-        return True
 
     def is_running(self, session_id: str) -> bool:
         """Whether the session has a loop running (or about to run)."""
@@ -261,11 +340,7 @@ class Orchestrator:
 
         The recorder for hook engines and anything else that writes to sessions the
         agent may be running (signature of ``HookEngine``'s ``record``)."""
-        run = self._runs.get(session_id)
-        if run is not None:
-            await run.writer.append(event_type, payload)
-        else:
-            await self.store.append(session_id, event_type, payload)
+        await self._writer(session_id).record(event_type, payload)
 
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Abort every running loop, wait for them to record it, drain the hooks."""
@@ -275,6 +350,8 @@ class Orchestrator:
             run.queue.clear()
             if run.current is not None:
                 run.current.abort()
+            else:
+                run.abort_pending = True
         with anyio.move_on_after(timeout, shield=True):
             for run in runs:
                 await run.finished.wait()
@@ -289,13 +366,159 @@ class Orchestrator:
             except Exception:
                 log.exception("draining hooks failed")
 
+    # -- sub-agents and lifecycle hooks ------------------------------------------------
+
+    async def profile(self, session_id: str) -> SessionProfile:
+        """Depth, parent and tool limits of a session (see :mod:`.subagents.profile`)."""
+        return await load_profile(self.store, session_id, self._profiles)
+
+    def announce_session(self, method: str, session: Session) -> None:
+        """Tell every client about a session the runtime created (``session.created``)."""
+        from ..methods.session import session_json  # the protocol's Session object
+
+        self._notify(session.id, method, {"session": session_json(session)})
+
+    def session_created(self, session: Session) -> None:
+        """A client created ``session``: fire SessionStart (source ``startup``)."""
+        self._started.add(session.id)
+        self._fire(
+            "SessionStart",
+            session.id,
+            Path(session.working_directory),
+            {"source": "startup", "model": session.model, "provider": session.provider},
+        )
+
+    async def session_ending(self, session: Session, reason: str) -> None:
+        """Run the SessionEnd hooks to their end (before ``session.end`` is appended, so
+        their records land in the session). Never raises for a hook's failure."""
+        engine = self._engine_or_none(Path(session.working_directory))
+        if engine is None:
+            return
+        await engine.settle(session.id)  # a SessionStart or Stop still running records first
+        if not engine.hooks_for("SessionEnd"):
+            return
+        ctx = HookContext(
+            event="SessionEnd",
+            session_id=session.id,
+            working_directory=Path(session.working_directory),
+            data={"reason": reason},
+        )
+        await engine.run_background_now(ctx)
+
+    def _engine_or_none(self, working_directory: Path) -> HookEngine | None:
+        try:
+            return self.hooks_for(working_directory)
+        except HookSettingsError as exc:
+            log.warning("lifecycle hooks not run: %s", exc)
+            return None
+
+    def _fire(
+        self, event: HookEvent, session_id: str, working_directory: Path, data: dict[str, Any]
+    ) -> None:
+        engine = self._engine_or_none(working_directory)
+        if engine is None or not engine.hooks_for(event):
+            return
+        engine.fire_background(
+            HookContext(
+                event=event, session_id=session_id, working_directory=working_directory, data=data
+            )
+        )
+
+    async def _fire_stop(
+        self, agent: AgentRun, profile: SessionProfile, run: _SessionRun, result: RunResult
+    ) -> None:
+        """Stop (a top-level run) or SubagentStop (a child's run, in the parent) — not for
+        a run the user aborted, as in Claude Code."""
+        if result.stop_reason == "aborted":
+            return
+        event: HookEvent = "SubagentStop" if profile.is_child else "Stop"
+        engine = self._engine_or_none(agent.working_directory)
+        if engine is None or not engine.hooks_for(event):
+            return
+        try:
+            last = final_text((await self.store.get_state_at_head(agent.session_id)).messages)
+        except TronEventsError:
+            last = ""
+        data: dict[str, Any] = {
+            "stop_hook_active": False,
+            "stop_reason": result.stop_reason,
+            "turns": result.turns,
+            "last_assistant_message": last,
+        }
+        session_id = agent.session_id
+        if profile.parent_session_id is not None:
+            link = run.link
+            session_id = profile.parent_session_id
+            data |= {"agent_id": agent.session_id, "agent_type": profile.subagent_type,
+                     "agent_session_id": agent.session_id}  # fmt: skip
+            tool_call = link.tool_call_id if link is not None else profile.parent_tool_call_id
+            if tool_call is not None:
+                data["toolCallId"] = tool_call
+        self._fire(event, session_id, agent.working_directory, data)
+
+    async def _tools_for(self, agent: AgentRun, profile: SessionProfile) -> ToolRegistry:
+        """The run's tools: the session's allow-list, plus Task while the depth allows."""
+        extra: list[Any] = []
+        wants_task = profile.tools is None or TASK_TOOL_NAME in profile.tools
+        if self.subagents.enabled and profile.depth < self.subagents.max_depth and wants_task:
+            agents = await anyio.to_thread.run_sync(
+                discover_agents, self.home, agent.working_directory
+            )
+            spawner = Spawner(self, agent, profile, agents)
+            extra.append(TaskTool(spawner, max_parallel=self.subagents.max_parallel))
+        if profile.tools is None and not extra:
+            return self.tools
+        return ScopedTools(self.tools, profile.tools, extra)
+
     # -- internals --------------------------------------------------------------------
+
+    def _writer(self, session_id: str) -> SessionWriter:
+        writer = self._writers.get(session_id)
+        if writer is None:
+            writer = self._writers[session_id] = SessionWriter(self.store, session_id)
+        return writer
+
+    def _start_run(
+        self,
+        session_id: str,
+        request: RunRequest,
+        *,
+        link: ParentLink | None = None,
+        waiter: tuple[anyio.Event, list[RunResult]] | None = None,
+    ) -> _SessionRun:
+        """Register a run for ``session_id`` and start its loop (no await: no race)."""
+        writer = self._writer(session_id)
+        # Until the run syncs, anything recorded lands at the session's head.
+        writer.running, writer.head = True, None
+        run = _SessionRun(session_id, writer)
+        if link is not None:
+            run.links[request.run_id] = link
+        if waiter is not None:
+            run.waiters[request.run_id] = waiter
+        self._runs[session_id] = run
+        run.task = asyncio.create_task(self._drive(run, request), name=f"agent:{session_id}")
+        return run
 
     def _notify(self, session_id: str, method: str, data: dict[str, Any]) -> None:
         try:
             self.emit(method, session_id, data)
         except Exception:
             log.exception("emit %s for %s failed", method, session_id)
+
+    def _notify_run(self, run: _SessionRun, method: str, data: dict[str, Any]) -> None:
+        """A notification of a running session (a child's carries its parent)."""
+        if method == "agent.error":
+            run.last_error = str(data.get("message", "")) or None
+        link = run.link
+        if link is not None:
+            data = {**data, "parentSessionId": link.parent_session_id,
+                    "parentToolCallId": link.tool_call_id}  # fmt: skip
+            if link.on_event is not None:
+                try:
+                    link.on_event(method, data)
+                except Exception:
+                    log.exception("relaying %s of %s to its parent failed", method, run.session_id)
+        self._notify(run.session_id, method, data)
 
     def hooks_for(self, working_directory: Path) -> HookEngine | None:
         """The hook engine for sessions in ``working_directory`` (None: no hooks)."""
@@ -325,28 +548,70 @@ class Orchestrator:
         request: RunRequest | None = first
         try:
             while request is not None:
-                agent = AgentRun(
-                    self._deps, request, run.writer, partial(self._notify, run.session_id)
-                )
+                run.last_error = None
+                try:
+                    profile = await self.profile(run.session_id)
+                except Exception as exc:  # the session cannot be read: nothing can run
+                    log.exception("cannot load session %s", run.session_id)
+                    result = RunResult(0, "error", f"cannot read the session: {exc}")
+                    self._notify_run(run, "agent.error", {"message": result.error,
+                                     "category": "internal", "retryable": True})  # fmt: skip
+                    self._complete(run, request, result)
+                    request = run.queue.popleft() if run.queue else None
+                    continue
+                run.link = run.links.pop(request.run_id, None)
+                if run.link is None and profile.parent_session_id is not None:
+                    run.link = ParentLink(profile.parent_session_id, profile.parent_tool_call_id)
+                agent = AgentRun(self._deps, request, run.writer, partial(self._notify_run, run))
+                if profile.max_turns is not None:
+                    agent.max_turns = min(agent.max_turns, profile.max_turns)
                 run.current = agent
-                result = await self._execute(agent)
-                self._notify(
-                    run.session_id,
-                    "agent.complete",
-                    {"turns": result.turns, "stopReason": result.stop_reason,
-                     "runId": request.run_id},
-                )  # fmt: skip
+                if run.abort_pending:
+                    run.abort_pending = False
+                    agent.abort()
+                result = await self._execute(agent, profile, run)
+                if result.stop_reason == "error" and run.last_error:
+                    result.error = run.last_error  # what the client was told
+                self._complete(run, request, result)
+                await self._fire_stop(agent, profile, run, result)
                 request = run.queue.popleft() if run.queue else None
         finally:
             run.current = None
+            run.writer.running = False
             if self._runs.get(run.session_id) is run:
                 del self._runs[run.session_id]
+            for done, slot in run.waiters.values():  # a run that never got to them
+                if not slot:
+                    slot.append(RunResult(0, "aborted", "the run stopped before this message"))
+                done.set()
             run.finished.set()
 
-    async def _execute(self, agent: AgentRun) -> RunResult:
+    def _complete(self, run: _SessionRun, request: RunRequest, result: RunResult) -> None:
+        self._notify_run(
+            run,
+            "agent.complete",
+            {"turns": result.turns, "stopReason": result.stop_reason, "runId": request.run_id},
+        )
+        waiter = run.waiters.pop(request.run_id, None)
+        if waiter is not None:
+            waiter[1].append(result)
+            waiter[0].set()
+
+    async def _execute(
+        self, agent: AgentRun, profile: SessionProfile, run: _SessionRun
+    ) -> RunResult:
         """Run one message; turn store failures into a clear ``agent.error``."""
         sid = agent.session_id
+        notify = agent.notify
         try:
+            session = await self.store.get_session(sid)
+            agent.working_directory = Path(session.working_directory)
+            agent.tools = await self._tools_for(agent, profile)
+            if not profile.is_child and sid not in self._started:
+                self._started.add(sid)  # the first run here of a session made before
+                self._fire("SessionStart", sid, agent.working_directory,
+                           {"source": "resume", "model": session.model,
+                            "provider": session.provider})  # fmt: skip
             return await agent.execute()
         except ConcurrencyConflict as exc:
             log.warning("agent loop of %s stopped: %s", sid, exc)
@@ -354,17 +619,14 @@ class Orchestrator:
                 "the session changed while the agent was running (another client rewound, "
                 "switched the model or wrote to it); the turn stopped. Send the message again."
             )
-            self._notify(sid, "agent.error", {"message": message, "category": "conflict",
-                                              "retryable": True})  # fmt: skip
+            notify("agent.error", {"message": message, "category": "conflict", "retryable": True})
             return RunResult(agent.progress.turn and 1, "error", str(exc))
         except SessionNotActive as exc:
-            self._notify(sid, "agent.error", {"message": str(exc), "category": "conflict",
-                                              "retryable": False})  # fmt: skip
+            notify("agent.error", {"message": str(exc), "category": "conflict", "retryable": False})
             return RunResult(0, "error", str(exc))
         except HookSettingsError as exc:
             # The user's safety hooks cannot be loaded: refuse to run without them.
-            self._notify(
-                sid,
+            notify(
                 "agent.error",
                 {"message": f"hooks are misconfigured, nothing was run: {exc}",
                  "category": "configuration", "retryable": False},
@@ -372,8 +634,7 @@ class Orchestrator:
             return RunResult(0, "error", str(exc))
         except Exception as exc:
             log.exception("agent loop of %s failed", sid)
-            self._notify(
-                sid,
+            notify(
                 "agent.error",
                 {"message": f"internal error in the agent loop: {type(exc).__name__}: {exc}",
                  "category": "internal", "retryable": False},

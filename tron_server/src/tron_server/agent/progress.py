@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..tools._text import MAX_OUTPUT_CHARS as RESULT_MAX_CHARS
+from ..tools._text import HeadTailBuffer
+
 __all__ = ["ToolCallProgress", "TurnProgress"]
 
 # Streamed tool output kept for late clients; the full result goes to tool.result.
@@ -27,10 +30,19 @@ class ToolCallProgress:
     arguments: dict[str, Any] = field(default_factory=dict)
     status: ToolStatus = "pending"
     output: str = ""
+    # Head and tail of everything streamed, capped as a tool result is: what an
+    # interrupted call's result keeps.
+    kept: HeadTailBuffer = field(default_factory=lambda: HeadTailBuffer(RESULT_MAX_CHARS))
 
     def add_output(self, chunk: str) -> None:
+        self.kept.append(chunk)
         if len(self.output) < MAX_OUTPUT_CHARS:
             self.output = (self.output + chunk)[:MAX_OUTPUT_CHARS]
+
+    def interrupted_content(self, note: str) -> str:
+        """The result of a call cut short: its output so far, then ``[note]``."""
+        printed = self.kept.text().rstrip("\n")
+        return f"{printed}\n\n[{note}]" if printed else note
 
     def to_json(self) -> dict[str, Any]:
         return {

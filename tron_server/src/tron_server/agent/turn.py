@@ -13,8 +13,11 @@ last one (:class:`~tron_server.agent.writer.SessionWriter`):
     stream.turn_end {turn, stopReason, tokenUsage, cost}
     stream.turn_start {turn + 1} ...                    while the model calls tools
 
-Tools run one after another. Before each, the PreToolUse hooks may block it (the
-reason becomes the error result the model sees) or modify its input; after it,
+Tools run one after another, except consecutive calls of a concurrent tool
+(``TurnDeps.concurrent_tools``: the Task tool), which run together, up to
+``max_parallel_tools`` at once; their results are recorded in the order the model
+made the calls. Before each tool, the PreToolUse hooks may block it (the reason
+becomes the error result the model sees) or modify its input; after it,
 PostToolUse hooks fire in the background.
 
 Abort cancels the LLM stream or the running tool (an anyio cancel scope) and
@@ -60,6 +63,7 @@ from tron_llm import (
 )
 
 from ..hooks.base import HookContext, HookEngine
+from ..hooks.guardrails import path_policy
 from ..tools.base import ToolContext, ToolRegistry, ToolResult
 from .context import InvalidHistoryError, build_system_prompt, check_history
 from .progress import TurnProgress
@@ -113,6 +117,9 @@ class TurnDeps:
     """Awaited before each LLM call (auto-compaction); returns nothing."""
     rules_for: Callable[[str, Path], SessionRules] | None = None
     """The session's rules files (AGENTS.md), kept across its runs."""
+    concurrent_tools: frozenset[str] = frozenset()
+    """Tools whose consecutive calls in one message run together (the Task tool)."""
+    max_parallel_tools: int = 4
 
 
 def usage_json(usage: Usage) -> dict[str, Any]:
@@ -182,7 +189,13 @@ class AgentRun:
         self.working_directory = Path(".")
         self.hooks: HookEngine | None = None
         self._scope: anyio.CancelScope | None = None
+        self._tool_scopes: set[anyio.CancelScope] = set()
         self.rules: SessionRules | None = None
+        #: The tools of this run (the orchestrator narrows them for sub-agents).
+        self.tools: ToolRegistry = deps.tools
+        self.max_turns = deps.max_turns
+        #: tool call id → id of its ``tool.call`` event (what a Task call's child records).
+        self.tool_call_events: dict[str, str] = {}
 
     # -- control ----------------------------------------------------------------------
 
@@ -191,6 +204,8 @@ class AgentRun:
         self.abort_requested = True
         if self._scope is not None:
             self._scope.cancel()
+        for scope in list(self._tool_scopes):
+            scope.cancel()
 
     def notify_client(self, method: str, data: dict[str, Any]) -> None:
         """Send a notification about this run's session (never raises)."""
@@ -249,7 +264,7 @@ class AgentRun:
 
         result = RunResult()
         while True:
-            if result.turns >= self.deps.max_turns:
+            if result.turns >= self.max_turns:
                 result.stop_reason = "max_turns"
                 break
             if result.turns:
@@ -293,7 +308,7 @@ class AgentRun:
             model=state.model,
             messages=messages,
             system=system,
-            tools=self.deps.tools.specs(),
+            tools=self.tools.specs(),
             reasoning=self.request.reasoning_level or state.reasoning_level,
             **({"max_tokens": self.deps.max_tokens} if self.deps.max_tokens else {}),
         )
@@ -433,7 +448,7 @@ class AgentRun:
         return uses
 
     async def _record_tool_calls(self, turn: int, uses: list[ToolUseBlock]) -> None:
-        await self.writer.append_many(
+        events = await self.writer.append_many(
             [
                 (
                     "tool.call",
@@ -442,15 +457,23 @@ class AgentRun:
                 for u in uses
             ]
         )
+        for use, event in zip(uses, events, strict=True):
+            self.tool_call_events[use.id] = event.id
 
     async def _record_error_results(self, uses: list[ToolUseBlock], text: str) -> None:
+        """An interrupted error result per call: what a call that was running printed
+        so far, then ``text``; just ``text`` for one that never ran."""
         await self.writer.append_many(
             [
-                ("tool.result", {"toolCallId": u.id, "content": text, "isError": True,
-                                 "interrupted": True})
+                ("tool.result", {"toolCallId": u.id, "content": self._partial(u.id, text),
+                                 "isError": True, "interrupted": True})
                 for u in uses
             ]
         )  # fmt: skip
+
+    def _partial(self, tool_call_id: str, note: str) -> str:
+        call = self.progress.tool_calls.get(tool_call_id)
+        return call.interrupted_content(note) if call is not None else note
 
     async def _turn_end(self, turn: int, stop_reason: str, usage: Usage) -> None:
         await self.writer.append(*self._turn_end_draft(turn, stop_reason, usage))
@@ -486,7 +509,16 @@ class AgentRun:
     async def _close_aborted(
         self, turn: int, uses: list[ToolUseBlock], answered: set[str], usage: Usage
     ) -> tuple[str, bool]:
-        await self._record_error_results([u for u in uses if u.id not in answered], ABORTED_RESULT)
+        unanswered = [u for u in uses if u.id not in answered]
+        await self._record_error_results(unanswered, ABORTED_RESULT)
+        for u in unanswered:  # the card of a call cut while running keeps its output
+            call = self.progress.tool_calls.get(u.id)
+            if call is not None and call.status == "error":
+                self._emit(
+                    "agent.tool_end",
+                    {"turn": turn, "toolCallId": u.id, "name": u.name, "isError": True,
+                     "content": self._partial(u.id, ABORTED_RESULT), "interrupted": True},
+                )  # fmt: skip
         await self.writer.append(
             "notification.interrupted", {"turn": turn, "reason": "aborted by the user"}
         )
@@ -543,48 +575,96 @@ class AgentRun:
 
     async def _run_tools(self, turn: int, uses: list[ToolUseBlock]) -> set[str]:
         """Run each tool in order and record its result; the ids answered (all of them
-        unless the run was aborted)."""
+        unless the run was aborted). Consecutive calls of a concurrent tool run together."""
         answered: set[str] = set()
-        for use in uses:
-            if self.abort_requested:
-                break
+        index = 0
+        while index < len(uses) and not self.abort_requested:
+            batch = [uses[index]]
+            if uses[index].name in self.deps.concurrent_tools:
+                while (
+                    index + len(batch) < len(uses)
+                    and uses[index + len(batch)].name == uses[index].name
+                ):
+                    batch.append(uses[index + len(batch)])
+            index += len(batch)
+            if len(batch) > 1:
+                if not await self._run_batch(turn, batch, answered):
+                    break
+                continue
+            use = batch[0]
             started = time.monotonic()
             result = await self._run_tool(turn, use)
             if result is None:  # aborted while running
                 break
-            duration = round((time.monotonic() - started) * 1000, 1)
-            payload: dict[str, Any] = {
-                "toolCallId": use.id,
-                "content": result.content,
-                "isError": result.is_error,
-                "duration": duration,
-            }
-            if result.details:
-                payload["details"] = result.details
-            await self.writer.append("tool.result", payload)
+            await self._record_result(turn, use, result, started)
             answered.add(use.id)
-            if self.rules is not None:
-                await self._record_rules(await self.rules.touched(use.input))
-            call = self.progress.tool(use.id, use.name)
-            call.status = "error" if result.is_error else "done"
-            self._emit(
-                "agent.tool_end",
-                {"turn": turn, "toolCallId": use.id, "name": use.name, "isError": result.is_error,
-                 "content": result.content, "durationMs": duration},
-            )  # fmt: skip
-            if self.hooks is not None:
-                self.hooks.fire_background(
-                    HookContext(
-                        event="PostToolUse",
-                        session_id=self.session_id,
-                        working_directory=self.working_directory,
-                        tool_name=use.name,
-                        tool_input=use.input,
-                        tool_result={"content": result.content, "isError": result.is_error},
-                        data={"toolCallId": use.id, "turn": turn},
-                    )
-                )
         return answered
+
+    async def _run_batch(self, turn: int, batch: list[ToolUseBlock], answered: set[str]) -> bool:
+        """Run ``batch`` together (bounded), recording each result in call order as soon
+        as it and those before it are done; False when the run was aborted."""
+        limiter = anyio.CapacityLimiter(max(1, self.deps.max_parallel_tools))
+        outcomes: list[tuple[ToolResult | None, float]] = [(None, 0.0)] * len(batch)
+        finished = [anyio.Event() for _ in batch]
+
+        async def one(k: int, use: ToolUseBlock) -> None:
+            try:
+                async with limiter:
+                    if not self.abort_requested:
+                        started = time.monotonic()
+                        outcomes[k] = (await self._run_tool(turn, use), started)
+            finally:
+                finished[k].set()
+
+        complete = True
+        async with anyio.create_task_group() as tg:
+            for k, use in enumerate(batch):
+                tg.start_soon(one, k, use)
+            for k, use in enumerate(batch):
+                await finished[k].wait()
+                result, started = outcomes[k]
+                if result is None or not complete:
+                    complete = False  # aborted: the abort path answers this one and the rest
+                    continue
+                await self._record_result(turn, use, result, started)
+                answered.add(use.id)
+        return complete
+
+    async def _record_result(
+        self, turn: int, use: ToolUseBlock, result: ToolResult, started: float
+    ) -> None:
+        """Record a finished tool's result, tell the clients, fire PostToolUse."""
+        duration = round((time.monotonic() - started) * 1000, 1)
+        payload: dict[str, Any] = {
+            "toolCallId": use.id,
+            "content": result.content,
+            "isError": result.is_error,
+            "duration": duration,
+        }
+        if result.details:
+            payload["details"] = result.details
+        await self.writer.append("tool.result", payload)
+        if self.rules is not None:
+            await self._record_rules(await self.rules.touched(use.input))
+        call = self.progress.tool(use.id, use.name)
+        call.status = "error" if result.is_error else "done"
+        self._emit(
+            "agent.tool_end",
+            {"turn": turn, "toolCallId": use.id, "name": use.name, "isError": result.is_error,
+             "content": result.content, "durationMs": duration},
+        )  # fmt: skip
+        if self.hooks is not None:
+            self.hooks.fire_background(
+                HookContext(
+                    event="PostToolUse",
+                    session_id=self.session_id,
+                    working_directory=self.working_directory,
+                    tool_name=use.name,
+                    tool_input=use.input,
+                    tool_result={"content": result.content, "isError": result.is_error},
+                    data={"toolCallId": use.id, "turn": turn},
+                )
+            )
 
     async def _run_tool(self, turn: int, use: ToolUseBlock) -> ToolResult | None:
         """Hooks, then the tool, inside the abort scope; None when aborted."""
@@ -605,7 +685,8 @@ class AgentRun:
 
         result: ToolResult | None = None
         with anyio.CancelScope() as scope:
-            self._scope = scope
+            # One scope per running tool: a batch of Task calls runs several at once.
+            self._tool_scopes.add(scope)
             if self.abort_requested:
                 scope.cancel()
             try:
@@ -632,10 +713,12 @@ class AgentRun:
                     tool_call_id=use.id,
                     on_output=on_output,
                     record=record,
+                    # The tools enforce the guardrails' write policy when they write.
+                    paths=path_policy(self.hooks, self.working_directory),
                 )
-                result = await self.deps.tools.execute(use.name, arguments, ctx)
+                result = await self.tools.execute(use.name, arguments, ctx)
             finally:
-                self._scope = None
+                self._tool_scopes.discard(scope)
         if result is None:
             call.status = "error"
         return result

@@ -7,6 +7,11 @@ wrote, so nothing can branch the session by accident: if anything else moved the
 head meanwhile (a rewind, a model switch from another client), the append fails
 with :class:`tron_events.ConcurrencyConflict` and the turn stops instead of
 writing onto a history it did not read.
+
+The orchestrator keeps one writer per session (while anything uses it), also
+between runs: events recorded from outside a run (a Stop or SessionStart hook
+finishing late) go through :meth:`SessionWriter.record` and its lock, so they
+never land between a new run's :meth:`~SessionWriter.sync` and its first append.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ class SessionWriter:
         self.store = store
         self.session_id = session_id
         self.head: str | None = None
+        #: A run owns the session: :meth:`record` compares against its head.
+        self.running = False
         self._lock = anyio.Lock()
 
     async def sync(self) -> str:
@@ -42,6 +49,17 @@ class SessionWriter:
         async with self._lock:
             event = await self.store.append(
                 self.session_id, type, dict(payload), expected_head=self.head
+            )
+            self.head = event.id
+            return event
+
+    async def record(self, type: str, payload: Mapping[str, Any]) -> Event:
+        """Append from outside the run's own flow (hooks): on top of the run's head
+        while one runs, at the session's current head otherwise."""
+        async with self._lock:
+            expected = self.head if self.running else None
+            event = await self.store.append(
+                self.session_id, type, dict(payload), expected_head=expected
             )
             self.head = event.id
             return event

@@ -129,8 +129,11 @@ class RulesLoader:
         ``path`` may be relative to the working directory; a directory counts as touched
         itself, a file through its parent. Paths outside the working directory give ``[]``.
         """
-        raw = Path(path).expanduser()
-        target = (raw if raw.is_absolute() else self.working_directory / raw).resolve()
+        try:
+            raw = Path(path).expanduser()
+            target = (raw if raw.is_absolute() else self.working_directory / raw).resolve()
+        except (OSError, ValueError):  # a NUL byte, a symlink loop: no folder was touched
+            return []
         if not target.is_relative_to(self.working_directory):
             return []
         folder = target if target.is_dir() else target.parent

@@ -40,7 +40,8 @@ Every hook run is reported through the ``record`` callback as ``(session_id, eve
 payload)``: ``hook.triggered`` ``{hookName, hookEvent, toolName?, toolCallId?}`` before the
 hook runs and ``hook.completed`` ``{hookName, hookEvent, action, reason?, durationMs, error?,
 toolName?, toolCallId?}`` after it (``action`` is allow/block/modify, or the action a failure
-turned into). Both types are registered in ``tron_events.payloads`` as free-form payloads.
+turned into). Both have typed payload models in ``tron_events.payloads`` (``HookTriggered``,
+``HookCompleted``).
 ``toolCallId`` comes from ``HookContext.data["toolCallId"]`` when the caller sets it. A failing
 ``record`` is logged and does not affect the hook's outcome (a SessionEnd hook may run after the
 session stopped taking appends).
@@ -235,6 +236,10 @@ class HookEngine:
         self._hooks = [h for h in self._hooks if h.name != name]
         return len(self._hooks) != before
 
+    def get(self, name: str) -> HookFn | None:
+        """The function of the first hook registered as ``name``, or None."""
+        return next((h.fn for h in self._hooks if h.name == name), None)
+
     def hooks_for(self, event: HookEvent, tool_name: str | None = None) -> list[str]:
         """Names of the hooks that would run for ``event`` (and tool), in run order."""
         return [h.name for h in self._select(event, tool_name)]
@@ -312,6 +317,25 @@ class HookEngine:
         )
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+    async def run_background_now(self, ctx: HookContext) -> None:
+        """Run the hooks of a background event to their end before returning (still
+        fail-open: a failure is logged and recorded, never raised). For events whose
+        records must land before something else happens (SessionEnd runs before the
+        session stops taking appends)."""
+        if ctx.event not in BACKGROUND_EVENTS:
+            raise ValueError(f"{ctx.event} is a blocking event; use run_blocking")
+        hooks = self._select(ctx.event, ctx.tool_name)
+        if hooks:
+            await self._run_background(hooks, ctx)
+
+    async def settle(self, session_id: str, timeout: float = 10.0) -> None:
+        """Wait (at most ``timeout``) for the background runs of one session to finish,
+        e.g. before the session stops taking appends; nothing is cancelled."""
+        suffix = f":{session_id}"
+        pending = {t for t in self._pending if t.get_name().endswith(suffix) and not t.done()}
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
 
     @property
     def pending_count(self) -> int:

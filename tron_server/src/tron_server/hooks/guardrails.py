@@ -3,13 +3,19 @@ clearly destructive shell commands.
 
 What it checks
 --------------
-- **Write / Edit** (and MultiEdit / NotebookEdit, by their ``file_path``): the path, relative
-  paths taken from the working directory, is resolved with symlinks followed; it must lie in
+- **Write / Edit** (and MultiEdit / NotebookEdit, by their ``file_path``): the path is resolved
+  by the same :class:`~tron_server.tools.PathPolicy` the tools write through (relative paths
+  from the working directory, symlinks and ``..`` resolved once, physically); it must lie in
   the working directory (or below) or in one of ``guardrails.allowedWritePaths``. A symlink
   inside the working directory that points outside is therefore refused. The settings files
-  themselves (``<workdir>/.tron/settings.json``, ``<home>/settings.json``) are refused too while
-  ``guardrails.protectSettingsFiles`` is true, so the agent cannot switch its own guardrails or
-  hooks off.
+  themselves (:func:`~tron_server.tools.settings_files`: ``<home>/settings.json``,
+  ``.tron/settings.json``, ``.claude/settings.json``, ``.claude/settings.local.json``) are
+  refused too while ``guardrails.protectSettingsFiles`` is true, so the agent cannot switch
+  its own guardrails, hooks or permissions off. A path with a NUL byte is refused.
+
+  This hook gives the model the refusal before the tool runs; the tools enforce the same
+  policy again at the moment they write (:func:`path_policy` hands it to them), through the
+  folder handle they resolved, so nothing can change between the check and the write.
 - **Bash** (``command``): the command is split like a shell would (quotes respected, ``;``,
   ``&&``, ``||``, ``|``, subshells, ``sudo``/``env`` wrappers, ``sh -c "…"`` and ``eval``
   looked into) and each simple command is checked against a short list of rules, each with a
@@ -41,6 +47,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..tools._paths import PathPolicy, settings_files
 from .base import HookContext, HookDecision, HookEngine
 from .settings import GuardrailSettings, HookSettingsError
 
@@ -50,6 +57,7 @@ __all__ = [
     "GUARDRAILS_PRIORITY",
     "BashRule",
     "Guardrails",
+    "path_policy",
     "register_guardrails",
 ]
 
@@ -247,14 +255,11 @@ class Guardrails:
             p = Path(raw).expanduser()
             roots.append((p if p.is_absolute() else self.working_directory / p).resolve())
         self.allowed_roots: tuple[Path, ...] = tuple(roots)
-        self.protected: frozenset[Path] = frozenset(
-            {
-                (working_directory / ".tron" / "settings.json").expanduser().resolve(),
-                (home / "settings.json").expanduser().resolve(),
-            }
-            if settings.protect_settings_files
-            else ()
+        protected = (
+            settings_files(working_directory, home) if settings.protect_settings_files else ()
         )
+        # Where Write/Edit may write: the policy this hook checks and the tools enforce.
+        self.paths = PathPolicy(self.working_directory, tuple(roots), tuple(protected))
         unknown = (
             set(settings.disabled_bash_rules)
             - {r.name for r in DEFAULT_BASH_RULES}
@@ -279,25 +284,16 @@ class Guardrails:
 
     # -- checks -----------------------------------------------------------------------
 
-    def check_write(self, file_path: str) -> str | None:
-        """Why writing ``file_path`` is refused, or None when it is allowed."""
-        raw = Path(file_path).expanduser()
-        target = (raw if raw.is_absolute() else self.working_directory / raw).resolve()
-        if target in self.protected:
-            return (
-                f"Guardrails refused writing {file_path}: it is a Tron settings file (hooks and "
-                "guardrails live there), so the agent may not change it. Edit it yourself, or "
-                'set "guardrails": {"protectSettingsFiles": false} in settings.json.'
-            )
-        if any(target == root or target.is_relative_to(root) for root in self.allowed_roots):
-            return None
-        via_link = "" if target == raw else f" (resolves to {target})"
-        return (
-            f"Guardrails refused writing {file_path}{via_link}: it is outside the working "
-            f"directory {self.working_directory}. To allow it, add the folder to "
-            '"guardrails": {"allowedWritePaths": [...]} in .tron/settings.json '
-            "(project) or ~/.tron/settings.json."
+    def check_write(self, file_path: str, working_directory: Path | None = None) -> str | None:
+        """Why writing ``file_path`` is refused, or None when it is allowed. Relative paths
+        are taken from ``working_directory`` (the session's; default: the guardrails')."""
+        policy = (
+            self.paths if working_directory is None else self.paths.for_directory(working_directory)
         )
+        reason = policy.refusal(file_path)
+        if reason is not None and not reason.startswith("Guardrails refused"):
+            reason = f"Guardrails refused writing {file_path!r}: {reason}"
+        return reason
 
     def check_bash(self, command: str) -> str | None:
         """Why ``command`` is refused, or None when it is allowed."""
@@ -327,13 +323,15 @@ class Guardrails:
                 )
         return None
 
-    def check(self, tool_name: str, tool_input: dict[str, object]) -> str | None:
+    def check(
+        self, tool_name: str, tool_input: dict[str, object], working_directory: Path | None = None
+    ) -> str | None:
         """Why this tool call is refused, or None."""
         if tool_name in WRITE_TOOLS:
             for key in ("file_path", "notebook_path"):
                 value = tool_input.get(key)
                 if isinstance(value, str) and value:
-                    return self.check_write(value)
+                    return self.check_write(value, working_directory)
             return None
         if tool_name in BASH_TOOLS:
             command = tool_input.get("command")
@@ -344,7 +342,7 @@ class Guardrails:
     async def __call__(self, ctx: HookContext) -> HookDecision | None:
         if not self.settings.enabled or ctx.tool_name is None or ctx.tool_input is None:
             return None
-        reason = self.check(ctx.tool_name, ctx.tool_input)
+        reason = self.check(ctx.tool_name, ctx.tool_input, ctx.working_directory)
         if reason is None:
             return None
         return HookDecision(action="block", reason=reason)
@@ -371,3 +369,12 @@ def register_guardrails(
         on_error="block",
     )
     return guard
+
+
+def path_policy(engine: HookEngine | None, working_directory: Path) -> PathPolicy:
+    """The path policy a session's tools enforce: the guardrails' registered in ``engine``
+    (write roots and protected files) when they are enabled, else resolution only."""
+    guard = engine.get(GUARDRAILS_HOOK_NAME) if engine is not None else None
+    if isinstance(guard, Guardrails) and guard.settings.enabled:
+        return guard.paths.for_directory(working_directory)
+    return PathPolicy(working_directory)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..read_ahead import ReadAhead
-from ..rpc import MethodRegistry, Params, RpcContext, events_json
+from ..rpc import JsonText, MethodRegistry, Params, RpcContext, events_json
 
 
 class EventsListParams(Params):
@@ -34,6 +33,14 @@ class EventsSearchParams(Params):
     session_id: str | None = None
     types: list[str] | None = Field(default=None, max_length=100)
     limit: int = Field(default=20, ge=1, le=500)
+    #: With sessionId: the session and its sub-agent sessions at any depth.
+    include_descendants: bool = False
+
+    @model_validator(mode="after")
+    def _descendants_need_a_session(self) -> EventsSearchParams:
+        if self.include_descendants and self.session_id is None:
+            raise ValueError("includeDescendants needs a sessionId")
+        return self
 
 
 class EventsSubscribeParams(Params):
@@ -69,7 +76,7 @@ def register(registry: MethodRegistry) -> None:
             ctx.services.store, ctx.connection, p.session_id, p.after_sequence, p.limit
         )
         return {
-            "events": orjson.Fragment(page.events_json),
+            "events": JsonText(page.events_json),
             "nextSequence": p.after_sequence if page.last_sequence is None else page.last_sequence,
             "nextCursor": page.next_cursor,
             "hasMore": page.has_more,
@@ -86,6 +93,7 @@ def register(registry: MethodRegistry) -> None:
             session_id=p.session_id,
             types=p.types,
             limit=p.limit,
+            include_descendants=p.include_descendants,
         )
         return {
             "hits": [

@@ -2,6 +2,14 @@
 
 Changes are announced to every connection: session.created / forked /
 rewound / ended (``{session}``) and session.deleted (``{sessionId}``).
+
+Sub-agents: a Session's ``kind`` is ``"subagent"`` for a child a Task call
+created (``parentSessionId`` is its parent), ``"fork"`` for a fork
+(``parentSessionId`` is its source, ``forkFromEventId`` set) and ``"session"``
+otherwise. ``session.get`` adds ``childSessionIds``, ``spawn`` (for a child)
+and ``totalWithChildren`` (tokens and cost of the session and all its
+descendants). ``session.create`` fires the SessionStart hooks, ``session.end``
+runs the SessionEnd hooks first.
 """
 
 from __future__ import annotations
@@ -11,10 +19,17 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from tron_events import Event, Session
+from tron_events import AsyncEventStore, Event, Session
 
 from ..errors import AgentBusyError
 from ..rpc import MethodRegistry, Params, RpcContext, events_json
+
+
+def session_kind(session: Session) -> str:
+    """``"fork"``, ``"subagent"`` (a child a Task call created) or ``"session"``."""
+    if session.fork_from_event_id is not None:
+        return "fork"
+    return "subagent" if session.parent_session_id is not None else "session"
 
 
 def session_json(session: Session) -> dict[str, Any]:
@@ -42,7 +57,33 @@ def session_json(session: Session) -> dict[str, Any]:
         "cacheReadTokens": session.cache_read_tokens,
         "cacheCreationTokens": session.cache_creation_tokens,
         "cost": session.cost,
+        "kind": session_kind(session),
     }
+
+
+_SPAWN_KEYS = ("parentSessionId", "parentToolCallId", "spawnedByEventId", "subagentType", "tools")
+
+
+async def session_details(store: AsyncEventStore, session: Session) -> dict[str, Any]:
+    """``session.get``'s object: the Session plus its children, how it was spawned (a
+    child) and the tokens and cost of it and all its descendants."""
+    result = session_json(session)
+    descendants = await store.get_descendant_sessions(session.id)
+    result["childSessionIds"] = [s.id for s in descendants if s.parent_session_id == session.id]
+    everyone = [session, *descendants]
+    result["totalWithChildren"] = {
+        "inputTokens": sum(s.input_tokens for s in everyone),
+        "outputTokens": sum(s.output_tokens for s in everyone),
+        "cacheReadTokens": sum(s.cache_read_tokens for s in everyone),
+        "cacheCreationTokens": sum(s.cache_creation_tokens for s in everyone),
+        "cost": round(sum(s.cost for s in everyone), 8),
+        "sessions": len(everyone),
+    }
+    if result["kind"] == "subagent":
+        root = await store.get_event(session.root_event_id)
+        start = root.payload if root is not None else {}
+        result["spawn"] = {key: start.get(key) for key in _SPAWN_KEYS}
+    return result
 
 
 def ensure_idle(ctx: RpcContext, session_id: str, action: str) -> None:
@@ -128,12 +169,15 @@ def register(registry: MethodRegistry) -> None:
         )
         result = session_json(session)
         ctx.services.hub.publish(session.id, "session.created", {"session": result})
+        if ctx.services.orchestrator is not None:
+            ctx.services.orchestrator.session_created(session)
         return result
 
     @registry.method("session.get", SessionIdParams, description="One session.")
     async def get(ctx: RpcContext, p: SessionIdParams) -> dict[str, Any]:
-        assert ctx.services.store is not None
-        return session_json(await ctx.services.store.get_session(p.session_id))
+        store = ctx.services.store
+        assert store is not None
+        return await session_details(store, await store.get_session(p.session_id))
 
     @registry.method(
         "session.list", SessionListParams, description="Sessions, most recently active first."
@@ -172,6 +216,11 @@ def register(registry: MethodRegistry) -> None:
         store = ctx.services.store
         assert store is not None
         ensure_idle(ctx, p.session_id, "end")
+        orchestrator = ctx.services.orchestrator
+        if orchestrator is not None:
+            current = await store.get_session(p.session_id)
+            if current.status == "active":  # SessionEnd hooks run before it stops taking events
+                await orchestrator.session_ending(current, p.reason)
         await store.end_session(p.session_id, reason=p.reason)
         session = session_json(await store.get_session(p.session_id))
         ctx.services.hub.publish(p.session_id, "session.ended", {"session": session})
@@ -251,4 +300,4 @@ def register(registry: MethodRegistry) -> None:
         }
 
 
-__all__ = ["ensure_idle", "register", "session_json"]
+__all__ = ["ensure_idle", "register", "session_details", "session_json", "session_kind"]

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from tron_llm import ToolSpec
 
+from ._paths import PathPolicy
 from ._schema import params_schema
 
 __all__ = [
@@ -58,6 +59,16 @@ class ToolContext:
     tool_call_id: str
     on_output: OutputCallback = field(default=_no_output)
     record: RecordCallback = field(default=_no_record)
+    paths: PathPolicy | None = None
+    """How paths resolve and where writes may go (the guardrails' policy); None: resolve
+    only, against the working directory (see :attr:`path_policy`)."""
+
+    @property
+    def path_policy(self) -> PathPolicy:
+        """The policy every path of this run goes through."""
+        if self.paths is not None:
+            return self.paths.for_directory(self.working_directory)
+        return PathPolicy(self.working_directory)
 
 
 @dataclass(frozen=True)

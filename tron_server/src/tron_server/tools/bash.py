@@ -1,9 +1,11 @@
-"""Bash: run a shell command in the working directory, in its own process group.
+"""Bash: run a shell command in the working directory, as the root of a process tree.
 
 Output (stdout and stderr interleaved, as a terminal shows them) is streamed to
 ``ctx.on_output`` as it comes and kept capped (head + tail with a truncation marker).
-On timeout or cancellation the whole process group gets SIGTERM, then SIGKILL after
-a short grace, and the tool waits until no member is left.
+On timeout or cancellation (an abort) every process the command started -- including
+ones that ignore SIGTERM or left the group with ``setsid`` -- gets SIGTERM, then SIGKILL
+after :data:`KILL_GRACE` seconds, and the tool returns once none is left
+(:meth:`ProcessTree.kill <tron_server.tools._proctree.ProcessTree.kill>`).
 
 A command that exits non-zero is NOT a tool error: its output and exit code are
 information for the model (``is_error`` is False, the exit code is in the text and in
@@ -15,25 +17,23 @@ keep the output pipe open.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import contextlib
 import os
 import signal
-import subprocess
 import time
 from typing import Any
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._procgroup import terminate_group
+from ._proctree import KILL_GRACE, ProcessTree
 from ._text import MAX_OUTPUT_CHARS, HeadTailBuffer
 from .base import Tool, ToolContext, ToolResult
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 600.0
-KILL_GRACE = 2.0
 DRAIN_AFTER_EXIT = 0.5  # seconds to wait for EOF once the shell itself has exited
 
 # Keep tools that page or prompt from waiting for a terminal that is not there.
@@ -77,12 +77,10 @@ class _Output:
                 self._ctx.on_output(text)
 
 
-async def _pump(stream: ByteReceiveStream, out: _Output) -> None:
-    try:
-        async for chunk in stream:
+async def _pump(stream: asyncio.StreamReader, out: _Output) -> None:
+    with contextlib.suppress(OSError):
+        while chunk := await stream.read(65536):
             out.feed(chunk)
-    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-        pass
     out.feed(b"", final=True)
 
 
@@ -98,7 +96,7 @@ def _exit_text(code: int | None) -> str:
 
 
 class Bash(Tool[BashParams]):
-    """Run a bash command; output streamed and capped; the whole group killed on abort."""
+    """Run a bash command; output streamed and capped; its whole tree killed on abort."""
 
     name = "Bash"
     description = (
@@ -111,18 +109,17 @@ class Bash(Tool[BashParams]):
     Params = BashParams
 
     async def run(self, params: BashParams, ctx: ToolContext) -> ToolResult:
+        if "\x00" in params.command:
+            return ToolResult(
+                "The command contains a NUL byte (\\0), which no shell command can hold.",
+                is_error=True,
+            )
         timeout = params.timeout or DEFAULT_TIMEOUT
         env = {**os.environ, **_ENV_OVERRIDES}
         started = time.monotonic()
         try:
-            process = await anyio.open_process(
-                ["bash", "-c", params.command],
-                cwd=ctx.working_directory,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            tree = await ProcessTree.start(
+                ["bash", "-c", params.command], cwd=ctx.working_directory, env=env
             )
         except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
             return ToolResult(
@@ -130,26 +127,24 @@ class Bash(Tool[BashParams]):
                 is_error=True,
             )
         out = _Output(ctx)
-        timed_out = False
         try:
-            timed_out = await self._supervise(process, out, timeout)
+            timed_out = await self._supervise(tree, out, timeout)
         except BaseException:
-            # Cancelled (abort): no child may survive the tool call.
-            await terminate_group(process.pid, KILL_GRACE)
-            with anyio.CancelScope(shield=True):
-                await process.aclose()
+            # Cancelled (abort): no process the command started may survive the tool call.
+            await tree.kill(KILL_GRACE)
+            tree.close()
             raise
         if timed_out:
-            await terminate_group(process.pid, KILL_GRACE)
-        await process.aclose()
+            await tree.kill(KILL_GRACE)
+        tree.close()
         duration_ms = int((time.monotonic() - started) * 1000)
-        return self._result(process.returncode, out, timed_out, timeout, duration_ms)
+        return self._result(tree.returncode, out, timed_out, timeout, duration_ms)
 
     @staticmethod
-    async def _supervise(process: Process, out: _Output, timeout: float) -> bool:
+    async def _supervise(tree: ProcessTree, out: _Output, timeout: float) -> bool:
         """Stream output until the shell exits (then drain briefly); True on timeout."""
-        assert process.stdout is not None
-        stdout = process.stdout
+        assert tree.stdout is not None
+        stdout = tree.stdout
         pump_done = anyio.Event()
         async with anyio.create_task_group() as tg:
 
@@ -161,7 +156,7 @@ class Bash(Tool[BashParams]):
 
             tg.start_soon(pump)
             with anyio.move_on_after(timeout) as deadline:
-                await process.wait()
+                await tree.wait()
             if deadline.cancelled_caught:
                 tg.cancel_scope.cancel()
                 return True
@@ -178,7 +173,7 @@ class Bash(Tool[BashParams]):
     ) -> ToolResult:
         text = out.buffer.text().rstrip("\n") or "(no output)"
         if timed_out:
-            text += f"\n\n[timed out after {timeout:g} s; the process group was killed]"
+            text += f"\n\n[timed out after {timeout:g} s; every process it started was killed]"
         else:
             text += f"\n\n[exit code: {_exit_text(code)}]"
         details: dict[str, Any] = {

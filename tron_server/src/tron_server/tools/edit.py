@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,8 +10,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._fs import atomic_write_bytes, write_target
-from ._paths import display_path, resolve_path
+from ._paths import PathError, PathPolicy
 from ._text import number_line, sha256_hex
 from .base import Tool, ToolContext, ToolResult
 
@@ -172,10 +170,9 @@ class Edit(Tool[EditParams]):
     Params = EditParams
 
     async def run(self, params: EditParams, ctx: ToolContext) -> ToolResult:
-        path = resolve_path(ctx, params.file_path)
-        shown = display_path(path, ctx.working_directory)
+        policy = ctx.path_policy
         try:
-            outcome = await anyio.to_thread.run_sync(self._apply, path, params, shown)
+            path, outcome = await anyio.to_thread.run_sync(self._apply, policy, params)
         except EditRefused as exc:
             return ToolResult(str(exc), is_error=True)
         payload: dict[str, Any] = {
@@ -188,31 +185,41 @@ class Edit(Tool[EditParams]):
         }
         await ctx.record("file.edit", payload)
         plural = "s" if outcome.replacements != 1 else ""
+        shown = policy.display(path)
         return ToolResult(
             f"Edited {shown}: {outcome.replacements} replacement{plural}.\n{_snippet(outcome)}",
             details={"path": str(path), "replacements": outcome.replacements},
         )
 
     @staticmethod
-    def _apply(path: Path, params: EditParams, shown: str) -> EditOutcome:
-        target = write_target(path)
+    def _apply(policy: PathPolicy, params: EditParams) -> tuple[Path, EditOutcome]:
+        """Read and replace the file through one resolution (the same folder handle)."""
         try:
-            size = os.path.getsize(target)
-            if size > MAX_EDIT_BYTES:
-                raise EditRefused(
-                    f"{shown} is {size} bytes, above Edit's {MAX_EDIT_BYTES} byte limit; "
-                    "use Bash (sed) for files this large."
+            with policy.resolve(params.file_path) as target:
+                shown = policy.display(target.path)
+                policy.check_write(target)
+                if not target.exists:
+                    raise EditRefused(f"File not found: {shown}. Use Write to create a file.")
+                if target.is_dir:
+                    raise EditRefused(f"{shown} is a directory.")
+                if target.stat is not None and target.stat.st_size > MAX_EDIT_BYTES:
+                    raise EditRefused(
+                        f"{shown} is {target.stat.st_size} bytes, above Edit's {MAX_EDIT_BYTES} "
+                        "byte limit; use Bash (sed) for files this large."
+                    )
+                try:
+                    before = target.read_bytes(limit=MAX_EDIT_BYTES)
+                except PermissionError:
+                    raise EditRefused(f"Permission denied: {shown}") from None
+                outcome = plan_edit(
+                    before, params.old_string, params.new_string, params.replace_all, shown
                 )
-            before = target.read_bytes()
-        except FileNotFoundError:
-            raise EditRefused(f"File not found: {shown}. Use Write to create a file.") from None
-        except IsADirectoryError:
-            raise EditRefused(f"{shown} is a directory.") from None
-        except PermissionError:
-            raise EditRefused(f"Permission denied: {shown}") from None
-        outcome = plan_edit(before, params.old_string, params.new_string, params.replace_all, shown)
-        try:
-            atomic_write_bytes(target, outcome.after)
-        except PermissionError:
-            raise EditRefused(f"Permission denied: cannot write {shown}") from None
-        return outcome
+                try:
+                    policy.write_bytes(target, outcome.after)
+                except PermissionError:
+                    raise EditRefused(f"Permission denied: cannot write {shown}") from None
+                except OSError as exc:
+                    raise EditRefused(f"Cannot write {shown}: {exc.strerror or exc}") from None
+                return target.path, outcome
+        except PathError as exc:
+            raise EditRefused(str(exc)) from None

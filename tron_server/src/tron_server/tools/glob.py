@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._paths import display_path, resolve_path
+from ._paths import PathError
 from ._walk import compile_glob, walk_files
 from .base import Tool, ToolContext, ToolResult
 
@@ -29,18 +29,17 @@ class GlobParams(BaseModel):
     )
 
 
-def split_pattern(root: Path, pattern: str) -> tuple[Path, str]:
-    """Move the literal leading folders of ``pattern`` into the root
-    (``/abs/src/**/*.py`` → root ``/abs/src``, pattern ``**/*.py``)."""
-    pattern = pattern.removeprefix("./")
-    parts = PurePosixPath(pattern).parts
-    base = root
+def split_pattern(pattern: str) -> tuple[str, str]:
+    """Split the literal leading folders off ``pattern``
+    (``/abs/src/**/*.py`` → ``("/abs/src", "**/*.py")``, ``*.md`` → ``("", "*.md")``)."""
+    absolute = pattern.startswith("/")
+    parts = [p for p in PurePosixPath(pattern.removeprefix("./")).parts if p != "/"]
     i = 0
     while i < len(parts) - 1 and not (_MAGIC & set(parts[i])):
-        base = base / parts[i]
         i += 1
+    literal = "/".join(parts[:i])
     rest = "/".join(parts[i:]) if parts[i:] else "*"
-    return Path(os.path.normpath(base)), rest
+    return ("/" + literal if absolute else literal), rest
 
 
 def find(root: Path, pattern: str) -> list[tuple[float, str]]:
@@ -71,12 +70,19 @@ class Glob(Tool[GlobParams]):
     Params = GlobParams
 
     async def run(self, params: GlobParams, ctx: ToolContext) -> ToolResult:
-        start = resolve_path(ctx, params.path)
-        if params.pattern.startswith("/"):
-            start = Path("/")
-        root, pattern = split_pattern(start, params.pattern.lstrip("/"))
-        shown_root = display_path(root, ctx.working_directory)
-        if not root.is_dir():
+        if "\x00" in params.pattern:
+            return ToolResult("Invalid pattern: it contains a NUL byte.", is_error=True)
+        policy = ctx.path_policy
+        literal, pattern = split_pattern(params.pattern)
+        # The folder part goes through the one resolution (symlinks and ".." physically).
+        start = literal if literal.startswith("/") else os.path.join(params.path, literal)
+        try:
+            with policy.resolve(start or ".") as resolved:
+                root, is_dir = resolved.path, resolved.is_dir
+        except PathError as exc:
+            return ToolResult(str(exc), is_error=True)
+        shown_root = policy.display(root)
+        if not is_dir:
             return ToolResult(f"Folder not found: {shown_root}", is_error=True)
         found = await anyio.to_thread.run_sync(find, root, pattern)
         details: dict[str, Any] = {"count": len(found), "truncated": len(found) > MAX_RESULTS}
@@ -84,7 +90,7 @@ class Glob(Tool[GlobParams]):
             return ToolResult(
                 f"No files match {params.pattern!r} in {shown_root}.", details=details
             )
-        lines = [display_path(root / rel, ctx.working_directory) for _, rel in found[:MAX_RESULTS]]
+        lines = [policy.display(root / rel) for _, rel in found[:MAX_RESULTS]]
         if len(found) > MAX_RESULTS:
             lines.append(
                 f"[{len(found) - MAX_RESULTS} more files not shown; use a narrower pattern or path]"

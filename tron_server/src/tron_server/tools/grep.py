@@ -24,7 +24,7 @@ import orjson
 from anyio.abc import ByteReceiveStream
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from ._paths import display_path, resolve_path
+from ._paths import PathError
 from ._walk import glob_matcher, path_sort_key, walk_files
 from .base import Tool, ToolContext, ToolResult
 
@@ -417,15 +417,22 @@ class Grep(Tool[GrepParams]):
     engine: Literal["auto", "rg", "python"] = "auto"
 
     async def run(self, params: GrepParams, ctx: ToolContext) -> ToolResult:
-        target = resolve_path(ctx, params.path)
-        shown = display_path(target, ctx.working_directory)
-        if not target.exists():
+        if "\x00" in params.pattern:
+            return ToolResult("Invalid regular expression: it contains a NUL byte.", is_error=True)
+        policy = ctx.path_policy
+        try:
+            with policy.resolve(params.path) as resolved:
+                target, exists, is_file = resolved.path, resolved.exists, resolved.is_file
+        except PathError as exc:
+            return ToolResult(str(exc), is_error=True)
+        shown = policy.display(target)
+        if not exists:
             return ToolResult(f"Path not found: {shown}", is_error=True)
         context = params.context or 0
         spec = SearchSpec(
             pattern=params.pattern,
             root=target,
-            is_file=target.is_file(),
+            is_file=is_file,
             glob=params.glob,
             mode=params.output_mode,
             before=params.before if params.before is not None else context,

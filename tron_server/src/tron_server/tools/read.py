@@ -12,7 +12,7 @@ from typing import Any, BinaryIO
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._paths import display_path, resolve_path
+from ._paths import PathError, PathPolicy, ResolvedPath
 from ._text import number_line, sha256_hex
 from .base import Tool, ToolContext, ToolResult
 
@@ -163,54 +163,62 @@ class Read(Tool[ReadParams]):
     Params = ReadParams
 
     async def run(self, params: ReadParams, ctx: ToolContext) -> ToolResult:
-        path = resolve_path(ctx, params.file_path)
-        result, record = await anyio.to_thread.run_sync(self._run_sync, path, params, ctx)
+        policy = ctx.path_policy
+        result, record = await anyio.to_thread.run_sync(self._run_sync, policy, params)
         if record is not None:
             record["toolCallId"] = ctx.tool_call_id
             await ctx.record("file.read", record)
         return result
 
-    def _run_sync(self, path: Path, params: ReadParams, ctx: ToolContext) -> _Outcome:
-        shown = display_path(path, ctx.working_directory)
+    def _run_sync(self, policy: PathPolicy, params: ReadParams) -> _Outcome:
         try:
-            st = os.stat(path)
-        except FileNotFoundError:
+            with policy.resolve(params.file_path) as target:
+                return self._read(target, policy.display(target.path), params)
+        except PathError as exc:
+            return ToolResult(str(exc), is_error=True), None
+
+    def _read(self, target: ResolvedPath, shown: str, params: ReadParams) -> _Outcome:
+        path = target.path
+        if not target.exists:
             return ToolResult(f"File not found: {shown}", is_error=True), None
-        except OSError as exc:
-            return ToolResult(f"Cannot read {shown}: {exc.strerror or exc}", is_error=True), None
-        if not os.path.isfile(path):
-            kind = "a directory" if os.path.isdir(path) else "not a regular file"
-            hint = " Use Glob or Bash `ls` to list it." if os.path.isdir(path) else ""
+        if not target.is_file:
+            kind = "a directory" if target.is_dir else "not a regular file"
+            hint = " Use Glob or Bash `ls` to list it." if target.is_dir else ""
             return ToolResult(f"{shown} is {kind}.{hint}", is_error=True), None
         try:
-            with open(path, "rb") as f:
+            # Opened through the folder handle of the one resolution (O_NOFOLLOW).
+            with target.open_read() as f:
+                size = os.fstat(f.fileno()).st_size
                 head = f.read(SNIFF_BYTES)
                 media = image_media_type(head)
                 if media is not None:
-                    return self._image(f, head, st.st_size, media, path, shown)
+                    return self._image(f, head, size, media, path, shown)
                 encoding = sniff_encoding(head)
                 if encoding is None:
                     return ToolResult(
-                        f"{shown} is a binary file ({st.st_size} bytes); its content cannot be "
+                        f"{shown} is a binary file ({size} bytes); its content cannot be "
                         "shown as text. Use Bash (e.g. `file`, `xxd | head`) to inspect it.",
                         is_error=True,
-                        details={"binary": True, "bytes": st.st_size},
+                        details={"binary": True, "bytes": size},
                     ), None
                 f.seek(0)
                 offset = params.offset or 1
                 limit = params.limit or DEFAULT_LIMIT
                 win = _read_window(f, encoding, offset, limit)
+                content_hash = self._hash(f, size)
         except PermissionError:
             return ToolResult(f"Permission denied: {shown}", is_error=True), None
+        except OSError as exc:
+            return ToolResult(f"Cannot read {shown}: {exc.strerror or exc}", is_error=True), None
         record: dict[str, Any] = {
             "path": str(path),
-            "contentHash": self._hash(path, st.st_size),
+            "contentHash": content_hash,
             "lines": len(win.lines),
             "offset": offset,
-            "bytes": st.st_size,
+            "bytes": size,
         }
         result = ToolResult(
-            self._format(win, shown, st.st_size, encoding, offset),
+            self._format(win, shown, size, encoding, offset),
             details={
                 "path": str(path),
                 "lines": len(win.lines),
@@ -223,11 +231,12 @@ class Read(Tool[ReadParams]):
         return result, record
 
     @staticmethod
-    def _hash(path: Path, size: int) -> str | None:
+    def _hash(f: BinaryIO, size: int) -> str | None:
+        """The SHA-256 of the file just read (the same open file, not the path again)."""
         if size > HASH_MAX_BYTES:
             return None
-        with open(path, "rb") as f:
-            return sha256_hex(f.read())
+        f.seek(0)
+        return sha256_hex(f.read())
 
     @staticmethod
     def _format(win: _Window, shown: str, size: int, encoding: str, offset: int) -> str:

@@ -7,8 +7,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._fs import atomic_write_bytes
-from ._paths import display_path, resolve_path
+from ._paths import PathError
 from ._text import sha256_hex
 from .base import Tool, ToolContext, ToolResult
 
@@ -33,34 +32,40 @@ class Write(Tool[WriteParams]):
     Params = WriteParams
 
     async def run(self, params: WriteParams, ctx: ToolContext) -> ToolResult:
-        path = resolve_path(ctx, params.file_path)
-        shown = display_path(path, ctx.working_directory)
-        if path.is_dir():
-            return ToolResult(f"{shown} is a directory; give a file path.", is_error=True)
+        policy = ctx.path_policy
         data = params.content.encode("utf-8", errors="surrogatepass")
         try:
-            created = await anyio.to_thread.run_sync(atomic_write_bytes, path, data)
+            # Resolved, checked and written in one go, through the same folder handle.
+            outcome = await anyio.to_thread.run_sync(policy.write_bytes, params.file_path, data)
+        except PathError as exc:
+            return ToolResult(str(exc), is_error=True)
         except PermissionError:
-            return ToolResult(f"Permission denied: cannot write {shown}", is_error=True)
+            return ToolResult(f"Permission denied: cannot write {params.file_path}", is_error=True)
         except (NotADirectoryError, FileExistsError):
             return ToolResult(
-                f"Cannot write {shown}: a parent of it exists and is not a directory.",
+                f"Cannot write {params.file_path}: a parent of it exists and is not a directory.",
                 is_error=True,
             )
+        except OSError as exc:
+            return ToolResult(
+                f"Cannot write {params.file_path}: {exc.strerror or exc}", is_error=True
+            )
+        path = outcome.path
+        shown = policy.display(path)
         content_hash = sha256_hex(data)
         payload: dict[str, Any] = {
             "path": str(path),
             "contentHash": content_hash,
             "bytes": len(data),
-            "created": created,
+            "created": outcome.created,
             "toolCallId": ctx.tool_call_id,
         }
         await ctx.record("file.write", payload)
-        verb = "Created" if created else "Wrote"
+        verb = "Created" if outcome.created else "Wrote"
         lines = params.content.count("\n") + (
             1 if params.content and not params.content.endswith("\n") else 0
         )
         return ToolResult(
             f"{verb} {shown} ({len(data)} bytes, {lines} lines).",
-            details={"path": str(path), "bytes": len(data), "created": created},
+            details={"path": str(path), "bytes": len(data), "created": outcome.created},
         )

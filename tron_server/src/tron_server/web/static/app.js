@@ -99,6 +99,10 @@ function renderHeader(sd) {
   if (cacheRead) parts.push(`cache ${fmtTokens(cacheRead)}`);
   parts.push(t.turns ? (t.costKnown || t.cost ? fmtCost(t.cost) : "cost unknown") : fmtCost(s.cost));
   parts.push(`${t.turns} turn${t.turns === 1 ? "" : "s"}`);
+  // session.get reports the session with all its sub-agents; keep the last one seen.
+  if (s.totalWithChildren) sd.totalWithChildren = s.totalWithChildren;
+  const all = sd.totalWithChildren;
+  if (all && all.sessions > 1) parts.push(`with sub-agents ${fmtCost(all.cost)}`);
   usage.textContent = parts.join(" · ");
   usage.dataset.cost = String(t.cost);
   usage.dataset.turns = String(t.turns);
@@ -146,10 +150,22 @@ function renderComposerState(sd) {
 // ---------------------------------------------------------------------------
 // Session list (grouped by working directory)
 
+function isChild(s) {
+  return Boolean(s.parentSessionId) && !s.forkFromEventId && state.sessions.has(s.parentSessionId);
+}
+
 function renderSessions() {
   const groups = new Map();
   const sessions = [...state.sessions.values()].sort((a, b) => String(b.lastActivityAt).localeCompare(String(a.lastActivityAt)));
+  // Sub-agent sessions are listed under their parent (oldest first), not on their own.
+  const children = new Map();
+  for (const s of [...sessions].reverse()) {
+    if (!isChild(s)) continue;
+    if (!children.has(s.parentSessionId)) children.set(s.parentSessionId, []);
+    children.get(s.parentSessionId).push(s);
+  }
   for (const s of sessions) {
+    if (isChild(s)) continue;
     const key = s.workingDirectory || "(unknown)";
     if (!groups.has(key)) groups.set(key, []);
     groups.get(key).push(s);
@@ -161,7 +177,7 @@ function renderSessions() {
         "section",
         { class: "workspace", testid: "workspace-group", dataset: { path: dir } },
         h("header", { class: "workspace-name", title: dir }, h("span", { class: "folder" }, "▸"), basename(dir), h("span", { class: "muted path" }, dir)),
-        list.map((s) => sessionItem(s)),
+        list.map((s) => sessionTree(s, children, 0)),
       ),
     );
   }
@@ -169,7 +185,20 @@ function renderSessions() {
   setChildren($("session-list"), nodes);
 }
 
-function sessionItem(s) {
+function sessionTree(s, children, depth, seen = new Set()) {
+  const kids = seen.has(s.id) ? [] : children.get(s.id) || [];
+  seen.add(s.id);
+  const item = sessionItem(s, depth);
+  if (!kids.length) return item;
+  return h(
+    "div",
+    { class: "session-family", testid: "session-family", dataset: { sessionId: s.id } },
+    item,
+    h("div", { class: "session-children", testid: "session-children" }, kids.map((k) => sessionTree(k, children, depth + 1, seen))),
+  );
+}
+
+function sessionItem(s, depth = 0) {
   const sd = state.data.get(s.id);
   const active = s.id === state.currentId;
   const meta = [s.model, fmtTime(s.lastActivityAt)];
@@ -177,13 +206,19 @@ function sessionItem(s) {
   return h(
     "a",
     {
-      class: `session-item ${active ? "active" : ""} ${s.status === "ended" ? "ended" : ""}`,
+      class: `session-item ${active ? "active" : ""} ${s.status === "ended" ? "ended" : ""} ${depth ? "child" : ""}`,
       href: `#s=${s.id}`,
       testid: "session-item",
-      dataset: { sessionId: s.id },
+      dataset: { sessionId: s.id, kind: s.kind || "", parentSessionId: s.parentSessionId || "" },
       "aria-current": active ? "page" : null,
     },
-    h("span", { class: "session-title" }, s.parentSessionId ? h("span", { class: "fork-mark", title: "a fork" }, icon("fork")) : null, sessionTitle(s, sd)),
+    h(
+      "span",
+      { class: "session-title" },
+      s.forkFromEventId ? h("span", { class: "fork-mark", title: "a fork" }, icon("fork")) : null,
+      isChild(s) ? h("span", { class: "child-mark", title: "a sub-agent session (opened from its parent's Task call)" }, "↳ ") : null,
+      sessionTitle(s, sd),
+    ),
     h("span", { class: "session-meta muted" }, meta.filter(Boolean).join(" · ")),
   );
 }
@@ -302,6 +337,13 @@ rpc.addEventListener("notification", (e) => {
   const sessionId = params.sessionId;
   const data = params.data || {};
   if (method.startsWith("session.")) return onSessionNotification(method, sessionId, data);
+  if (sessionId !== state.subscribedId && data.parentSessionId && data.parentSessionId === state.subscribedId) {
+    // A sub-agent of the open session: its progress shows on the Task card.
+    const parent = state.data.get(data.parentSessionId);
+    if (parent && parent.applyChildNotification(sessionId, method, data)) scheduleRender();
+    if (method === "agent.complete") refreshSessionSoon(sessionId);
+    return;
+  }
   const sd = sessionId ? state.data.get(sessionId) : null;
   if (!sd || sessionId !== state.subscribedId) return;
   if (method === "events.new") {

@@ -107,9 +107,25 @@ export class SessionData {
         t.result = p.content;
         t.isError = Boolean(p.isError);
         t.status = t.isError ? "error" : "done";
+        const d = p.details;
+        if (d && typeof d.sessionId === "string" && t.name === "Task") {
+          t.child = { ...(t.child || {}), sessionId: d.sessionId, type: d.subagentType, status: p.isError ? "error" : "done" };
+        }
         if (p.duration !== undefined && p.duration !== null) t.durationMs = p.duration;
         else if (p.durationMs !== undefined) t.durationMs = p.durationMs;
         t.resultEventId = ev.id;
+        break;
+      }
+      case "subagent.spawned": {
+        const t = this.tool(p.toolCallId);
+        t.child = { ...(t.child || {}), sessionId: p.childSessionId, type: p.subagentType, status: t.child?.status === "done" ? "done" : "running" };
+        break;
+      }
+      case "subagent.completed":
+      case "subagent.failed": {
+        const t = this.tool(p.toolCallId);
+        const sessionId = p.childSessionId || t.child?.sessionId;
+        if (sessionId || t.child) t.child = { ...(t.child || {}), sessionId, type: p.subagentType || t.child?.type, status: ev.type === "subagent.completed" ? "done" : "error" };
         break;
       }
       case "stream.turn_end": {
@@ -210,6 +226,46 @@ export class SessionData {
       default:
         return false;
     }
+    this.version++;
+    return true;
+  }
+
+  /**
+   * A notification of one of this session's sub-agents (a child session working for
+   * a Task call): its activity goes on that Task's card. Returns true when it changed.
+   */
+  applyChildNotification(childId, method, data) {
+    if (!data.parentToolCallId) return false;
+    const t = this.tool(data.parentToolCallId);
+    if (!t.child || !t.child.sessionId) t.child = { ...(t.child || {}), sessionId: childId, status: "running" };
+    const live = (t.childLive = t.childLive || { text: "", activity: "", turn: null, done: false });
+    switch (method) {
+      case "agent.turn_start":
+        live.turn = data.turn;
+        live.text = "";
+        live.done = false;
+        break;
+      case "agent.text_delta":
+        live.text = (live.text + (data.delta || "")).slice(-400);
+        break;
+      case "agent.tool_start":
+        live.activity = `→ ${data.name || "tool"}`;
+        live.text = "";
+        break;
+      case "agent.tool_end":
+        live.activity = `${data.isError ? "✗" : "✓"} ${data.name || "tool"}`;
+        break;
+      case "agent.complete":
+        live.done = true;
+        live.stopReason = data.stopReason;
+        break;
+      case "agent.error":
+        live.error = data.message || "the sub-agent failed";
+        break;
+      default:
+        return false;
+    }
+    live.version = (live.version || 0) + 1;
     this.version++;
     return true;
   }

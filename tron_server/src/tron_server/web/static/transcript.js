@@ -98,10 +98,18 @@ export class Transcript {
         return this._message(ev, "user", [userContent(p.content)]);
       case "message.assistant":
         return this._message(ev, "assistant", this._assistantBlocks(p.content));
-      case "session.start":
+      case "session.start": {
+        if (p.parentSessionId) {
+          // A sub-agent's session: say who started it, with a way back.
+          const back = h("a", { href: `#s=${p.parentSessionId}`, testid: "open-parent", onclick: (e) => { e.preventDefault(); this.actions.onOpenSession(p.parentSessionId); } }, `session …${shortId(p.parentSessionId)}`);
+          return systemLine(ev, "session-start", [
+            `Sub-agent ${p.subagentType || ""} started by a Task call of `, back, ` · ${p.provider || ""} ${p.model || ""}`,
+          ]);
+        }
         return systemLine(ev, "session-start", [
           "Session started in ", h("code", {}, p.workingDirectory || "?"), ` · ${p.provider || ""} ${p.model || ""}`,
         ]);
+      }
       case "session.fork": {
         const link = h("a", { href: `#s=${p.sourceSessionId}`, onclick: (e) => { e.preventDefault(); this.actions.onOpenSession(p.sourceSessionId); } }, `session …${shortId(p.sourceSessionId)}`);
         return systemLine(ev, "session-fork", ["Forked from ", link, p.name ? ` · ${p.name}` : ""]);
@@ -178,7 +186,7 @@ export class Transcript {
   _card(id) {
     let card = this.cards.get(id);
     if (!card) {
-      card = buildToolCard(id);
+      card = buildToolCard(id, this.actions);
       this.cards.set(id, card);
     }
     return card;
@@ -282,7 +290,7 @@ export function argsSummary(name, args) {
   return first || "";
 }
 
-function buildToolCard(id) {
+function buildToolCard(id, actions) {
   const name = h("span", { class: "tool-name", testid: "tool-name" });
   const summary = h("span", { class: "tool-summary", testid: "tool-summary" });
   const status = h("span", { class: "tool-status", testid: "tool-status" });
@@ -293,8 +301,16 @@ function buildToolCard(id) {
   const outLabel = h("div", { class: "tool-label" });
   const body = h("div", { class: "tool-body" }, h("div", { class: "tool-label" }, "Arguments"), args, outLabel, output, result);
   const head = h("button", { class: "tool-head", type: "button", "aria-expanded": "true" }, h("span", { class: "chevron" }), name, summary, h("span", { class: "spacer" }), duration, status);
-  const root = h("div", { class: "tool-card", testid: "tool-card", dataset: { toolCallId: id, status: "pending" } }, head, body);
-  const card = { root, name, summary, status, duration, args, output, result, outLabel, body, userToggled: false, last: "" };
+  // A Task call's sub-agent: a link to its session and its latest activity (shown for Task only).
+  const childLink = h("a", { class: "task-child", testid: "task-open-child", href: "#" });
+  const activity = h("div", { class: "task-activity", testid: "task-activity", hidden: true });
+  const taskBar = h("div", { class: "task-bar", hidden: true }, childLink, activity);
+  const root = h("div", { class: "tool-card", testid: "tool-card", dataset: { toolCallId: id, status: "pending" } }, head, taskBar, body);
+  const card = { root, name, summary, status, duration, args, output, result, outLabel, body, taskBar, childLink, activity, childId: null, userToggled: false, last: "" };
+  childLink.addEventListener("click", (e) => {
+    e.preventDefault();
+    if (card.childId && actions) actions.onOpenSession(card.childId);
+  });
   head.addEventListener("click", () => {
     card.userToggled = true;
     root.classList.toggle("collapsed");
@@ -320,9 +336,10 @@ function updateToolCard(card, t) {
   let argsText = t.arguments === undefined ? "" : JSON.stringify(t.arguments);
   if (argsText.length > 100) argsText = JSON.stringify(t.arguments, null, 2);
   const resultText = toolContentText(t.result);
-  const key = [t.name, t.status, argsText, t.output.length, resultText.length, t.durationMs, t.isError].join("|");
+  const key = [t.name, t.status, argsText, t.output.length, resultText.length, t.durationMs, t.isError, t.child?.sessionId, t.child?.status, t.childLive?.version].join("|");
   if (key === card.last) return;
   card.last = key;
+  updateTaskBar(card, t);
   card.name.textContent = t.name || "tool";
   card.summary.textContent = argsSummary(t.name, t.arguments);
   card.args.textContent = argsText;
@@ -341,3 +358,30 @@ function updateToolCard(card, t) {
   if (!card.userToggled) card.root.classList.toggle("collapsed", false);
 }
 
+
+/** A Task card: the link to the sub-agent's session and, while it runs, what it is doing. */
+function updateTaskBar(card, t) {
+  const isTask = t.name === "Task";
+  card.root.classList.toggle("task-card", isTask);
+  if (!isTask) {
+    card.taskBar.hidden = true;
+    return;
+  }
+  const child = t.child || {};
+  card.childId = child.sessionId || null;
+  card.root.dataset.childSessionId = card.childId || "";
+  card.childLink.hidden = !card.childId;
+  card.childLink.href = card.childId ? `#s=${card.childId}` : "#";
+  card.childLink.dataset.sessionId = card.childId || "";
+  card.childLink.textContent = `Open sub-agent${child.type ? ` ${child.type}` : ""} · session …${shortId(card.childId || "")}`;
+  const live = t.childLive;
+  const running = t.status === "running" || t.status === "pending";
+  let line = "";
+  if (live && running) {
+    const text = live.text.trim().split("\n").pop();
+    line = live.error ? `error: ${live.error}` : text || live.activity || (live.turn ? `turn ${live.turn}` : "");
+  }
+  card.activity.textContent = line;
+  card.activity.hidden = !line;
+  card.taskBar.hidden = !card.childId && !line;
+}

@@ -1,0 +1,310 @@
+"""Widget-level behaviour through Textual's own pilot: the real app, headless,
+connected to the module's real tron-server (scripted LLM)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from textual.app import App
+from textual.widgets import Tree
+
+from tests.server.scripted_llm import Response, Text
+from tests.terminal.conftest import TronEnv
+from tron_server.client import Notification
+from tron_server.terminal.app import TronApp
+from tron_server.terminal.attach import ServerAddress, connect_once
+from tron_server.terminal.capabilities import Capabilities, load
+from tron_server.terminal.screens import PickScreen, Request, RequestScreen, TreeScreen
+from tron_server.terminal.widgets import TextItem, ToolCard, UserItem
+
+Body = Callable[[TronApp, Any], Awaitable[None]]
+
+
+async def until(check: Callable[[], bool], pilot: Any, timeout: float = 20) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if check():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("condition not reached")
+
+
+def run_app(
+    env: TronEnv, cwd: Path, body: Body, *, caps: dict[str, Any] | None = None, **kwargs: Any
+) -> None:
+    async def main() -> None:
+        address = ServerAddress(env.server.home, env.server.ws_url)
+        connection = await connect_once(address)
+        capabilities = await load(connection.client)
+        if caps:
+            capabilities = Capabilities({**capabilities.info, **caps})
+        app = TronApp(
+            address=address, connection=connection, capabilities=capabilities, cwd=cwd, **kwargs
+        )
+        try:
+            async with app.run_test(size=(100, 34)) as pilot:
+                await until(lambda: app.link.online and app.is_running, pilot)
+                await body(app, pilot)
+        finally:
+            await app.close_link()
+
+    asyncio.run(main())
+
+
+def cursor_label(app: TronApp) -> str:
+    node = app.screen.query_one(Tree).cursor_node
+    return str(node.label) if node is not None else ""
+
+
+def user_texts(app: TronApp) -> list[str]:
+    return [str(w.render()) for w in app.transcript.query(UserItem)]
+
+
+def test_input_keys_newlines_history_and_send(env: TronEnv) -> None:
+    project = env.project("pilot-input")
+    env.llm.add(Response([Text("one")]), Response([Text("two")]))
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        await pilot.press("a", "ctrl+j", "b", "\\", "enter", "c")
+        assert app.input.text == "a\nb\nc"  # Ctrl+J and \ then Enter: new lines, not sent
+        await pilot.press("enter")
+        assert app.input.text == ""
+        await until(lambda: "one" in [w.shown for w in app.transcript.query(TextItem)], pilot)
+        await until(lambda: app.model is not None and not app.model.busy, pilot)
+        await pilot.press("s", "e", "c", "o", "n", "d", "enter")
+        await until(lambda: "two" in [w.shown for w in app.transcript.query(TextItem)], pilot)
+        await pilot.press("up")
+        assert app.input.text == "second"
+        await pilot.press("up")
+        assert app.input.text == "a\nb\nc"
+        await pilot.press("down", "down", "down")
+        assert app.input.text == ""
+
+    run_app(env, project, body)
+    sent = [r["messages"][-1]["content"][0]["text"] for r in env.llm.requests[-2:]]
+    assert sent == ["a\nb\nc", "second"]
+
+
+def test_completion_lists_what_the_server_offers(env: TronEnv) -> None:
+    project = env.project("pilot-complete")
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        await pilot.press("/")
+        await until(lambda: bool(app._completions), pilot)
+        names = [c.name for c in app._completions]
+        # Every command the server's methods allow, and none it does not.
+        assert {"model", "compact", "context", "tree", "help", "quit"} <= set(names)
+        assert "answer" not in names  # no agent.respond on this server
+        await pilot.press("c", "o", "down", "enter")  # /co → compact, context, cost: 2nd
+        assert app.input.text == "" and app._completions == []
+        await until(
+            lambda: any("needs a session" in str(n.message) for n in app._notifications), pilot
+        )
+
+    run_app(env, project, body)
+
+
+def test_tree_rewind_and_the_transcript_follows(env: TronEnv) -> None:
+    project = env.project("pilot-tree")
+    env.llm.add(Response([Text("first answer")]), Response([Text("second answer")]))
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        for text in ("first", "second"):
+            app.input.load_text(text)
+            await pilot.press("enter")
+            await until(
+                lambda t=text: (
+                    app.model is not None
+                    and not app.model.busy
+                    and f"{t} answer" in [w.shown for w in app.transcript.query(TextItem)]
+                ),
+                pilot,
+            )
+        await pilot.press("ctrl+t")
+        await until(lambda: isinstance(app.screen, TreeScreen), pilot)
+        await until(lambda: "second answer" in cursor_label(app), pilot)  # starts on the head
+        await pilot.press("up", "up")  # "second" (user), then "first answer"
+        assert "first answer" in cursor_label(app)
+        await pilot.press("r")
+        await until(lambda: user_texts(app) == ["› first"], pilot)
+        shown = [w.shown for w in app.transcript.query(TextItem)]
+        assert shown == ["first answer"]
+        assert app.model is not None
+        session = env.store("get_session", app.model.id)
+        head = env.store("get_event", session.head_event_id)
+        assert head.type == "message.assistant"
+
+    run_app(env, project, body)
+
+
+def test_session_picker_opens_the_chosen_session(env: TronEnv) -> None:
+    project = env.project("pilot-pick")
+    env.llm.add(Response([Text("picked reply")]))
+    created = env.server.run_sync(lambda: _create(env, project, "picked one"))
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        await until(lambda: isinstance(app.screen, PickScreen), pilot)
+        await pilot.press("enter")
+        await until(lambda: app.session_id == created["id"], pilot)
+        app.input.load_text("hi")
+        await pilot.press("enter")
+        await until(
+            lambda: "picked reply" in [w.shown for w in app.transcript.query(TextItem)], pilot
+        )
+
+    run_app(env, project, body, pick_from=[created])
+
+
+async def _create(env: TronEnv, project: Path, title: str) -> dict[str, Any]:
+    async with env.server.connect() as client:
+        session: dict[str, Any] = await client.call(
+            "session.create", {"workingDirectory": str(project), "title": title}
+        )
+        return session
+
+
+def test_a_question_is_asked_inline_and_answered_with_agent_respond(env: TronEnv) -> None:
+    """The server side (issue 19) is not there yet: the app is told it has
+    agent.respond, gets a question notification, shows it, and sends the answer
+    (which this server refuses: the user is told)."""
+    project = env.project("pilot-ask")
+    created = env.server.run_sync(lambda: _create(env, project, "ask"))
+    methods = ["agent.respond", *load_methods(env)]
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        await until(lambda: app.model is not None and app.model.loaded, pilot)
+        app._on_notification(
+            Notification(
+                "agent.question",
+                created["id"],
+                "",
+                {"requestId": "req_1", "question": "Which file?", "options": ["a.py", "b.py"]},
+            )
+        )
+        await until(lambda: isinstance(app.screen, RequestScreen), pilot)
+        await pilot.press("down", "enter")
+        await until(lambda: any("not taken" in str(n.message) for n in app._notifications), pilot)
+
+    run_app(env, project, body, session=created, caps={"methods": methods})
+
+
+def load_methods(env: TronEnv) -> list[str]:
+    async def info() -> list[str]:
+        async with env.server.connect() as client:
+            return list((await client.call("system.info"))["methods"])
+
+    return asyncio.run(info())
+
+
+class _Host(App[Any]):
+    def __init__(self, request: Request) -> None:
+        super().__init__()
+        self.request = request
+        self.answer: Any = "unset"
+
+    def on_mount(self) -> None:
+        def done(answer: Any) -> None:
+            self.answer = answer
+
+        self.push_screen(RequestScreen(self.request), done)
+
+
+def _answer(request: Request, keys: list[str]) -> Any:
+    async def main() -> Any:
+        host = _Host(request)
+        async with host.run_test() as pilot:
+            await pilot.pause(0.1)
+            await pilot.press(*keys)
+            await pilot.pause(0.1)
+        return host.answer
+
+    return asyncio.run(main())
+
+
+def test_request_screen_answers() -> None:
+    question = Request("r1", "question", "Pick", ("red", "green", "blue"))
+    assert _answer(question, ["down", "enter"]) == "green"
+    free = Request("r2", "question", "Name?")
+    assert _answer(free, ["a", "b", "enter"]) == "ab"
+    multi = Request("r3", "question", "Which?", ("x", "y", "z"), multi_select=True)
+    assert _answer(multi, ["enter", "down", "down", "enter", "ctrl+s"]) == ["x", "z"]
+    approval = Request(
+        "r4", "approval", "Allow Bash?", tool_name="Bash", tool_input={"command": "rm -rf build"}
+    )
+    assert _answer(approval, ["enter"]) == {"decision": "allow"}
+    assert _answer(approval, ["down", "enter"]) == {"decision": "allow_always"}
+    assert _answer(approval, ["down", "down", "enter", "n", "o", "enter"]) == {
+        "decision": "deny",
+        "reason": "no",
+    }
+    assert _answer(question, ["escape"]) is None  # answered later: nothing sent
+
+
+def test_tool_card_expands_on_enter(env: TronEnv) -> None:
+    from tests.server.scripted_llm import ToolUse
+
+    project = env.project("pilot-card")
+    env.llm.add(Response([ToolUse("Bash", {"command": "seq 1 30"})]), Response([Text("counted")]))
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        app.input.load_text("count")
+        await pilot.press("enter")
+        await until(
+            lambda: (
+                bool(app.transcript.query(ToolCard))
+                and app.model is not None
+                and not app.model.busy
+            ),
+            pilot,
+        )
+        card = app.transcript.query_one(ToolCard)
+        assert "\n30" in card.plain and "\n3\n" not in card.plain
+        card.focus()
+        await pilot.press("enter")
+        assert card.expanded and "\n3\n" in card.plain
+
+    run_app(env, project, body)
+
+
+def test_a_task_call_is_a_sub_agent_card(env: TronEnv) -> None:
+    """Issue 18: the Task card names the child session, shows its activity and result,
+    and the status line's cost includes the child's."""
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("tron_server.agent.subagents") is None:
+        pytest.skip("this server has no Task tool yet (the sub-agent work, issue 18)")
+    from tests.server.scripted_llm import ToolUse
+
+    project = env.project("pilot-task")
+    env.llm.add(
+        Response([ToolUse("Task", {"description": "scan files", "prompt": "list the files"})]),
+        Response([ToolUse("Bash", {"command": "echo child-was-here"})]),
+        Response([Text("child result: 3 files")]),
+        Response([Text("The sub-agent says 3 files.")]),
+    )
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        app.input.load_text("delegate")
+        await pilot.press("enter")
+        await until(
+            lambda: (
+                "The sub-agent says 3 files." in [w.shown for w in app.transcript.query(TextItem)]
+            ),
+            pilot,
+        )
+        card = app.transcript.query_one(ToolCard)
+        assert card.plain.startswith("✓ Task  scan files")
+        assert "sub-agent sess_" in card.plain and "child result: 3 files" in card.plain
+        await until(
+            lambda: isinstance(app.model and app.model.session.get("totalWithChildren"), dict),
+            pilot,
+        )
+        assert app.model is not None
+        total = app.model.session["totalWithChildren"]
+        assert total["sessions"] == 2 and total["cost"] > app.model.session["cost"]
+
+    run_app(env, project, body)

@@ -1,0 +1,273 @@
+"""Finding tron-server, starting one when none answers, and connecting to it.
+
+The address comes from ``--server`` when given, else from the record a running
+server keeps in ``<home>/server.json`` (:mod:`tron_server.server_record`), else
+the default ``ws://127.0.0.1:8420/rpc`` (the port from ``TRON_PORT`` when set,
+as for tron-server). The token is always the one in
+``<home>/server-token``, read again on every connection (a restarted server has
+a new one).
+
+When nothing answers and no ``--server`` was named, :func:`attach` starts
+``tron-server`` in the background on the same home (and so the same default
+database; ``TRON_*`` settings are inherited), detached from the terminal with
+its output in ``<home>/logs/tron-server-output.log``, and says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
+
+from ..client import DEFAULT_URL, TronClient
+from ..server_record import new_record, read_server_record, write_server_record
+from .errors import EXIT_NO_SERVER, TerminalError
+
+DEFAULT_PORT = 8420
+#: How long a background server may take to accept its first connection.
+START_TIMEOUT = 30.0
+#: How long one connection attempt may take.
+CONNECT_TIMEOUT = 5.0
+
+
+def default_port() -> int:
+    """``$TRON_PORT`` (tron-server's own setting) or 8420."""
+    try:
+        return int(os.environ.get("TRON_PORT") or DEFAULT_PORT)
+    except ValueError:
+        return DEFAULT_PORT
+
+
+def default_home() -> Path:
+    """``$TRON_HOME`` or ``~/.tron`` (the server's default too)."""
+    env = os.environ.get("TRON_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".tron"
+
+
+class Unreachable(Exception):
+    """Nothing answered at the address (refused, timed out, not a tron-server)."""
+
+
+class Refused(Exception):
+    """A server answered but refused the upgrade (HTTP ``status``: the token, Host or Origin)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ServerAddress:
+    """Where to connect: ``home`` (token and record) and an optional explicit URL."""
+
+    home: Path
+    explicit_url: str | None = None
+
+    def url(self) -> str:
+        """The URL to try now: ``--server``, the server's record, or the default."""
+        if self.explicit_url:
+            return self.explicit_url
+        record = read_server_record(self.home)
+        if record is not None:
+            return record.url
+        port = default_port()
+        return DEFAULT_URL if port == DEFAULT_PORT else f"ws://127.0.0.1:{port}/rpc"
+
+    @property
+    def token_path(self) -> Path:
+        return self.home / "server-token"
+
+    def token(self) -> str | None:
+        """The current token, or None when there is none yet."""
+        try:
+            return self.token_path.read_text().strip() or None
+        except OSError:
+            return None
+
+
+class Connection:
+    """An open :class:`TronClient` and how to close it."""
+
+    def __init__(self, client: TronClient, url: str, stack: contextlib.AsyncExitStack) -> None:
+        self.client = client
+        self.url = url
+        self._stack = stack
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._stack.aclose()
+
+
+async def connect_once(address: ServerAddress, url: str | None = None) -> Connection:
+    """One attempt to connect with the current token.
+
+    Raises :class:`Unreachable`, :class:`Refused`, or :class:`TerminalError` for
+    a URL that is not a WebSocket URL."""
+    url = url or address.url()
+    token = address.token()
+    stack = contextlib.AsyncExitStack()
+    try:
+        client = await stack.enter_async_context(
+            TronClient.connect(url, token=token, open_timeout=CONNECT_TIMEOUT)
+        )
+    except InvalidURI as exc:
+        raise TerminalError(
+            f"{url!r} is not a server address: give --server as ws://HOST:PORT/rpc", EXIT_NO_SERVER
+        ) from exc
+    except InvalidStatus as exc:
+        raise Refused(exc.response.status_code) from exc
+    except (OSError, TimeoutError, InvalidHandshake, EOFError) as exc:
+        raise Unreachable(str(exc) or type(exc).__name__) from exc
+    return Connection(client, url, stack)
+
+
+def refused_error(address: ServerAddress, url: str, status: int) -> TerminalError:
+    """The message for a server that refused the connection."""
+    if address.token() is None:
+        what = f"there is no token at {address.token_path}"
+    else:
+        what = f"it refused the token in {address.token_path} (HTTP {status})"
+    return TerminalError(
+        f"A tron-server answers at {url}, but {what}. It was probably started with another "
+        "home: pass that --home (or TRON_HOME), or restart it with this one.",
+        EXIT_NO_SERVER,
+    )
+
+
+def _free_port() -> int:
+    """The default port (8420, or ``$TRON_PORT``) when it is free, else one the system picks."""
+    for port in (default_port(), 0):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(sock.getsockname()[1])
+    raise TerminalError("no free port to start tron-server on", EXIT_NO_SERVER)  # pragma: no cover
+
+
+@dataclass
+class Launched:
+    """A tron-server this client started in the background."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    log_path: Path
+
+
+def start_server(home: Path) -> Launched:
+    """Start ``tron-server`` detached (its own session: it outlives this terminal),
+    on a free port, its output going to ``<home>/logs/tron-server-output.log``."""
+    port = _free_port()
+    logs = home / "logs"
+    logs.mkdir(parents=True, exist_ok=True, mode=0o700)
+    log_path = logs / "tron-server-output.log"
+    command = [sys.executable, "-m", "tron_server", "--home", str(home), "--port", str(port)]
+    with open(log_path, "ab") as log:
+        log.write(f"\n--- started by tron at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+        log.flush()
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    record = new_record("127.0.0.1", port, pid=process.pid)
+    # Until the server writes its own record, ours lets the next `tron` find it
+    # (the server's record, once written, replaces this one).
+    with contextlib.suppress(OSError):
+        write_server_record(home, record)
+    return Launched(process, record.url, log_path)
+
+
+def _log_tail(path: Path, lines: int = 8) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+async def attach(
+    address: ServerAddress,
+    *,
+    start: bool = True,
+    announce: Callable[[str], None] | None = None,
+) -> Connection:
+    """Connect to the server, starting one in the background when none answers
+    (never when ``--server`` named one). Raises :class:`TerminalError`."""
+    url = address.url()
+    try:
+        return await connect_once(address, url)
+    except Refused as exc:
+        raise refused_error(address, url, exc.status) from None
+    except Unreachable as exc:
+        if address.explicit_url or not start:
+            raise TerminalError(
+                f"No tron-server answers at {url} ({exc}). Start one with `tron-server` "
+                "(or run `tron` without --server to start one in the background).",
+                EXIT_NO_SERVER,
+            ) from None
+    launched = start_server(address.home)
+    if announce is not None:
+        announce(
+            f"Started tron-server in the background (pid {launched.process.pid}, "
+            f"{launched.url}); its output: {launched.log_path}"
+        )
+    return await _wait_for(address, launched)
+
+
+async def _wait_for(address: ServerAddress, launched: Launched) -> Connection:
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        try:
+            return await connect_once(address, launched.url)
+        except Refused:
+            # The token file may still be the previous launch's for a moment.
+            pass
+        except Unreachable:
+            pass
+        if launched.process.poll() is not None:
+            # It exited: maybe another `tron` started one at the same moment.
+            with contextlib.suppress(Unreachable, Refused):
+                return await connect_once(address)
+            tail = _log_tail(launched.log_path)
+            raise TerminalError(
+                "No tron-server was running and the one started in the background exited "
+                f"(status {launched.process.returncode}). See {launched.log_path}"
+                + (f":\n{tail}" if tail else "."),
+                EXIT_NO_SERVER,
+            )
+        if time.monotonic() > deadline:
+            raise TerminalError(
+                f"tron-server was started in the background (pid {launched.process.pid}) but "
+                f"did not answer within {START_TIMEOUT:.0f} s. See {launched.log_path}.",
+                EXIT_NO_SERVER,
+            )
+        await asyncio.sleep(0.1)
+
+
+__all__ = [
+    "Connection",
+    "Launched",
+    "Refused",
+    "ServerAddress",
+    "TerminalError",
+    "Unreachable",
+    "attach",
+    "connect_once",
+    "default_home",
+    "refused_error",
+    "start_server",
+]

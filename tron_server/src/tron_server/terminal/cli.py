@@ -1,0 +1,350 @@
+"""``tron``: the terminal client of tron-server.
+
+    tron                         # a session in this folder (starts tron-server if none runs)
+    tron "fix the failing test"  # the same, with a first message
+    tron -c                      # continue this folder's most recent session
+    tron -r [ID]                 # pick one of this folder's sessions, or open ID
+    tron --fork EVENT            # a new session continuing from EVENT
+    tron -p "prompt"             # print mode: one run, the reply on stdout (no terminal needed)
+
+Every error is a sentence on stderr and an exit status (see ``--help``); a
+traceback is shown only with ``TRON_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..client import ConnectionLost, RpcCallError, TronClient
+from . import sessions
+from .attach import ServerAddress, attach, default_home
+from .capabilities import Capabilities, accepts_param, load
+from .errors import (
+    EXIT_NO_SERVER,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_TURN_FAILED,
+    EXIT_USAGE,
+    TerminalError,
+)
+
+EPILOG = """\
+keys (interactive):
+  Enter sends · Ctrl+J, or a trailing \\ then Enter: new line
+  Up/Down: input history · Esc: abort the running turn · Ctrl+C twice: quit
+  Ctrl+T: the session tree (fork or rewind at any message) · / then Tab: commands
+
+exit status:
+  0 ok · 1 the turn failed · 2 bad usage · 3 no server (none answers and none
+  could start, or it refused the token) · 4 unknown session or event
+
+environment:
+  TRON_HOME (default ~/.tron): the server's token and address are read there;
+  NO_COLOR: no colours; TRON_DEBUG=1: show tracebacks.
+"""
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("tron-server")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tron",
+        description="Tron's terminal client: talk to the coding agent in this folder.\n"
+        "It attaches to a running tron-server, or starts one in the background.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("prompt", nargs="?", help="a first message (with -p: the prompt)")
+    parser.add_argument(
+        "-p",
+        "--print",
+        action="store_true",
+        help="print mode: run one prompt, print the reply and exit (the prompt is read "
+        "from stdin when not given)",
+    )
+    parser.add_argument(
+        "--output-format",
+        choices=("text", "json", "stream-json"),
+        help="with -p: text (the reply, default), json (one result object) or "
+        "stream-json (one JSON object per notification, then the result)",
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "-c", "--continue", dest="continue_", action="store_true",
+        help="continue this folder's most recent session",
+    )  # fmt: skip
+    which.add_argument(
+        "-r", "--resume", nargs="?", const="", metavar="ID",
+        help="open session ID (or a unique prefix); without ID, pick one of this folder's",
+    )  # fmt: skip
+    which.add_argument("--fork", metavar="EVENT", help="start a new session forked at EVENT")
+    parser.add_argument("--model", help="the model for this session (model.switch if it exists)")
+    parser.add_argument(
+        "--max-turns", type=int, metavar="N", help="with -p: stop after N model calls"
+    )
+    parser.add_argument(
+        "--permission-mode",
+        metavar="MODE",
+        help="the session's permission mode (as the server names them, e.g. default, "
+        "acceptEdits, plan)",
+    )
+    parser.add_argument(
+        "--dangerously-skip-permissions",
+        action="store_true",
+        help="the bypassPermissions mode (the server must allow it)",
+    )
+    parser.add_argument("--server", metavar="URL", help="ws://HOST:PORT/rpc of the server to use")
+    parser.add_argument(
+        "--home", type=Path, help="Tron's home: token and server record (default ~/.tron)"
+    )
+    parser.add_argument(
+        "--no-start",
+        action="store_true",
+        help="do not start tron-server when none answers (fail instead)",
+    )
+    parser.add_argument("--version", action="version", version=f"tron {version()}")
+    return parser
+
+
+@dataclass
+class Options:
+    """The parsed command line, checked."""
+
+    args: argparse.Namespace
+    home: Path
+    cwd: Path
+
+    @property
+    def address(self) -> ServerAddress:
+        return ServerAddress(self.home, self.args.server)
+
+    @property
+    def permission_mode(self) -> str | None:
+        if self.args.dangerously_skip_permissions:
+            return "bypassPermissions"
+        mode: str | None = self.args.permission_mode
+        return mode
+
+
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.output_format and not args.print:
+        parser.error("--output-format needs -p (print mode)")
+    if args.max_turns is not None and not args.print:
+        parser.error("--max-turns needs -p (print mode)")
+    if args.max_turns is not None and args.max_turns < 1:
+        parser.error("--max-turns must be at least 1")
+    if args.dangerously_skip_permissions and args.permission_mode:
+        parser.error("give --permission-mode or --dangerously-skip-permissions, not both")
+    if args.print and args.resume == "":
+        parser.error("-r needs a session id with -p (there is no list to pick from)")
+
+
+def _announce(message: str) -> None:
+    print(f"tron: {message}", file=sys.stderr, flush=True)
+
+
+def read_prompt(args: argparse.Namespace) -> str:
+    """The print-mode prompt: the argument, else stdin."""
+    if args.prompt is not None:
+        prompt: str = args.prompt
+    elif sys.stdin is None or sys.stdin.isatty():
+        raise TerminalError(
+            'no prompt: give it after -p (tron -p "…") or pipe it on stdin', EXIT_USAGE
+        )
+    else:
+        prompt = sys.stdin.read()
+    if not prompt.strip():
+        raise TerminalError("the prompt is empty", EXIT_USAGE)
+    return prompt
+
+
+async def open_session(
+    client: TronClient, opts: Options, *, create: bool, first_prompt: str | None = None
+) -> dict[str, Any] | None:
+    """The session the command line names; a new one (None unless ``create``) otherwise."""
+    args = opts.args
+    session: dict[str, Any] | None = None
+    if args.continue_:
+        session = await sessions.latest_session(client, opts.cwd)
+    elif args.resume:
+        session = await sessions.get_session(client, args.resume, opts.cwd)
+        sessions.usable(session)
+    elif args.fork:
+        session = await sessions.fork_session(client, args.fork)
+    if session is not None:
+        if args.model and args.model != session.get("model"):
+            await client.call("model.switch", {"sessionId": session["id"], "model": args.model})
+            session = await client.call("session.get", {"sessionId": session["id"]})
+        return session
+    if not create:
+        return None
+    params: dict[str, Any] = {"workingDirectory": str(opts.cwd)}
+    if args.model:
+        params["model"] = args.model
+    title = sessions.title_of(first_prompt)
+    if title:
+        params["title"] = title
+    created: dict[str, Any] = await client.call("session.create", params)
+    return created
+
+
+async def set_mode(client: TronClient, caps: Capabilities, session_id: str, mode: str) -> None:
+    method = caps.mode_method
+    assert method is not None
+    await client.call(method, {"sessionId": session_id, "mode": mode})
+
+
+def check_mode_supported(caps: Capabilities, mode: str | None) -> None:
+    if mode is not None and caps.mode_method is None:
+        raise TerminalError(
+            f"this tron-server has no permission modes (it offers no method to set one), so "
+            f"the mode {mode!r} cannot be applied: drop the flag, or update tron-server.",
+            EXIT_USAGE,
+        )
+
+
+async def print_mode(opts: Options) -> int:
+    from .printmode import run_print
+
+    prompt = read_prompt(opts.args)
+    conn = await attach(opts.address, start=not opts.args.no_start, announce=_announce)
+    try:
+        client = conn.client
+        caps = await load(client)
+        check_mode_supported(caps, opts.permission_mode)
+        extra: dict[str, Any] = {}
+        if opts.args.max_turns is not None:
+            if not await accepts_param(client, "agent.message", "maxTurns", opts.args.max_turns):
+                raise TerminalError(
+                    "this tron-server does not take a turn limit per message (agent.message has "
+                    "no maxTurns): drop --max-turns, or update tron-server.",
+                    EXIT_USAGE,
+                )
+            extra["maxTurns"] = opts.args.max_turns
+        session = await open_session(client, opts, create=True, first_prompt=prompt)
+        assert session is not None
+        if opts.permission_mode is not None:
+            await set_mode(client, caps, session["id"], opts.permission_mode)
+        return await run_print(
+            client,
+            session,
+            prompt,
+            output_format=opts.args.output_format or "text",
+            extra=extra,
+        )
+    finally:
+        await conn.close()
+
+
+async def interactive(opts: Options) -> int:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise TerminalError(
+            'the interactive client needs a terminal: use -p for scripts (tron -p "…")',
+            EXIT_USAGE,
+        )
+    conn = await attach(opts.address, start=not opts.args.no_start, announce=_announce)
+    try:
+        caps = await load(conn.client)
+        check_mode_supported(caps, opts.permission_mode)
+        session = await open_session(conn.client, opts, create=False)
+        pick: list[dict[str, Any]] | None = None
+        if opts.args.resume == "":
+            pick = await sessions.folder_sessions(conn.client, opts.cwd)
+            if not pick:
+                raise TerminalError(
+                    f"No sessions in {opts.cwd} yet: run `tron` to start one.", EXIT_NOT_FOUND
+                )
+    except BaseException:
+        await conn.close()
+        raise
+    from .app import TronApp
+
+    app = TronApp(
+        address=opts.address,
+        connection=conn,
+        capabilities=caps,
+        cwd=opts.cwd,
+        session=session,
+        pick_from=pick,
+        first_prompt=opts.args.prompt,
+        model=opts.args.model,
+        permission_mode=opts.permission_mode,
+    )
+    try:
+        await app.run_async()
+    finally:
+        await app.close_link()
+    if app.error is not None:
+        raise app.error
+    if app.session_id is not None:
+        sid = app.session_id
+        print(f"Session {sid} · continue it with `tron -c` (or `tron -r {sid}`)")
+    return EXIT_OK
+
+
+def _rpc_error(exc: RpcCallError) -> TerminalError:
+    if exc.code == -32000:
+        return TerminalError(
+            f"{exc.message}: `tron -r` lists this folder's sessions.", EXIT_NOT_FOUND
+        )
+    if exc.code == -32602:
+        fields = ", ".join(
+            f"{e.get('field')}: {e.get('message')}"
+            for e in exc.data.get("errors") or []
+            if isinstance(e, dict)
+        )
+        return TerminalError(f"the server refused the request: {fields or exc.message}", EXIT_USAGE)
+    return TerminalError(f"the server answered: {exc.message}", EXIT_TURN_FAILED)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``tron`` command; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_args(parser, args)
+    home = (args.home or default_home()).expanduser()
+    opts = Options(args=args, home=home, cwd=Path.cwd().resolve())
+    try:
+        return asyncio.run(print_mode(opts) if args.print else interactive(opts))
+    except KeyboardInterrupt:
+        return 130
+    except TerminalError as exc:
+        print(f"tron: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except RpcCallError as exc:
+        error = _rpc_error(exc)
+        print(f"tron: {error.message}", file=sys.stderr)
+        return error.exit_code
+    except ConnectionLost as exc:
+        print(
+            f"tron: lost the connection to tron-server ({exc}); is it still running?",
+            file=sys.stderr,
+        )
+        return EXIT_NO_SERVER
+    except Exception as exc:
+        if os.environ.get("TRON_DEBUG"):
+            raise
+        print(
+            f"tron: unexpected error: {type(exc).__name__}: {exc}. Run again with TRON_DEBUG=1 "
+            "for the details, and please report it.",
+            file=sys.stderr,
+        )
+        return 70
+
+
+__all__ = ["build_parser", "main", "open_session"]

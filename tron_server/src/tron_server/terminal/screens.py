@@ -1,0 +1,326 @@
+"""Screens over the conversation: the session tree, a list to pick from, and the
+question / approval prompt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, Static, Tree
+from textual.widgets.option_list import Option
+from textual.widgets.tree import TreeNode
+
+from .model import MESSAGE_TYPES, SessionModel, content_text
+
+_NODE_TYPES = MESSAGE_TYPES | {"session.start", "session.fork"}
+
+
+@dataclass(frozen=True)
+class TreeChoice:
+    action: str  # "fork" | "rewind"
+    event_id: str
+
+
+def _label(ev: dict[str, Any], on_path: bool, is_head: bool, width: int = 60) -> Text:
+    p = ev.get("payload") or {}
+    kind = ev.get("type")
+    if kind == "message.user":
+        icon, label = "›", content_text(p.get("content"))
+    elif kind == "message.assistant":
+        icon = "◆"
+        content = p.get("content")
+        blocks: list[Any] = content if isinstance(content, list) else []
+        tools = [
+            str(b.get("name"))
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "tool_use"
+        ]
+        label = content_text(content) or (f"[{', '.join(tools)}]" if tools else "")
+    elif kind == "session.fork":
+        icon, label = "⑂", f"fork of {p.get('sourceSessionId') or '?'}"
+    else:
+        icon, label = "●", f"start · {p.get('model') or ''}"
+    label = " ".join(label.replace("`", "").replace("*", "").split()) or "(no text)"
+    if len(label) > width:
+        label = label[: width - 1] + "…"
+    text = Text(f"{icon} ", style="bold" if on_path else "dim")
+    text.append(label, style="" if on_path else "dim")
+    if is_head:
+        text.append("  HEAD", style="bold reverse")
+    return text
+
+
+class TreeScreen(ModalScreen[TreeChoice | None]):
+    """The session's tree of messages. ``f`` forks at the selected message, ``r``
+    rewinds to it (on the current path only), Esc closes."""
+
+    DEFAULT_CSS = """
+    TreeScreen { align: center middle; }
+    TreeScreen > Vertical { width: 95%; height: 90%; border: round $accent; background: $surface; }
+    TreeScreen Tree { height: 1fr; }
+    TreeScreen .hint { height: auto; color: $text-muted; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("f", "fork", "Fork here"),
+        Binding("r", "rewind", "Rewind here"),
+        Binding("escape", "close", "Close"),
+    ]
+
+    def __init__(self, model: SessionModel) -> None:
+        super().__init__()
+        self.model = model
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(
+                "Session tree · ↑↓ move · f fork here · r rewind here · Esc close", classes="hint"
+            )
+            yield Tree[str]("session", id="tree")
+            yield Static("", id="tree-info", classes="hint")
+
+    def on_mount(self) -> None:
+        tree = self.query_one(Tree)
+        tree.show_root = False
+        model = self.model
+        shown = {eid: ev for eid, ev in model.events.items() if ev.get("type") in _NODE_TYPES}
+
+        def shown_parent(ev: dict[str, Any]) -> str | None:
+            current = ev.get("parentId")
+            while current:
+                if current in shown:
+                    return str(current)
+                parent = model.events.get(current)
+                current = parent.get("parentId") if parent else None
+            return None
+
+        children: dict[str | None, list[dict[str, Any]]] = {}
+        for ev in shown.values():
+            children.setdefault(shown_parent(ev), []).append(ev)
+        for kids in children.values():
+            kids.sort(key=lambda e: (e.get("depth", 0), e.get("sessionId") == model.id,
+                                     e.get("sequence", 0)))  # fmt: skip
+        on_path = {e["id"] for e in model.path()}
+        head = model.head_id
+        while head and head not in shown:
+            head = (model.events.get(head) or {}).get("parentId")
+        cursor_node: TreeNode[str] | None = None
+
+        def add_chain(node: TreeNode[str], ev: dict[str, Any]) -> None:
+            nonlocal cursor_node
+            current = ev
+            while True:
+                eid = str(current["id"])
+                kids = children.get(eid, [])
+                leaf = node.add_leaf(_label(current, eid in on_path, eid == head), data=eid)
+                if eid == head:
+                    cursor_node = leaf
+                if len(kids) == 1:
+                    current = kids[0]
+                    continue
+                for kid in kids:
+                    branch = node.add(
+                        Text("⑂ branch", style="" if kid["id"] in on_path else "dim"),
+                        data=str(kid["id"]),
+                        expand=True,
+                    )
+                    add_chain(branch, kid)
+                return
+
+        for root in children.get(None, []):
+            add_chain(tree.root, root)
+        tree.focus()
+        if cursor_node is not None:
+            target: TreeNode[str] = cursor_node
+            self.call_after_refresh(lambda: tree.move_cursor(target))
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
+        event_id = event.node.data
+        ev = self.model.events.get(event_id) if event_id else None
+        if ev is None:
+            return
+        label = _label(ev, True, False, 50).plain
+        self._say(f"{label}  ·  {event_id}")
+
+    def _selected(self) -> str | None:
+        node = self.query_one(Tree).cursor_node
+        if node is None or node.data is None:
+            return None
+        ev = self.model.events.get(node.data)
+        return node.data if ev is not None and ev.get("type") in MESSAGE_TYPES else None
+
+    def _say(self, text: str) -> None:
+        self.query_one("#tree-info", Static).update(text)
+
+    def action_fork(self) -> None:
+        event_id = self._selected()
+        if event_id is None:
+            self._say("Select a message to fork from.")
+            return
+        self.dismiss(TreeChoice("fork", event_id))
+
+    def action_rewind(self) -> None:
+        event_id = self._selected()
+        if event_id is None:
+            self._say("Select a message to rewind to.")
+            return
+        if event_id not in {e["id"] for e in self.model.path()}:
+            self._say("That message is on another branch: fork from it instead (f).")
+            return
+        if event_id == self.model.head_id:
+            self._say("That is already the head.")
+            return
+        self.dismiss(TreeChoice("rewind", event_id))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class PickScreen(ModalScreen[str | None]):
+    """Pick one of a list (sessions, models): Enter picks, Esc cancels."""
+
+    DEFAULT_CSS = """
+    PickScreen { align: center middle; }
+    PickScreen > Vertical { width: 95%; height: auto; max-height: 90%; border: round $accent;
+                            background: $surface; }
+    PickScreen OptionList { height: auto; max-height: 30; }
+    PickScreen .hint { color: $text-muted; padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, choices: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.choices = choices
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(f"{self.title_text} · Enter picks · Esc cancels", classes="hint")
+            yield OptionList(*(Option(label, id=value) for value, label in self.choices))
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+@dataclass(frozen=True)
+class Request:
+    """A question or an approval the server waits on (``agent.respond`` answers it)."""
+
+    request_id: str
+    kind: str  # "question" | "approval"
+    text: str
+    options: tuple[str, ...] = ()
+    multi_select: bool = False
+    tool_name: str = ""
+    tool_input: Any = None
+
+
+APPROVAL_CHOICES = (
+    ("allow", "Allow once"),
+    ("allow_always", "Allow always (this session)"),
+    ("deny", "Deny"),
+)
+
+
+class RequestScreen(ModalScreen[Any]):
+    """Answer a question (a choice, several, or free text) or an approval
+    (allow once, allow always, deny with an optional reason). Esc dismisses
+    without answering (the request stays pending on the server)."""
+
+    DEFAULT_CSS = """
+    RequestScreen { align: center bottom; }
+    RequestScreen > Vertical { width: 100%; height: auto; max-height: 80%; border: round $warning;
+                               background: $surface; padding: 0 1; }
+    RequestScreen OptionList { height: auto; max-height: 12; }
+    RequestScreen .hint { color: $text-muted; }
+    """
+    BINDINGS = [Binding("escape", "later", "Answer later")]
+
+    def __init__(self, request: Request) -> None:
+        super().__init__()
+        self.request = request
+        self.selected: set[str] = set()
+        self._deny = False
+
+    def compose(self) -> ComposeResult:
+        r = self.request
+        with Vertical():
+            if r.kind == "approval":
+                yield Static(Text(f"Allow {r.tool_name}?", style="bold"))
+                yield Static(Text(_compact(r.tool_input), style="cyan"))
+                yield OptionList(*(Option(label, id=v) for v, label in APPROVAL_CHOICES))
+                yield Input(placeholder="reason for denying (optional), Enter", id="reason")
+            else:
+                yield Static(Text(r.text, style="bold"))
+                if r.options:
+                    yield OptionList(*(Option(o, id=str(i)) for i, o in enumerate(r.options)))
+                    if r.multi_select:
+                        yield Static("Enter toggles · Ctrl+S sends", classes="hint")
+                else:
+                    yield Input(placeholder="your answer, Enter sends", id="answer")
+            yield Static("Esc: answer later", classes="hint")
+
+    def on_mount(self) -> None:
+        if self.request.kind == "approval":
+            self.query_one("#reason", Input).display = False
+        self.query_one(OptionList if self.query(OptionList) else Input).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        r = self.request
+        value = event.option.id or ""
+        if r.kind == "approval":
+            if value == "deny":
+                reason = self.query_one("#reason", Input)
+                reason.display = True
+                reason.focus()
+                self._deny = True
+                return
+            self.dismiss({"decision": value})
+            return
+        if r.multi_select:
+            label = r.options[int(value)]
+            if label in self.selected:
+                self.selected.discard(label)
+            else:
+                self.selected.add(label)
+            event.option_list.replace_option_prompt(
+                value, ("☑ " if label in self.selected else "") + label
+            )
+            return
+        self.dismiss(r.options[int(value)])
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if self.request.kind == "approval":
+            self.dismiss({"decision": "deny", "reason": event.value or None})
+        else:
+            self.dismiss(event.value)
+
+    def key_ctrl_s(self) -> None:
+        if self.request.multi_select:
+            self.dismiss([o for o in self.request.options if o in self.selected])
+
+    def action_later(self) -> None:
+        self.dismiss(None)
+
+
+def _compact(value: Any, width: int = 400) -> str:
+    import json
+
+    if isinstance(value, dict) and isinstance(value.get("command"), str):
+        text = str(value["command"])
+    else:
+        text = json.dumps(value, ensure_ascii=False) if value is not None else ""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+__all__ = ["APPROVAL_CHOICES", "PickScreen", "Request", "RequestScreen", "TreeChoice", "TreeScreen"]

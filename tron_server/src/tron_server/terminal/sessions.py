@@ -1,0 +1,151 @@
+"""Which session to open: a new one, this folder's latest (``-c``), one picked or
+named (``-r``), or a fork (``--fork EVENT``); and how a session is described
+in a list (title, age, messages, cost)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..client import RpcCallError, TronClient
+from .errors import EXIT_NOT_FOUND, EXIT_USAGE, TerminalError
+
+#: ``session.list`` has no folder filter: the client reads the most recent
+#: sessions (the protocol's maximum page) and keeps this folder's.
+LIST_LIMIT = 1000
+
+
+def is_subagent(session: dict[str, Any]) -> bool:
+    """A child session a ``Task`` call started (not something a user opens first)."""
+    if "kind" in session:
+        return bool(session.get("kind") == "subagent")
+    return bool(session.get("parentSessionId")) and not session.get("forkFromEventId")
+
+
+async def folder_sessions(client: TronClient, folder: Path) -> list[dict[str, Any]]:
+    """This folder's sessions (not sub-agents' child sessions), most recently active first."""
+    result = await client.call("session.list", {"limit": LIST_LIMIT})
+    wanted = str(folder)
+    return [
+        s for s in result["sessions"] if s.get("workingDirectory") == wanted and not is_subagent(s)
+    ]
+
+
+async def latest_session(client: TronClient, folder: Path) -> dict[str, Any]:
+    """The most recent active session of ``folder`` (``tron -c``)."""
+    for session in await folder_sessions(client, folder):
+        if session.get("status") == "active":
+            return session
+    raise TerminalError(
+        f"No session to continue in {folder}: run `tron` to start one "
+        "(or `tron -r` to pick an ended one to fork).",
+        EXIT_NOT_FOUND,
+    )
+
+
+async def get_session(client: TronClient, session_id: str, folder: Path) -> dict[str, Any]:
+    """A session by id, or by a unique prefix of one of this folder's sessions."""
+    try:
+        session: dict[str, Any] = await client.call("session.get", {"sessionId": session_id})
+        return session
+    except RpcCallError as exc:
+        if exc.code != -32000:
+            raise
+    matches = [s for s in await folder_sessions(client, folder) if s["id"].startswith(session_id)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise TerminalError(
+            f"{session_id!r} matches {len(matches)} sessions of {folder}: give more of the id "
+            "(`tron -r` lists them).",
+            EXIT_USAGE,
+        )
+    raise TerminalError(
+        f"Unknown session {session_id!r}: `tron -r` lists this folder's sessions.",
+        EXIT_NOT_FOUND,
+    )
+
+
+async def fork_session(client: TronClient, event_id: str) -> dict[str, Any]:
+    """A new session continuing from ``event_id`` (``tron --fork EVENT``)."""
+    try:
+        result = await client.call("session.fork", {"eventId": event_id})
+    except RpcCallError as exc:
+        if exc.code in (-32000, -32004) or exc.category == "not_found":
+            raise TerminalError(
+                f"Cannot fork from {event_id!r}: {exc.message}. The tree view (Ctrl+T in `tron`) "
+                "shows a session's event ids.",
+                EXIT_NOT_FOUND,
+            ) from None
+        raise
+    session: dict[str, Any] = result["session"]
+    return session
+
+
+def usable(session: dict[str, Any]) -> None:
+    """Refuse an ended session (it takes no more messages: fork it instead)."""
+    if session.get("status") != "active":
+        raise TerminalError(
+            f"Session {session['id']} has ended and takes no more messages: fork it with "
+            f"`tron --fork {session.get('headEventId')}`.",
+            EXIT_USAGE,
+        )
+
+
+def title_of(prompt: str | None) -> str | None:
+    """A session title from its first message: the first line, at most 60 characters."""
+    if not prompt or not prompt.strip():
+        return None
+    line = prompt.strip().splitlines()[0].strip()
+    return line if len(line) <= 60 else line[:59] + "…"
+
+
+def age(timestamp: str | None, now: datetime | None = None) -> str:
+    """``5s``, ``3m``, ``2h``, ``4d`` since ``timestamp`` (ISO 8601)."""
+    if not timestamp:
+        return "?"
+    try:
+        then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return "?"
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    seconds = max(0, int(((now or datetime.now(UTC)) - then).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def money(cost: float | None) -> str:
+    """``$0.0123``-style cost; ``–`` when unknown."""
+    if cost is None:
+        return "–"
+    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
+def describe(session: dict[str, Any], now: datetime | None = None) -> str:
+    """One line: title (or first words of the id), age, messages, cost."""
+    title = session.get("title") or "(untitled)"
+    status = "" if session.get("status") == "active" else "  [ended]"
+    return (
+        f"{title}  ·  {age(session.get('lastActivityAt'), now)} ago  ·  "
+        f"{session.get('messageCount', 0)} messages  ·  {money(session.get('cost'))}"
+        f"  ·  {session['id']}{status}"
+    )
+
+
+__all__ = [
+    "LIST_LIMIT",
+    "age",
+    "describe",
+    "folder_sessions",
+    "fork_session",
+    "get_session",
+    "is_subagent",
+    "latest_session",
+    "money",
+    "title_of",
+    "usable",
+]
