@@ -108,7 +108,10 @@ def test_layout_at_width(browser: Any, web_env: WebEnv, seeded: str, width: int)
 def _sidebar_drawer(page: Page, width: int, sid: str) -> None:
     toggle = page.get_by_test_id("sidebar-toggle")
     expect(toggle).to_have_attribute("aria-expanded", "false")
-    toggle.click()
+    # Closed, the drawer is out of the focus order; the keyboard opens it.
+    assert page.evaluate("document.getElementById('sidebar').inert") is True
+    toggle.focus()
+    page.keyboard.press("Enter")
     expect(page.get_by_test_id("sidebar")).to_be_in_viewport()
     assert on_screen(page, "sidebar") and on_screen(page, "drawer-scrim")
     expect(toggle).to_have_attribute("aria-expanded", "true")

@@ -175,19 +175,19 @@ export function renderDiff(lines, { path = null, context = 3, note = null } = {}
           h("span", { class: "diff-removed" }, `−${removed}`),
         )
       : null,
-    h("div", { class: "diff-body", role: "table", "aria-label": path ? `Changes to ${path}` : "Changes" }, rows),
+    h("div", { class: "diff-body", role: "group", "aria-label": path ? `Changes to ${path}` : "Changes" }, rows),
   );
 }
 
 function row(l) {
-  if (l.op === "@") return h("div", { class: "diff-line hunk", role: "row" }, h("span", { class: "diff-text" }, l.text));
+  if (l.op === "@") return h("div", { class: "diff-line hunk" }, h("span", { class: "diff-text" }, l.text));
   const kind = l.op === "+" ? "add" : l.op === "-" ? "del" : "ctx";
   return h(
     "div",
-    { class: `diff-line ${kind}`, testid: `diff-${kind}`, role: "row" },
+    { class: `diff-line ${kind}`, testid: `diff-${kind}` },
     h("span", { class: "diff-no", "aria-hidden": "true" }, l.oldNo ?? ""),
     h("span", { class: "diff-no", "aria-hidden": "true" }, l.newNo ?? ""),
-    h("span", { class: "diff-mark", "aria-label": kind === "add" ? "added" : kind === "del" ? "removed" : null }, l.op === " " ? " " : l.op === "-" ? "−" : "+"),
+    h("span", { class: "diff-mark" }, l.op === " " ? " " : l.op === "-" ? "−" : "+"),
     h("span", { class: "diff-text" }, l.text || " "),
   );
 }
