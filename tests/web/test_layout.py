@@ -75,6 +75,9 @@ def test_layout_at_width(browser: Any, web_env: WebEnv, seeded: str, width: int)
     sidebar_docked, tree_docked = LAYOUTS[width]
     page = new_page(browser, web_env, width=width, height=800)
     try:
+        # No session open: the empty state's button is on screen.
+        assert on_screen(page, "empty-new")
+        no_sideways_scroll(page)
         open_session(page, seeded)
         expect(page.get_by_test_id("session-title")).to_have_text(TITLE)
         expect(page.get_by_test_id("tool-card")).to_have_count(1)

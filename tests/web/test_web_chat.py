@@ -327,10 +327,18 @@ def test_escape_aborts_the_running_turn(page: Page, web_env: WebEnv) -> None:
 
 def test_model_switch_and_model_output_is_escaped(page: Page, web_env: WebEnv) -> None:
     env = web_env
-    open_session(page, env.new_session("Models"))
+    sid = env.new_session("Models")
+    open_session(page, sid)
     page.get_by_test_id("model-select").select_option("anthropic::claude-haiku-4-5")
     expect(page.get_by_test_id("sys-model-switch")).to_contain_text("claude-haiku-4-5")
     expect(page.get_by_test_id("model-select")).to_have_value("anthropic::claude-haiku-4-5")
+    item = page.locator(f"[data-testid=session-item][data-session-id='{sid}']")
+    expect(item.locator(".session-meta")).to_contain_text("claude-haiku-4-5")
+    # After a reload the picker and the list still show the model the next turn uses.
+    page.reload()
+    expect(page.get_by_test_id("conn-status")).to_have_attribute("data-synced", "true")
+    expect(page.get_by_test_id("model-select")).to_have_value("anthropic::claude-haiku-4-5")
+    expect(item.locator(".session-meta")).to_contain_text("claude-haiku-4-5")
 
     hostile = (
         '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script> '
@@ -350,6 +358,7 @@ def test_model_switch_and_model_output_is_escaped(page: Page, web_env: WebEnv) -
     expect(links).to_have_count(1)
     expect(links).to_have_attribute("href", "https://example.com/x")
     assert page.evaluate("window.pwned") is None
+    assert env.llm.requests[-1]["model"] == "claude-haiku-4-5"
 
     # A failing tool: the card shows the error.
     missing = env.workdir / "missing.txt"
