@@ -8,10 +8,14 @@ in a fork. On SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import io
+
+import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tron_events import EventStore, Session
+from tron_events.transfer import export_jsonl, import_jsonl
 
 
 def new_session(store: EventStore) -> Session:
@@ -143,3 +147,30 @@ def test_the_row_always_shows_the_model_of_the_head(store: EventStore, ops: list
             store.append(s.id, "message.user", {"content": "b", "turn": turn}, parent_id=parent)
         row, state = row_and_state(store, s.id)
         assert row == state, (op, arg)
+
+
+def test_an_import_takes_the_model_of_the_head(store: EventStore) -> None:
+    """A record that carries the session's first model (as the Codex and pi
+    importers write it, or an export of a database from before this fix) still
+    gives a row with the head's model."""
+    s = new_session(store)
+    store.append(s.id, "message.user", {"content": "hi", "turn": 1})
+    store.append(
+        s.id,
+        "config.model_switch",
+        {"previousModel": "claude-a", "newModel": "gpt-5", "provider": "openai"},
+    )
+    point = store.append(s.id, "message.user", {"content": "on gpt", "turn": 2})
+    fork = store.fork(point.id).session
+    out = io.BytesIO()
+    export_jsonl(store, out, session_id=s.id, with_forks=True)
+    lines = [orjson.loads(line) for line in out.getvalue().splitlines()]
+    for record in lines:
+        if record.get("kind") == "session":
+            record["model"], record["provider"] = "claude-a", "anthropic"  # stale
+    store.delete_session(s.id, cascade=True)
+    summary = import_jsonl(store, io.BytesIO(b"\n".join(orjson.dumps(r) for r in lines)))
+    assert summary is not None
+    for sid in (s.id, fork.id):
+        row, state = row_and_state(store, sid)
+        assert row == state == ("gpt-5", "openai"), sid
