@@ -132,9 +132,11 @@ def test_a_provider_error_is_shown_once_with_retry_and_edit(page: Page, web_env:
     wait_idle(page)
     # Once: not again as a line, a live error or a toast.
     page.wait_for_timeout(300)  # a notification that would add a second copy has arrived
-    assert page.get_by_text(failure).count() == 1
+    assert page.locator("#app, #toasts").get_by_text(failure).count() == 1
     expect(page.get_by_test_id("live-error")).to_be_hidden()
     expect(card).to_have_attribute("data-actionable", "true")
+    # Screen readers hear it once too (the transcript is not a live region).
+    expect(page.get_by_test_id("announcer")).to_have_text(f"The turn failed: {failure}")
     shot(page, "provider-error")
 
     # Retry: the same prompt again, from before the failed one; the failure stays in the tree.
@@ -144,6 +146,7 @@ def test_a_provider_error_is_shown_once_with_retry_and_edit(page: Page, web_env:
         transcript(page).locator("[data-testid=msg-assistant]", has_text="one README")
     ).to_be_visible()
     wait_idle(page)
+    expect(page.get_by_test_id("announcer")).to_have_text("The agent finished.")
     expect(page.get_by_test_id("error-card")).to_have_count(0)
     prompts = transcript(page).get_by_test_id("user-text")
     expect(prompts).to_have_text(["Hello there", "Summarize the whole repository"])

@@ -342,6 +342,13 @@ function handleNotification(method, params) {
   // nothing, the live error line) shows it, once.
   if (sd.applyNotification(method, data)) scheduleRender();
   if (method === "agent.turn_end" || method === "agent.complete") refreshSessionSoon(sd.id);
+  // A failed run ends with agent.error, then agent.complete (stop reason "error"): the failure stays said.
+  if (method === "agent.complete" && data.stopReason !== "error") announce(data.stopReason === "aborted" ? "The agent stopped (aborted)." : "The agent finished.");
+  else if (method === "agent.error") announce(`The turn failed: ${data.message || "an error"}`);
+}
+
+function announce(text) {
+  $("announcer").textContent = text;
 }
 
 function onSessionNotification(method, sessionId, data) {
