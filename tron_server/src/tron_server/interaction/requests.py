@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -48,6 +49,8 @@ Outcome = Literal["answered", "timeout", "aborted", "cancelled"]
 Decision = Literal["allow", "allow_always", "deny"]
 _DECISIONS = ("allow", "allow_always", "deny")
 MAX_ANSWER_CHARS = 20_000
+#: How many ended requests are remembered, to tell a late answer how it ended.
+REMEMBERED = 1000
 
 
 class AlreadyAnswered(InvalidOperationError):
@@ -173,9 +176,36 @@ class Requests:
 
     def __init__(self) -> None:
         self._live: dict[str, PendingRequest] = {}
+        self._ended: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
     def get(self, request_id: str) -> PendingRequest | None:
         return self._live.get(request_id)
+
+    def ended(self, request_id: str) -> dict[str, Any] | None:
+        """How a request of this process ended (``agent.request_resolved``'s data)."""
+        return self._ended.get(request_id)
+
+    def check_open(self, request_id: str) -> None:
+        """Raise :class:`AlreadyAnswered` for a request that has ended, saying how."""
+        ended = self._ended.get(request_id)
+        if ended is None:
+            return
+        how = {
+            "answered": "was already answered",
+            "timeout": "timed out",
+            "aborted": "ended: the turn was aborted",
+            "cancelled": "was cancelled by a new message",
+        }.get(str(ended.get("outcome")), "has ended")
+        raise AlreadyAnswered(
+            f"request {request_id} {how}",
+            {"requestId": request_id, "outcome": ended.get("outcome"),
+             "answer": ended.get("answer"), "decision": ended.get("decision")},
+        )  # fmt: skip
+
+    def remember(self, data: dict[str, Any]) -> None:
+        self._ended[str(data["requestId"])] = data
+        while len(self._ended) > REMEMBERED:
+            self._ended.popitem(last=False)
 
     def for_session(self, session_id: str) -> list[PendingRequest]:
         """Requests of ``session_id`` and of its sub-agents, oldest first."""
@@ -239,7 +269,9 @@ class Requests:
             )
         except Exception:  # the session moved under us: the turn stops on its next append
             log.exception("could not record the resolution of %s", info.get("requestId"))
-        run.notify_client("agent.request_resolved", resolved_notification(info, answer))
+        data = resolved_notification(info, answer)
+        self.remember(data)
+        run.notify_client("agent.request_resolved", data)
 
 
 def _requested_payload(info: dict[str, Any]) -> dict[str, Any]:

@@ -95,9 +95,9 @@ class Resumption:
         await run.writer.append(
             "interaction.resolved", resolution_payload(info, answer, resumed=True)
         )
-        run.notify_client(
-            "agent.request_resolved", resolved_notification(info, answer, resumed=True)
-        )
+        data = resolved_notification(info, answer, resumed=True)
+        self.interaction.requests.remember(data)
+        run.notify_client("agent.request_resolved", data)
         if answer.outcome != "answered":
             await self._error_results(run, [target], CANCELLED_ANSWER)
             await self._error_results(run, later, NOT_RUN_CANCELLED)

@@ -481,6 +481,7 @@ class Interaction:
         """``agent.respond``: answer a request of ``session_id`` (or of one of its
         sub-agents). The first answer wins; a later one raises :class:`AlreadyAnswered`."""
         await self.store_session(session_id)
+        self.requests.check_open(request_id)
         pending = self.requests.get(request_id)
         if pending is not None:
             if session_id not in pending.sessions:

@@ -131,6 +131,7 @@ def register(registry: MethodRegistry) -> None:
     )
     async def respond(ctx: RpcContext, p: RespondParams) -> dict[str, Any]:
         responder = ctx.connection.id if ctx.connection is not None else None
+        await ctx.subscribe(p.session_id)  # the answerer sees the turn go on
         return await _interaction(ctx).respond(p.session_id, p.request_id, p.answer, responder)
 
 
