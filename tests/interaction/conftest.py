@@ -63,6 +63,11 @@ async def new_session(client: TronClient, workdir: Path) -> str:
     return str(session["id"])
 
 
+async def respond(client: TronClient, sid: str, request_id: str, answer: Any) -> Any:
+    params = {"sessionId": sid, "requestId": request_id, "answer": answer}
+    return await client.call("agent.respond", params)
+
+
 async def wait_for(
     stream: NotificationStream, method: str, timeout: float = 20, **match: Any
 ) -> Notification:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.interaction.conftest import complete, new_session, of_type, types, wait_for
+from tests.interaction.conftest import complete, new_session, of_type, respond, types, wait_for
 from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tron_server.client import RpcCallError
@@ -33,8 +33,7 @@ async def test_ask_and_answer(server: RunningServer, llm: ScriptedLLM, tmp_path:
         assert state["busy"] is True
         # An answer that does not fit is refused, and the question still waits.
         with pytest.raises(RpcCallError) as bad:
-            await client.call("agent.respond", {"sessionId": sid,
-                              "requestId": asked.data["requestId"], "answer": ["a", "b"]})  # fmt: skip
+            await respond(client, sid, asked.data["requestId"], ["a", "b"])
         assert bad.value.code == -32602
         answered = await client.call(
             "agent.respond",
@@ -73,13 +72,11 @@ async def test_a_second_client_answers_first_and_the_other_is_told(
         asked_b = await wait_for(stream_b, "agent.question")
         request = asked_b.data["requestId"]
         assert asked_a.data["requestId"] == request
-        await b.call("agent.respond", {"sessionId": sid, "requestId": request,
-                                       "answer": "Heliotrope"})  # fmt: skip
+        await respond(b, sid, request, "Heliotrope")
         told = await wait_for(stream_a, "agent.request_resolved", requestId=request)
         assert told.data["answer"] == "Heliotrope" and told.data["answeredBy"]
         with pytest.raises(RpcCallError) as late:
-            await a.call("agent.respond", {"sessionId": sid, "requestId": request,
-                                           "answer": "Other"})  # fmt: skip
+            await respond(a, sid, request, "Other")
         assert late.value.code == -32004 and "already answered" in late.value.message
         await complete(stream_a)
         [result] = of_type(await a.sync(sid), "tool.result")
@@ -119,13 +116,12 @@ async def test_restart_while_a_question_waits_then_answer_it(
         assert done.data["stopReason"] == "end_turn"
         # The same request cannot be answered twice.
         with pytest.raises(RpcCallError) as twice:
-            await client.call("agent.respond", {"sessionId": sid,
-                              "requestId": pending["requestId"], "answer": "blue"})  # fmt: skip
+            await respond(client, sid, pending["requestId"], "blue")
         assert twice.value.code == -32004
 
         events = await client.sync(sid)
         results = of_type(events, "tool.result")
-        assert [r["content"] for r in results][0] == "The user chose: red"
+        assert results[0]["content"] == "The user chose: red"
         assert "heliotrope" in str(results[1]["content"])
         assert of_type(events, "interaction.resolved")[0]["resumed"] is True
         turn_ends = of_type(events, "stream.turn_end")
@@ -195,8 +191,7 @@ async def test_abort_while_a_question_waits(
         assert result["isError"] is True and result.get("interrupted") is True
         assert "Which colour?" in result["content"] and "aborted" in result["content"]
         with pytest.raises(RpcCallError):
-            await client.call("agent.respond", {"sessionId": sid,
-                              "requestId": asked.data["requestId"], "answer": "red"})  # fmt: skip
+            await respond(client, sid, asked.data["requestId"], "red")
         # The session goes on with a valid history.
         await client.call("agent.message", {"sessionId": sid, "content": "again"})
         await complete(stream)

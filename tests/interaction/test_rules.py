@@ -139,9 +139,7 @@ def test_shell_segments() -> None:
     assert command_segments("echo 'unclosed") == ["echo 'unclosed"]
 
 
-@pytest.mark.parametrize(
-    "text", ["", "  ", "Bash(", "Bash(x", "(x)", "1Bash", "Bash(x) y"]
-)
+@pytest.mark.parametrize("text", ["", "  ", "Bash(", "Bash(x", "(x)", "1Bash", "Bash(x) y"])
 def test_unreadable_rules_are_errors(text: str) -> None:
     with pytest.raises(RuleSyntaxError):
         parse_rule(text, "deny")

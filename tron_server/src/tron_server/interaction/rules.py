@@ -305,7 +305,7 @@ def suggest_rule(tool: str, tool_input: Mapping[str, Any]) -> str:
             return f"Bash({' '.join(command.split())})"
         words = segments[0].split(" ")
         keep = words[:1]
-        if len(words) > 1 and re.fullmatch(r"[A-Za-z][\w.-]*", words[1]):
+        if len(words) > 1 and re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*", words[1]):
             keep = words[:2]
         return f"Bash({' '.join(keep)}:*)"
     if tool in EDIT_TOOLS:
