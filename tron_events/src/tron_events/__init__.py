@@ -35,7 +35,9 @@ if TYPE_CHECKING:
         InvalidPayload,
         InvalidQuery,
         InvalidRewind,
+        MigrationError,
         NotATronDatabase,
+        OriginalTronDatabase,
         SessionHasForks,
         SessionNotActive,
         SessionNotFound,
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
         StoreClosed,
         TronEventsError,
         UnknownEventType,
+        UnknownRevision,
         UnsupportedDatabase,
     )
     from .models import (
@@ -94,6 +97,9 @@ _EXPORTS = {
     "DatabaseReadOnly": "errors",
     "DatabaseUnreachable": "errors",
     "UnsupportedDatabase": "errors",
+    "OriginalTronDatabase": "errors",
+    "MigrationError": "errors",
+    "UnknownRevision": "errors",
     "UnknownEventType": "errors",
 }
 
@@ -117,7 +123,9 @@ __all__ = [
     "InvalidPayload",
     "InvalidQuery",
     "InvalidRewind",
+    "MigrationError",
     "NotATronDatabase",
+    "OriginalTronDatabase",
     "Payload",
     "SearchHit",
     "Session",
@@ -130,6 +138,7 @@ __all__ = [
     "StoreClosed",
     "TronEventsError",
     "UnknownEventType",
+    "UnknownRevision",
     "UnsupportedDatabase",
     "Workspace",
     "register_event_type",
