@@ -274,7 +274,31 @@ class Requests:
         run.notify_client("agent.request_resolved", data)
 
 
+#: Longer text values of an approval's input are cut in ``interaction.requested`` (the
+#: ``tool.call`` event keeps the full arguments; a Write's content need not be stored twice).
+MAX_INPUT_VALUE_CHARS = 10_000
+
+
+def _cut_input(value: Any) -> tuple[Any, bool]:
+    if isinstance(value, str) and len(value) > MAX_INPUT_VALUE_CHARS:
+        rest = len(value) - MAX_INPUT_VALUE_CHARS
+        return f"{value[:MAX_INPUT_VALUE_CHARS]}… [{rest} more characters]", True
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        cut = False
+        for key, item in value.items():
+            out[key], was = _cut_input(item)
+            cut = cut or was
+        return out, cut
+    return value, False
+
+
 def _requested_payload(info: dict[str, Any]) -> dict[str, Any]:
     keys = ("requestId", "kind", "toolCallId", "turn", "question", "options", "multiSelect",
             "toolName", "input", "reason", "suggestion", "timeoutSeconds", "expiresAt")  # fmt: skip
-    return {k: info[k] for k in keys if info.get(k) is not None}
+    payload = {k: info[k] for k in keys if info.get(k) is not None}
+    if "input" in payload:
+        payload["input"], cut = _cut_input(payload["input"])
+        if cut:
+            payload["inputTruncated"] = True
+    return payload
