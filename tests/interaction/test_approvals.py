@@ -341,3 +341,33 @@ async def test_a_child_follows_its_parents_mode(
         assert (await client.call("session.get", {"sessionId": child}))["permissionMode"] == "plan"
         [result] = of_type(await client.sync(child), "tool.result")
         assert "plan mode" in result["content"] and not (tmp_path / "c.txt").exists()
+
+
+async def test_an_approval_answered_after_a_restart_runs_the_tool_then(
+    server: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    llm.add(
+        Response([ToolUse("Bash", {"command": "touch late.txt"}, id="t_late"),
+                  ToolUse("Bash", {"command": "touch later.txt"}, id="t_later")]),
+        Response([Text("Both ran.")]),
+    )  # fmt: skip
+    async with server.connect() as client:
+        sid = await new_session(client, tmp_path)
+        stream = client.notifications(session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "content": "go"})
+        await wait_for(stream, "agent.approval")
+    server.restart()
+    assert not (tmp_path / "late.txt").exists()
+    async with server.connect() as client:
+        [pending] = (await client.call("agent.getState", {"sessionId": sid}))["pendingRequests"]
+        assert pending["kind"] == "approval" and pending["input"] == {"command": "touch late.txt"}
+        stream = client.notifications(session_id=sid)
+        await respond(client, sid, pending["requestId"], "allow_always")
+        await complete(stream)
+        # The approved call ran now; the next one was allowed by the rule just added.
+        assert (tmp_path / "late.txt").exists() and (tmp_path / "later.txt").exists()
+        events = await client.sync(sid)
+        assert [e["type"] for e in events].count("interaction.requested") == 1
+        results = results_by_id(events)
+        assert results["t_late"]["isError"] is False and results["t_later"]["isError"] is False
+        assert llm.violations(1) == []
