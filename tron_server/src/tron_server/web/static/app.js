@@ -17,6 +17,7 @@ import { NewSessionDialog } from "./newsession.js";
 import { renderModelPicker } from "./modelpicker.js";
 import { toast } from "./toast.js";
 import { installFeatures } from "./features.js";
+import { Interaction } from "./interaction.js";
 import { setChildren, fmtTokens, fmtCost, shortId } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -59,6 +60,13 @@ const transcript = new Transcript($("transcript"), {
   onOpenSession: (id) => actions.open(id),
   onRetry: (id, opts) => actions.retry(id, opts),
   titleOf: (id) => (state.sessions.has(id) ? sessionTitle(state.sessions.get(id)) : null),
+});
+// Questions, approvals, the permission mode and slash commands (interaction.js).
+const interaction = new Interaction({
+  rpc,
+  toast: (message, kind) => toast(message, kind),
+  sessionId: () => state.subscribedId,
+  openSession: (id) => openSession(id),
 });
 const tree = new TreeView($("tree"), {
   onSelect: (id) => {
@@ -284,7 +292,9 @@ async function attach(id) {
     sd.setSession(session, "snapshot");
     state.sessions.set(id, session);
     try {
-      sd.applySnapshot(await rpc.call("agent.getState", { sessionId: id }));
+      const snapshot = await rpc.call("agent.getState", { sessionId: id });
+      sd.applySnapshot(snapshot);
+      interaction.attached(id, session, snapshot);
     } catch (err) {
       if (isNetwork(err)) throw err;
       sd.live.ignoreUntilSnapshot = false;
@@ -324,6 +334,7 @@ rpc.addEventListener("notification", (e) => {
 function handleNotification(method, params) {
   const sessionId = params.sessionId;
   const data = params.data || {};
+  if (interaction.onNotification(method, sessionId, data)) return;
   if (method.startsWith("session.")) return onSessionNotification(method, sessionId, data);
   if (sessionId !== state.subscribedId && data.parentSessionId && data.parentSessionId === state.subscribedId) {
     // A sub-agent of the open session: its progress shows on the Task card.
@@ -497,6 +508,11 @@ async function sendMessage(content = null) {
   try {
     if (state.subscribedId !== sd.id) await attach(sd.id);
     const res = await rpc.call("agent.message", { sessionId: sd.id, content: text, queue: sd.busy });
+    interaction.messageResult(res);
+    if (res.builtin) {
+      scheduleRender();
+      return true;
+    }
     if (!res.queued) sd.busy = true;
     else toast("Queued: it runs after the current turn.");
     sd.live.error = null;
