@@ -57,6 +57,9 @@ def test_tool_cards_show_the_command_the_path_and_a_diff(page: Page, web_env: We
                        "| `app.py` | greeting |\n| `notes.md` | new |")]),
     )  # fmt: skip
     assert "hello" in source.read_text()
+    # The test server runs in bypassPermissions; the picture shows what a user starts with.
+    with env.rpc() as client:
+        client.call("session.setMode", sessionId=sid, mode="default")
     open_session(page, sid)
     cards = page.get_by_test_id("tool-card")
     expect(cards).to_have_count(4)
