@@ -154,6 +154,41 @@ def test_options_override_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert settings.allow_remote is False
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("TRON_PORT", "abc", "TRON_PORT='abc': Input should be a valid integer"),
+        ("TRON_ALLOW_REMOTE", "maybe", "TRON_ALLOW_REMOTE='maybe': Input should be a valid"),
+        ("TRON_LOG_LEVEL", "verbose", "TRON_LOG_LEVEL='verbose': Input should be 'critical'"),
+        ("TRON_LOG_FORMAT", "xml", "TRON_LOG_FORMAT='xml': Input should be 'json' or 'text'"),
+        ("TRON_SUBAGENT_MAX_DEPTH", "-1", "TRON_SUBAGENT_MAX_DEPTH='-1': Input should be greater"),
+    ],
+)
+def test_a_bad_environment_variable_is_named_in_one_line(
+    variable: str,
+    value: str,
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv(variable, value)
+    # A host that is no address of this machine: were the value accepted, the start
+    # would still stop (at the host check or the bind) instead of serving.
+    assert main(["--home", str(tmp_path / "h"), "--host", "192.0.2.1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tron-server: {expected}") and err.count("\n") == 1, err
+    assert "pydantic" not in err and "Traceback" not in err
+    assert not (tmp_path / "h").exists()  # refused before anything was written
+
+
+def test_the_log_level_variable_is_case_insensitive(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRON_LOG_LEVEL", "DEBUG")
+    monkeypatch.setenv("TRON_LOG_FORMAT", "Text")
+    settings = settings_from_args(build_parser().parse_args([]))
+    assert (settings.log_level, settings.log_format) == ("debug", "text")
+
+
 def test_login_url() -> None:
     args = build_parser().parse_args(["--port", "8500"])
     assert login_url(settings_from_args(args), "tok") == "http://127.0.0.1:8500/login?token=tok"

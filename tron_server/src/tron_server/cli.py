@@ -164,6 +164,20 @@ def login_url(settings: Settings, code: str) -> str:
     return f"http://{host}:{settings.port}/login?token={code}"
 
 
+def settings_error(exc: ValidationError) -> str:
+    """What is wrong with the settings, naming the variable (or option) to fix, one
+    line per setting (the options are checked by the parser: a bad value here came
+    from a ``TRON_*`` variable)."""
+    lines = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else "?"
+        name = f"TRON_{field.upper()}"
+        value = error.get("input")
+        shown = f"={value!r}" if isinstance(value, str | int | float) else ""
+        lines.append(f"{name}{shown}: {error['msg']}")
+    return "; ".join(lines)
+
+
 class CannotStart(Exception):
     """The server cannot start; the message says why and what to do (one line)."""
 
@@ -425,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = settings_from_args(args)
     except ValidationError as exc:
-        parser.error(str(exc))
+        return fail(settings_error(exc))
     if not 0 < settings.port < 65536:
         parser.error(f"--port must be between 1 and 65535, not {settings.port}")
     if not is_loopback_host(settings.host) and not settings.allow_remote:
