@@ -289,7 +289,7 @@ def check(url: str) -> CheckResult:
                 },
             )
             current = ctx.get_current_revision()
-            diffs = [repr(d) for d in compare_metadata(ctx, metadata)]
+            diffs = [describe_difference(d) for d in compare_metadata(ctx, metadata)]
             tables = set(inspect(conn).get_table_names())
             search = "events_fts" if engine.dialect.name == "sqlite" else "events_search"
             if current is not None and search not in tables:
@@ -299,6 +299,33 @@ def check(url: str) -> CheckResult:
     finally:
         engine.dispose()
     return CheckResult(current=current, head=head_revision(), differences=diffs)
+
+
+def describe_difference(diff: Any) -> str:
+    """One of Alembic's ``compare_metadata`` differences in words (its own form is a
+    tuple of SQLAlchemy objects whose reprs no user should have to read)."""
+    if isinstance(diff, list):  # the column modifications of one column, grouped
+        return "; ".join(describe_difference(d) for d in diff)
+    kind = diff[0] if isinstance(diff, tuple) and diff else "?"
+    missing, extra = "missing (the models have it)", "not in the models"
+    if kind in ("add_table", "remove_table"):
+        return f"table {diff[1].name}: {missing if kind == 'add_table' else extra}"
+    if kind in ("add_column", "remove_column"):
+        where = f"column {diff[2]}.{diff[3].name}"
+        return f"{where}: {missing if kind == 'add_column' else extra}"
+    if kind in ("add_index", "remove_index"):
+        index = diff[1]
+        columns = ", ".join(c.name for c in index.columns)
+        table = index.table.name if index.table is not None else "?"
+        where = f"index {index.name} on {table} ({columns})"
+        return f"{where}: {missing if kind == 'add_index' else extra}"
+    if kind.startswith("modify_") and len(diff) >= 7:
+        what = kind.removeprefix("modify_")
+        return f"column {diff[2]}.{diff[3]}: {what} is {diff[5]!s}, the models say {diff[6]!s}"
+    obj = diff[1] if isinstance(diff, tuple) and len(diff) > 1 else None
+    name = getattr(obj, "name", None) or type(obj).__name__
+    table = getattr(getattr(obj, "table", None), "name", None)
+    return f"{kind.replace('_', ' ')} {name}" + (f" on {table}" if table else "")
 
 
 def _include_name(name: str | None, type_: str, parent_names: Any) -> bool:
