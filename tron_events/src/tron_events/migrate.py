@@ -11,6 +11,7 @@ import fcntl
 import os
 import re
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -71,8 +72,28 @@ def migrations_dir() -> Path:
 
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite:///"):
-        Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+        create_private_file(Path(url[len("sqlite:///") :]))
     return create_engine(url, poolclass=NullPool)
+
+
+def create_private_file(path: Path) -> None:
+    """Create ``path`` empty (SQLite's empty database) readable by its owner only
+    (0600), and the folders missing above it 0700, whatever the umask; nothing
+    if it exists. Sessions are private: SQLite would make the file 0644, and it
+    gives its journal, WAL and SHM files the database's own mode."""
+    missing: list[Path] = []
+    folder = path.parent
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for new in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(new, 0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:  # another process created it first, or it was there
+        return
+    os.close(fd)
 
 
 def alembic_config(url: str, connection: Connection | None = None) -> Config:
@@ -95,12 +116,15 @@ def _migration_lock(url: str, conn: Connection) -> Iterator[None]:
     """Only one process migrates a database at a time."""
     if url.startswith("sqlite:///"):
         lock_path = url[len("sqlite:///") :] + ".migrate.lock"
-        with open(lock_path, "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 yield
             finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
     else:
         conn.execute(text("SELECT pg_advisory_lock(7262700001)"))
         conn.commit()
@@ -201,6 +225,10 @@ def backup_sqlite(path: str | Path, label: str = "backup") -> Path:
     while target.exists():
         n += 1
         target = source.with_name(f"{source.name}.{label}-{stamp}-{n}")
+    # The copy holds every session: user-only while it is written, then no more
+    # readable than the database itself (SQLite would create it 0644).
+    mode = stat.S_IMODE(source.stat().st_mode)
+    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
     src = sqlite3.connect(readonly_uri(str(source)), uri=True)
     try:
         dst = sqlite3.connect(target)
@@ -208,7 +236,8 @@ def backup_sqlite(path: str | Path, label: str = "backup") -> Path:
             src.backup(dst)
         finally:
             dst.close()
-    except sqlite3.Error as exc:
+        os.chmod(target, mode & 0o7777)
+    except (sqlite3.Error, OSError) as exc:
         target.unlink(missing_ok=True)
         raise StorageIOError(f"could not back up {source} to {target}: {exc}") from None
     finally:

@@ -77,6 +77,9 @@ def _upgrade(url: str, raw_url: str, revision: str) -> int:
 
 def _downgrade(url: str, revision: str, yes: bool) -> int:
     migrate.check_revision(revision)
+    # Refused before anything is asked or written (a read-only file got its backup,
+    # then failed).
+    _preflight.inspect(url, must_exist=True, writable=True)
     dropped = migrate.data_dropped(url, revision)
     path = sqlite_file(url)
     if dropped:
