@@ -110,6 +110,16 @@ REFUSED = [
     "shutdown -h now",
     "sudo reboot",
     "systemctl poweroff",
+    # The home directory written out, and commands run through other wrappers.
+    "rm -rf {home}",
+    "rm -rf {home}/",
+    "rm -rf {home}/*",
+    "timeout 5 rm -rf /",
+    "timeout -s KILL 10 rm -rf ~",
+    "setsid rm -rf /",
+    "stdbuf -o L rm -rf /",
+    "ionice -c 3 rm -rf /",
+    "busybox rm -rf /",
 ]
 
 ALLOWED = [
@@ -128,11 +138,15 @@ ALLOWED = [
     "chmod -R 755 ./scripts",
     "ls -la /",
     "mkdir -p build && cd build && cmake ..",
+    "rm -rf {home}/project/build",
+    "timeout 60 pytest -x",
+    "timeout 5 rm -rf ./build",
 ]
 
 
 @pytest.mark.parametrize("command", REFUSED)
 def test_destructive_commands_are_refused(command: str, workdir: Path, home: Path) -> None:
+    command = command.replace("{home}", os.path.expanduser("~"))
     reason = guard(workdir, home).check_bash(command)
     assert reason is not None, command
     assert "disabledBashRules" in reason
@@ -140,6 +154,7 @@ def test_destructive_commands_are_refused(command: str, workdir: Path, home: Pat
 
 @pytest.mark.parametrize("command", ALLOWED)
 def test_ordinary_commands_pass(command: str, workdir: Path, home: Path) -> None:
+    command = command.replace("{home}", os.path.expanduser("~"))
     assert guard(workdir, home).check_bash(command) is None
 
 

@@ -77,7 +77,23 @@ _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", "(", ")", "$(", "`", "
 _REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "1>", "2>"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "time", "fi"})
-_WRAPPERS = frozenset({"sudo", "doas", "nohup", "command", "exec", "builtin", "env", "nice"})
+#: Commands that run the command after them: name -> (its options that take a value,
+#: how many operands come before the command: ``timeout 5 rm …``).
+_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+    "sudo": (frozenset({"-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-D"}), 0),
+    "doas": (frozenset({"-u", "-C"}), 0),
+    "nohup": (frozenset(), 0),
+    "command": (frozenset(), 0),
+    "exec": (frozenset({"-a"}), 0),
+    "builtin": (frozenset(), 0),
+    "env": (frozenset({"-u", "-C"}), 0),
+    "nice": (frozenset({"-n"}), 0),
+    "timeout": (frozenset({"-s", "-k"}), 1),
+    "setsid": (frozenset(), 0),
+    "stdbuf": (frozenset({"-i", "-o", "-e"}), 0),
+    "ionice": (frozenset({"-c", "-n", "-p"}), 0),
+    "busybox": (frozenset(), 0),
+}
 _ROOT_TARGETS = frozenset({"/", "/*", "/.", "/.."})
 _HOME_TARGETS = frozenset({"~", "~/*", "$HOME", "$HOME/*", "${HOME}", "${HOME}/*", "~/."})
 
@@ -131,7 +147,15 @@ def _rm_root_or_home(argv: list[str]) -> bool:
     if not _recursive(flags):
         return False
     normalized = {_norm_target(t) for t in targets} | set(targets)
-    return bool(normalized & (_ROOT_TARGETS | _HOME_TARGETS))
+    return bool(normalized & (_ROOT_TARGETS | _HOME_TARGETS | _home_by_path()))
+
+
+def _home_by_path() -> frozenset[str]:
+    """The user's home written out (``rm -rf /home/me``): it is ``~`` all the same."""
+    home = os.path.expanduser("~").rstrip("/")
+    if not home or home == "~":
+        return frozenset()
+    return frozenset({home, home + "/*", home + "/."})
 
 
 def _mkfs(argv: list[str]) -> bool:
@@ -198,12 +222,14 @@ def _strip_wrappers(argv: list[str]) -> list[str]:
         if tok in _KEYWORDS or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tok):
             i += 1
             continue
-        if os.path.basename(tok) in _WRAPPERS:
+        wrapper = _WRAPPERS.get(os.path.basename(tok))
+        if wrapper is not None:
+            with_value, operands = wrapper
             i += 1
-            # Options of the wrapper (sudo -u root, nice -n 5, env -i).
-            while i < len(argv) and argv[i].startswith("-"):
-                takes_value = argv[i] in ("-u", "-g", "-n", "-C", "-h", "-p", "-U")
-                i += 2 if takes_value else 1
+            # Options of the wrapper (sudo -u root, nice -n 5, env -i, timeout -s KILL).
+            while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+                i += 2 if argv[i] in with_value else 1
+            i += operands  # timeout's duration
             continue
         break
     return argv[i:]
