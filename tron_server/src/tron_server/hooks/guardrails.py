@@ -10,8 +10,9 @@ What it checks
   inside the working directory that points outside is therefore refused. The settings files
   themselves (:func:`~tron_server.tools.settings_files`: ``<home>/settings.json``,
   ``.tron/settings.json``, ``.claude/settings.json``, ``.claude/settings.local.json``) are
-  refused too while ``guardrails.protectSettingsFiles`` is true, so the agent cannot switch
-  its own guardrails, hooks or permissions off. A path with a NUL byte is refused.
+  refused too while ``guardrails.protectSettingsFiles`` is true, and so are the files the
+  user's hook commands run (:func:`hook_programs`: ``./.tron/check.sh``), so the agent cannot
+  switch its own guardrails, hooks or permissions off. A path with a NUL byte is refused.
 
   This hook gives the model the refusal before the tool runs; the tools enforce the same
   policy again at the moment they write (:func:`path_policy` hands it to them), through the
@@ -272,7 +273,14 @@ def simple_commands(command: str, *, _depth: int = 0) -> list[list[str]]:
 class Guardrails:
     """The checks, configured from :class:`GuardrailSettings`; callable as a hook."""
 
-    def __init__(self, settings: GuardrailSettings, *, working_directory: Path, home: Path) -> None:
+    def __init__(
+        self,
+        settings: GuardrailSettings,
+        *,
+        working_directory: Path,
+        home: Path,
+        hook_commands: Iterable[str] = (),
+    ) -> None:
         self.settings = settings
         self.working_directory = working_directory.expanduser().resolve()
         self.home = home
@@ -282,7 +290,10 @@ class Guardrails:
             roots.append((p if p.is_absolute() else self.working_directory / p).resolve())
         self.allowed_roots: tuple[Path, ...] = tuple(roots)
         protected = (
-            settings_files(working_directory, home) if settings.protect_settings_files else ()
+            settings_files(working_directory, home)
+            + hook_programs(hook_commands, self.working_directory)
+            if settings.protect_settings_files
+            else ()
         )
         # Where Write/Edit may write: the policy this hook checks and the tools enforce.
         self.paths = PathPolicy(self.working_directory, tuple(roots), tuple(protected))
@@ -374,6 +385,31 @@ class Guardrails:
         return HookDecision(action="block", reason=reason)
 
 
+def hook_programs(commands: Iterable[str], working_directory: Path) -> tuple[Path, ...]:
+    """The files the hook commands run, protected like the settings that name them:
+    rewriting ``./.tron/check.sh`` switches that hook off as surely as editing
+    settings.json. Every word of a command that names an existing file by a path
+    (``./.tron/check.sh``, ``python3 .tron/hooks/guard.py``, ``~/bin/x``,
+    ``$TRON_PROJECT_DIR/...``), taken from the working directory as the hook runs."""
+    found: list[Path] = []
+    project = str(working_directory)
+    for command in commands:
+        for word in _tokens(command):
+            word = word.replace("${TRON_PROJECT_DIR}", project).replace(
+                "$TRON_PROJECT_DIR", project
+            )
+            if "/" not in word or "\x00" in word:
+                continue
+            path = Path(os.path.expanduser(word))
+            path = path if path.is_absolute() else working_directory / path
+            try:
+                if path.is_file():
+                    found.append(path)
+            except OSError:
+                continue
+    return tuple(found)
+
+
 def register_guardrails(
     engine: HookEngine,
     settings: GuardrailSettings,
@@ -381,9 +417,13 @@ def register_guardrails(
     working_directory: Path,
     home: Path,
     tools: Iterable[str] = (),
+    hook_commands: Iterable[str] = (),
 ) -> Guardrails:
-    """Register the guardrails hook (lowest priority, fails closed) and return it."""
-    guard = Guardrails(settings, working_directory=working_directory, home=home)
+    """Register the guardrails hook (lowest priority, fails closed) and return it.
+    ``hook_commands``: the user's hook commands, whose programs are protected too."""
+    guard = Guardrails(
+        settings, working_directory=working_directory, home=home, hook_commands=hook_commands
+    )
     matcher = "|".join(sorted(WRITE_TOOLS | BASH_TOOLS | set(tools)))
     engine.register(
         GUARDRAILS_HOOK_NAME,
