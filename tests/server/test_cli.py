@@ -119,7 +119,7 @@ def test_help_names_every_option_and_the_provider_variables() -> None:
         "--allow-remote", "--rotate-token", "--version",
         "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
         "TRON_ANTHROPIC_BASE_URL", "TRON_OPENAI_BASE_URL", "TRON_GOOGLE_BASE_URL",
-        "TRON_OPENAI_COMPATIBLE_BASE_URL", "logs/tron-server.log",
+        "TRON_OPENAI_COMPATIBLE_BASE_URL", "TRON_OPENAI_COMPATIBLE_API_KEY", "logs/tron-server.log",
     ):  # fmt: skip
         assert option in result.stdout, option
 

@@ -70,6 +70,7 @@ environment:
     ANTHROPIC_API_KEY                 anthropic (Messages API)
     OPENAI_API_KEY                    openai, openai-responses
     GEMINI_API_KEY or GOOGLE_API_KEY  google (Gemini)
+    TRON_OPENAI_COMPATIBLE_API_KEY    openai-compatible, when its server wants one (OpenRouter)
   provider endpoints (base URLs):
     TRON_ANTHROPIC_BASE_URL, TRON_OPENAI_BASE_URL, TRON_GOOGLE_BASE_URL,
     TRON_OPENAI_COMPATIBLE_BASE_URL   (required for openai-compatible: Ollama, vLLM …)

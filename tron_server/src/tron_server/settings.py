@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     openai_base_url: str | None = None
     google_base_url: str | None = None
     openai_compatible_base_url: str | None = None
+    #: The key an OpenAI-compatible server wants (OpenRouter, a hosted vLLM): sent only
+    #: there (TRON_OPENAI_COMPATIBLE_API_KEY; OPENAI_API_KEY is never sent there).
+    openai_compatible_api_key: str | None = Field(default=None, repr=False)
     auto_compact_threshold: float = 0.8
     #: Task calls of one assistant message that run at once (TRON_SUBAGENT_MAX_PARALLEL).
     subagent_max_parallel: int = Field(default=4, ge=1, le=64)
