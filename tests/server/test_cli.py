@@ -189,6 +189,22 @@ def test_the_log_level_variable_is_case_insensitive(monkeypatch: pytest.MonkeyPa
     assert (settings.log_level, settings.log_format) == ("debug", "text")
 
 
+def test_the_database_is_shown_where_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tron_server.cli import database_shown
+
+    monkeypatch.chdir(tmp_path)
+    for url, shown in (
+        ("sqlite:///tmp/x.db", str(tmp_path / "tmp" / "x.db")),  # relative: where it went
+        ("sqlite:////var/x.db", "/var/x.db"),
+        (
+            "postgresql+psycopg://tron:s3cret-pw@db/tron",
+            "postgresql+psycopg://tron:[redacted]@db/tron",
+        ),
+    ):
+        args = build_parser().parse_args(["--database-url", url])
+        assert database_shown(settings_from_args(args)) == shown
+
+
 def test_login_url() -> None:
     args = build_parser().parse_args(["--port", "8500"])
     assert login_url(settings_from_args(args), "tok") == "http://127.0.0.1:8500/login?token=tok"
@@ -207,6 +223,7 @@ def test_listening_is_said_once_it_accepts_and_a_second_server_breaks_nothing(
         record = json.loads((home / "server.json").read_text())
         assert record["pid"] == first.proc.pid and record["url"] == f"ws://127.0.0.1:{port}/rpc"
         url = first.wait_for_line("open in a browser").split()[-1]
+        assert f"  database: {home / 'database' / 'prod.db'}\n" in first.out
         token = (home / "server-token").read_text()
         before = {p: p.read_bytes() for p in (home / "server-token", home / "server.json")}
 

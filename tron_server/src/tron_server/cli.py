@@ -278,6 +278,17 @@ def sqlite_path(url: str) -> Path | None:
     return Path(url).expanduser()
 
 
+def database_shown(settings: Settings) -> str:
+    """The database as a user should see it: a SQLite file's absolute path (so that
+    ``sqlite:///tmp/x.db``, a path relative to the current folder, shows where it
+    went), else the URL without its password."""
+    from .logging import REDACTOR
+
+    url = settings.resolved_database_url()
+    path = sqlite_path(url)
+    return str(path.absolute()) if path is not None else REDACTOR.redact(url)
+
+
 def tighten(settings: Settings) -> None:
     """Make what the server keeps in its home user-only, including files an older
     version (or another umask) left readable by others."""
@@ -412,6 +423,7 @@ async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool =
             )
         shown = settings.host if ":" not in settings.host else f"[{settings.host}]"
         print(f"tron-server listening on http://{shown}:{settings.port}", flush=True)
+        print(f"  database: {database_shown(settings)}", flush=True)
         print(f"  token file: {settings.token_path}", flush=True)
         print(f"  log file: {settings.log_path}", flush=True)
         print(f"  open in a browser (works once): {login_url(settings, app.state.login_code)}",
