@@ -86,12 +86,15 @@ async def test_the_programs_hooks_run_are_protected_like_their_settings(
     guard_py = workdir / ".tron" / "hooks" / "guard.py"
     for program in (check, guard_py):
         program.write_text("exit 0\n")
+    (workdir / "src").mkdir()
+    (workdir / "src" / "app.py").write_text("x = 1\n")
     (home / "bin").mkdir()
     (home / "bin" / "audit").write_text("exit 0\n")
     hooks = [
         {"type": "command", "command": "./.tron/check.sh"},
         {"type": "command", "command": "python3 .tron/hooks/guard.py --strict"},
         {"type": "command", "command": f'"$TRON_PROJECT_DIR"/missing.sh; {home}/bin/audit'},
+        {"type": "command", "command": "black src/app.py"},  # an argument: data
     ]
     settings = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": hooks}]}}
     (workdir / ".tron" / "settings.json").write_text(json.dumps(settings))
@@ -119,8 +122,10 @@ async def test_the_programs_hooks_run_are_protected_like_their_settings(
             result = await tools.execute(tool, {"file_path": raw, **args}, ctx)
             assert result.is_error and "a program your hooks run" in str(result.content), raw
     assert check.read_text() == guard_py.read_text() == "exit 0\n"
-    # Other files in .tron stay writable; without the protection, so are the programs.
+    # Other files in .tron stay writable, and files a hook takes as arguments; without
+    # the protection, so are the programs.
     assert policy.refusal(".tron/hooks/notes.md") is None
+    assert policy.refusal("src/app.py") is None
     unprotected = Guardrails(
         GuardrailSettings(protect_settings_files=False),
         working_directory=workdir, home=home, hook_commands=["./.tron/check.sh"],

@@ -385,28 +385,39 @@ class Guardrails:
         return HookDecision(action="block", reason=reason)
 
 
+#: Programs that run the script named after their options (``python3 .tron/check.py``).
+_INTERPRETERS = frozenset(
+    {"python", "python3", "bash", "sh", "zsh", "dash", "node", "deno", "bun", "ruby", "perl"}
+)
+
+
 def hook_programs(commands: Iterable[str], working_directory: Path) -> tuple[Path, ...]:
     """The files the hook commands run, protected like the settings that name them:
     rewriting ``./.tron/check.sh`` switches that hook off as surely as editing
-    settings.json. Every word of a command that names an existing file by a path
-    (``./.tron/check.sh``, ``python3 .tron/hooks/guard.py``, ``~/bin/x``,
-    ``$TRON_PROJECT_DIR/...``), taken from the working directory as the hook runs."""
+    settings.json. Of each simple command, the program when it is named by a path
+    (``./.tron/check.sh``, ``~/bin/x``, ``$TRON_PROJECT_DIR/...``) and, for an
+    interpreter, the script it runs (``python3 .tron/hooks/guard.py``), taken from the
+    working directory as the hook runs. Other arguments are data (``black src/app.py``
+    leaves ``src/app.py`` writable)."""
     found: list[Path] = []
     project = str(working_directory)
     for command in commands:
-        for word in _tokens(command):
-            word = word.replace("${TRON_PROJECT_DIR}", project).replace(
-                "$TRON_PROJECT_DIR", project
-            )
-            if "/" not in word or "\x00" in word:
-                continue
-            path = Path(os.path.expanduser(word))
-            path = path if path.is_absolute() else working_directory / path
-            try:
-                if path.is_file():
-                    found.append(path)
-            except OSError:
-                continue
+        for argv in simple_commands(command):
+            words = [argv[0]]
+            if os.path.basename(argv[0]) in _INTERPRETERS and "-c" not in argv[1:]:
+                words += [a for a in argv[1:] if not a.startswith("-")][:1]
+            for word in words:
+                word = word.replace("${TRON_PROJECT_DIR}", project)
+                word = word.replace("$TRON_PROJECT_DIR", project)
+                if "/" not in word or "\x00" in word:
+                    continue
+                path = Path(os.path.expanduser(word))
+                path = path if path.is_absolute() else working_directory / path
+                try:
+                    if path.is_file():
+                        found.append(path)
+                except OSError:
+                    continue
     return tuple(found)
 
 
