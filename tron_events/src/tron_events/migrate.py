@@ -71,8 +71,9 @@ def migrations_dir() -> Path:
 
 
 def make_engine(url: str) -> Engine:
-    if url.startswith("sqlite:///"):
-        create_private_file(Path(url[len("sqlite:///") :]))
+    path = sqlite_file(url)  # without the URL's query (?timeout=…)
+    if path and not path.startswith(":memory:"):
+        create_private_file(Path(path))
     return create_engine(url, poolclass=NullPool)
 
 
@@ -115,7 +116,7 @@ def head_revision() -> str:
 def _migration_lock(url: str, conn: Connection) -> Iterator[None]:
     """Only one process migrates a database at a time."""
     if url.startswith("sqlite:///"):
-        lock_path = url[len("sqlite:///") :] + ".migrate.lock"
+        lock_path = (sqlite_file(url) or "") + ".migrate.lock"
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
