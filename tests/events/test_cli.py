@@ -29,6 +29,7 @@ from tron_events import (
     UnsupportedDatabase,
     migrate,
 )
+from tron_events._urls import HEAD_REVISION, REVISIONS
 from tron_events.cli import main
 from tron_events.cli._progress import Progress
 
@@ -87,7 +88,7 @@ def test_options_work_before_or_after_the_command(
     assert main(["--database-url", url, "current"]) == 0
     assert main(["current", "--database-url", url]) == 0
     assert main(["-d", str(tmp_path / "nope.db"), "current", "-d", url]) == 0  # the later wins
-    assert capsys.readouterr().out.splitlines() == ["0002 (head)"] * 3
+    assert capsys.readouterr().out.splitlines() == [f"{HEAD_REVISION} (head)"] * 3
 
 
 def test_version_and_help_load_no_database_code() -> None:
@@ -159,7 +160,7 @@ def test_demo_uses_its_own_database(tmp_path: Path, capsys: pytest.CaptureFixtur
         (["upgrade", "-d", "mysql://u@h/x"], "MySQL and MariaDB are not supported"),
         (["current", "-d", "oracle://u@h/x"], "unsupported database URL scheme 'oracle'"),
         (["upgrade", "0099", "-d", "{tmp}/x.db"],
-         "unknown revision '0099': the revisions are 0001, 0002"),
+         "unknown revision '0099': the revisions are " + ", ".join(REVISIONS)),
         (["upgrade", "-d", "postgresql://postgres@127.0.0.1:1/x"], "cannot reach PostgreSQL"),
         (["upgrade", "-d", "{tmp}/text.db"], "is not a SQLite database"),
     ],
@@ -255,8 +256,8 @@ def test_downgrade_that_drops_data_needs_yes_and_backs_up_first(
     assert main(["downgrade", "base", "-d", store_url]) == 2
     err = capsys.readouterr().err
     assert "deletes every workspace, session and event: 2 session(s)" in err
-    assert migrate.current_revision(store_url) == "0002"
-    # Dropping a cache only (0002 -> 0001) asks nothing.
+    assert migrate.current_revision(store_url) == HEAD_REVISION
+    # Dropping a cache only (head -> 0001: the search bound, the snapshots) asks nothing.
     assert main(["downgrade", "0001", "-d", store_url]) == 0
     capsys.readouterr()
     path = store_url.removeprefix("sqlite:///")

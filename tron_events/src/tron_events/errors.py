@@ -131,9 +131,26 @@ class DiskFull(StorageError):
     """The disk (or the file-size limit) is full: the transaction was rolled back and
     nothing was written. The store is usable again once space is freed."""
 
+    def __init__(self, where: str, detail: str = "") -> None:
+        super().__init__(
+            f"the disk holding the database {where!r} is full"
+            + (f" ({detail})" if detail else "")
+            + ": nothing was written; free some space and retry"
+        )
+        self.where = where
+
 
 class StorageIOError(StorageError):
     """The operating system reported an I/O error on the database: nothing was written."""
+
+    def __init__(self, where: str, detail: str = "") -> None:
+        super().__init__(
+            f"an I/O error on the database {where!r}"
+            + (f" ({detail})" if detail else "")
+            + ": nothing was written; check the disk (and the file-size limit, "
+            "`ulimit -f`), then retry"
+        )
+        self.where = where
 
 
 class DatabaseNotFound(StorageError):

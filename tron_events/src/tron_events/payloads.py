@@ -13,7 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticSerializationError
 
+from ._payload_json import check_json_value
+from ._storable import is_storable
 from .errors import InvalidPayload, UnknownEventType
 from .normalize import normalize_assistant_payload, normalize_tool_result_payload
 
@@ -142,7 +145,7 @@ class HookCompleted(Payload):
 
     hook_name: str
     hook_event: str
-    action: Literal["allow", "block", "modify"]
+    action: Literal["allow", "block", "modify", "ask"]
     duration_ms: int = 0
     reason: str | None = None
     error: str | None = None
@@ -202,6 +205,92 @@ class SubagentFailed(Payload):
     usage: SubagentUsage | None = None
 
 
+PermissionModeName = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
+
+
+class InteractionRequested(Payload):
+    """The agent waits for the user (``interaction.requested``): a question (the AskUser
+    tool) or an approval of a tool call. Pending until an ``interaction.resolved`` with the
+    same ``requestId`` (or a ``tool.result`` for ``toolCallId``) follows on the path."""
+
+    request_id: str
+    kind: Literal["question", "approval"]
+    tool_call_id: str
+    turn: int | None = None
+    question: str | None = None
+    options: list[str] | None = None
+    multi_select: bool = False
+    tool_name: str | None = None
+    input: dict[str, Any] | None = None
+    #: Why an approval is needed (the rule or mode that asked).
+    reason: str | None = None
+    #: The rule "allow always" would add (``Bash(git push:*)``).
+    suggestion: str | None = None
+    timeout_seconds: float | None = None
+    expires_at: str | None = None
+
+
+class InteractionResolved(Payload):
+    """How a request ended (``interaction.resolved``): ``answered`` (``answer`` for a
+    question; ``decision`` and ``reason`` for an approval), ``timeout``, ``aborted`` (the
+    turn was aborted) or ``cancelled`` (the user sent a new message instead)."""
+
+    request_id: str
+    kind: Literal["question", "approval"]
+    outcome: Literal["answered", "timeout", "aborted", "cancelled"]
+    tool_call_id: str | None = None
+    answer: str | list[str] | None = None
+    decision: Literal["allow", "allow_always", "deny"] | None = None
+    reason: str | None = None
+    #: The rule an ``allow_always`` answer added to the session.
+    rule: str | None = None
+    #: Answered after the run that asked had stopped (e.g. a server restart).
+    resumed: bool = False
+
+
+class PermissionModeChange(Payload):
+    """``config.permission_mode``: the session's permission mode from here on."""
+
+    previous_mode: PermissionModeName | None = None
+    new_mode: PermissionModeName
+
+
+class PermissionRuleAdded(Payload):
+    """``config.permission_rule``: a rule for the rest of this session (an approval
+    answered "allow always")."""
+
+    rule: str
+    behavior: Literal["allow", "ask", "deny"] = "allow"
+    request_id: str | None = None
+    #: The session whose request was answered (a sub-agent's, for a rule in its parent).
+    from_session_id: str | None = None
+
+
+class UserNotification(Payload):
+    """``notification.user``: the Notify tool told the user something."""
+
+    title: str
+    body: str = ""
+    urgency: Literal["low", "normal", "high"] = "normal"
+    tool_call_id: str | None = None
+
+
+class CommandInvoked(Payload):
+    """``command.invoked``: a slash command was expanded; the ``message.user`` that follows
+    is what the model was sent."""
+
+    name: str
+    arguments: str = ""
+    source: str = "file"
+    path: str | None = None
+    allowed_tools: list[str] | None = None
+    model: str | None = None
+    #: Files included with ``@path`` (resolved paths).
+    files: list[str] | None = None
+    #: Commands run for ``!`command` `` and their exit codes.
+    commands: list[dict[str, Any]] | None = None
+
+
 class MetadataImport(Payload):
     """A record of an imported session (``tron-db import --from …``) that no other
     event type expresses, kept as read: ``source`` names the agent that wrote it
@@ -249,6 +338,12 @@ _TYPED: dict[str, type[Payload]] = {
     "subagent.spawned": SubagentSpawned,
     "subagent.completed": SubagentCompleted,
     "subagent.failed": SubagentFailed,
+    "interaction.requested": InteractionRequested,
+    "interaction.resolved": InteractionResolved,
+    "config.permission_mode": PermissionModeChange,
+    "config.permission_rule": PermissionRuleAdded,
+    "notification.user": UserNotification,
+    "command.invoked": CommandInvoked,
     "metadata.import": MetadataImport,
 }
 
@@ -278,6 +373,9 @@ _UNTYPED = [
     "skill.removed",
 ]
 
+#: The longest event type name (the ``events.type`` column holds 64 characters).
+MAX_TYPE_LENGTH = 64
+
 # Types the store writes itself; a caller cannot append them through append().
 STORE_ONLY_TYPES = frozenset({"session.start", "session.fork", "session.end"})
 
@@ -290,16 +388,22 @@ def register_event_type(
     ``model`` should subclass :class:`Payload`; ``normalizer`` rewrites a validated
     payload before it is stored (the store uses this for content normalization).
     """
-    if not name or "." not in name:
+    if not isinstance(name, str) or "." not in name or name.startswith(".") or name.endswith("."):
         raise ValueError(f"event type {name!r} must look like 'namespace.name'")
+    if len(name) > MAX_TYPE_LENGTH or not is_storable(name) or any(c.isspace() for c in name):
+        # The type is stored in a column of 64 characters, on every backend.
+        raise ValueError(
+            f"event type {name!r} must be at most {MAX_TYPE_LENGTH} characters, "
+            "without whitespace, NUL or lone surrogates"
+        )
     _REGISTRY[name] = EventType(name, model, normalizer)
 
 
 def get_event_type(name: str) -> EventType:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownEventType(name) from None
+    spec = _REGISTRY.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise UnknownEventType(name)
+    return spec
 
 
 def registered_event_types() -> list[str]:
@@ -307,7 +411,13 @@ def registered_event_types() -> list[str]:
 
 
 def validate_payload(event_type: str, payload: Any) -> dict[str, Any]:
-    """Validate ``payload`` for ``event_type``; return the camelCase dict to store."""
+    """Validate ``payload`` for ``event_type``; return the camelCase dict to store.
+
+    :class:`InvalidPayload` unless the payload is a JSON object that comes back
+    exactly (``_payload_json.py``: no NaN or infinity, no bytes or other
+    objects, integers within 64 bits, valid Unicode, at most 100 levels deep)
+    and its type's model accepts it.
+    """
     spec = get_event_type(event_type)
     if isinstance(payload, BaseModel):
         payload = payload.model_dump(by_alias=True, exclude_unset=True)
@@ -315,11 +425,16 @@ def validate_payload(event_type: str, payload: Any) -> dict[str, Any]:
         raise InvalidPayload(
             f"{event_type} payload must be a JSON object, got {type(payload).__name__}"
         )
+    # Before the model sees it: pydantic would turn bytes, tuples and NaN into
+    # something else, or fail deep in serialization (_payload_json.py).
+    check_json_value(payload, event_type)
     try:
         model = spec.model.model_validate(payload)
+        data = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
     except ValidationError as exc:
         raise InvalidPayload(f"invalid {event_type} payload: {exc}") from None
-    data = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    except PydanticSerializationError as exc:  # a model's own field that is not JSON
+        raise InvalidPayload(f"invalid {event_type} payload: {exc}") from None
     if spec.normalizer is not None:
         data = spec.normalizer(data)
     return data

@@ -44,6 +44,16 @@ class Settings(BaseSettings):
     subagent_max_parallel: int = Field(default=4, ge=1, le=64)
     #: How deep sub-agents nest: 1 = only sessions a user started get the Task tool.
     subagent_max_depth: int = Field(default=1, ge=0, le=8)
+    #: Seconds a question or an approval waits for the user (TRON_ASK_TIMEOUT; None or 0:
+    #: until answered, the turn is aborted or the server stops).
+    ask_timeout: float | None = Field(default=None, ge=0)
+    #: Whether sessions may use the bypassPermissions mode (TRON_ALLOW_BYPASS_PERMISSIONS).
+    allow_bypass_permissions: bool = False
+    #: The mode of a session that recorded none and whose settings set no defaultMode
+    #: (TRON_DEFAULT_PERMISSION_MODE; bypassPermissions only with allow_bypass_permissions).
+    default_permission_mode: Literal[
+        "default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"
+    ] = "default"
     max_frame_bytes: int = 4 * 1024 * 1024
     outgoing_queue_limit: int = 10_000
     #: Bytes a connection may hold for its client (queued or being sent) before
