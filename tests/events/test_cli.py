@@ -10,6 +10,7 @@ import pty
 import select
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 import tempfile
@@ -233,6 +234,14 @@ def test_a_read_only_database_is_refused_at_start() -> None:
         )
         assert cli.returncode == 2 and "read-only" in cli.stderr, cli.stderr
         assert "Traceback" not in cli.stderr
+        # A downgrade is refused before it asks or writes its backup.
+        before = sorted(folder.iterdir())
+        cli = subprocess.run(
+            [*prefix, TRON_DB, "downgrade", "base", "--yes", "-d", str(db)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert cli.returncode == 2 and "read-only" in cli.stderr, cli.stderr
+        assert "backup" not in cli.stderr and sorted(folder.iterdir()) == before
     finally:
         shutil.rmtree(folder)
 
@@ -264,6 +273,42 @@ def test_downgrade_that_drops_data_needs_yes_and_backs_up_first(
         conn = sqlite3.connect(backup)
         assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (2,)
         conn.close()
+
+
+def test_the_backup_is_no_more_readable_than_the_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "private.db"
+    populated(str(db))
+    db.chmod(0o600)
+    old = os.umask(0o022)  # the usual umask: SQLite alone would make the copy 0644
+    try:
+        assert main(["downgrade", "base", "--yes", "-d", str(db)]) == 0
+    finally:
+        os.umask(old)
+    [backup] = tmp_path.glob("private.db.pre-downgrade-*")
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+    assert f"backup written: {backup}" in capsys.readouterr().err
+
+
+def test_a_new_database_is_user_only_whatever_the_umask(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "new" / "deeper" / "x.db"
+    old = os.umask(0)
+    try:
+        assert main(["upgrade", "-d", f"sqlite:///{db}?timeout=5"]) == 0  # a query is no name
+        with EventStore.open(str(db)) as store:  # its WAL and SHM files exist while open
+            store.create_session(working_directory="/w", model="m", provider="p")
+            made = [db, *db.parent.glob("x.db*")]
+            modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in made}
+    finally:
+        os.umask(old)
+    assert {"x.db", "x.db-wal", "x.db-shm", "x.db.migrate.lock"} == set(modes), modes
+    assert set(modes.values()) == {0o600}, modes
+    for folder in (tmp_path / "new", db.parent):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    capsys.readouterr()
 
 
 @pytest.mark.parametrize(("answer", "status"), [(b"no\n", 2), (b"yes\n", 0)])

@@ -59,5 +59,11 @@ def build_hook_engine(
     settings = load_settings(working_directory, home)
     engine = HookEngine(record)
     register_command_hooks(engine, settings.hooks)
-    register_guardrails(engine, settings.guardrails, working_directory=working_directory, home=home)
+    register_guardrails(
+        engine,
+        settings.guardrails,
+        working_directory=working_directory,
+        home=home,
+        hook_commands=[spec.command for spec in settings.hooks],
+    )
     return engine
