@@ -261,6 +261,7 @@ def test_starts_a_server_in_the_background_when_none_answers(env: TronEnv, tmp_p
         timeout=90,
         env=extra,
         stdin=subprocess.DEVNULL,
+        umask=0o022,  # a usual umask: what tron creates must be user-only anyway
     )
     record = read_server_record(home)
     try:
@@ -268,6 +269,10 @@ def test_starts_a_server_in_the_background_when_none_answers(env: TronEnv, tmp_p
         assert first.stdout == "from a fresh server\n"
         assert "Started tron-server in the background" in first.stderr
         assert str(home / "logs" / "tron-server-output.log") in first.stderr
+        # The server's output (paths, prompts) is as private as the rest of the home.
+        for path, mode in ((home, 0o700), (home / "logs", 0o700),
+                           (home / "logs" / "tron-server-output.log", 0o600)):  # fmt: skip
+            assert path.stat().st_mode & 0o777 == mode, (path, oct(path.stat().st_mode))
         assert record is not None and process_exists(record.pid)  # it outlived the client
         second = subprocess.run(
             [*TRON, "--home", str(home), "-p", "again"],

@@ -4,13 +4,15 @@ The address comes from ``--server`` when given, else from the record a running
 server keeps in ``<home>/server.json`` (:mod:`tron_server.server_record`), else
 the default ``ws://127.0.0.1:8420/rpc`` (the port from ``TRON_PORT`` when set,
 as for tron-server). The token is always the one in
-``<home>/server-token``, read again on every connection (a restarted server has
-a new one).
+``<home>/server-token``, read again on every connection: it survives server
+restarts, but ``tron-server --rotate-token`` (or another home) replaces it.
 
 When nothing answers and no ``--server`` was named, :func:`attach` starts
 ``tron-server`` in the background on the same home (and so the same default
 database; ``TRON_*`` settings are inherited), detached from the terminal with
-its output in ``<home>/logs/tron-server-output.log``, and says so.
+its output in ``<home>/logs/tron-server-output.log``, and says so. Like
+everything in the home, that file is user-only (0600, in 0700 folders)
+whatever the umask: a server's output can name paths and prompts.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
 from ..client import DEFAULT_URL, TronClient
+from ..logging import private_dir
 from ..server_record import new_record, read_server_record, write_server_record
 from .errors import EXIT_NO_SERVER, TerminalError
 
@@ -168,11 +171,12 @@ def start_server(home: Path) -> Launched:
     """Start ``tron-server`` detached (its own session: it outlives this terminal),
     on a free port, its output going to ``<home>/logs/tron-server-output.log``."""
     port = _free_port()
-    logs = home / "logs"
-    logs.mkdir(parents=True, exist_ok=True, mode=0o700)
-    log_path = logs / "tron-server-output.log"
+    private_dir(home)
+    log_path = private_dir(home / "logs") / "tron-server-output.log"
     command = [sys.executable, "-m", "tron_server", "--home", str(home), "--port", str(port)]
-    with open(log_path, "ab") as log:
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)  # O_CREAT's mode is masked by the umask, and ignored for an old file
+    with os.fdopen(fd, "ab") as log:
         log.write(f"\n--- started by tron at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
         log.flush()
         process = subprocess.Popen(
