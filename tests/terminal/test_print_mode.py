@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import orjson
+import pytest
 
 from tests.server.scripted_llm import Response, Text, ToolUse, Usage, error_response
 from tests.terminal.conftest import TRON, TronEnv
@@ -339,3 +340,34 @@ def test_usage_errors(env: TronEnv) -> None:
         proc = env.tron(*args, cwd=project)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
         _no_traceback(proc)
+
+
+def test_this_folders_sessions_however_many_others_are_newer(
+    env: TronEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-c``/``-r`` ask the server for this folder's sessions, rather than filter its
+    most recent ones (one page of them: here, one)."""
+    import asyncio
+
+    from tron_server.terminal import sessions
+
+    here, there = env.project("folder-here").resolve(), env.project("folder-there").resolve()
+
+    def create(folder: Path) -> str:
+        session = env.store(
+            "create_session", working_directory=str(folder), model="m", provider="anthropic"
+        )
+        return str(session.id)
+
+    mine = create(here)
+    create(there)
+    create(there)
+    monkeypatch.setattr(sessions, "LIST_LIMIT", 1)
+
+    async def main() -> tuple[list[dict[str, object]], dict[str, object]]:
+        async with env.server.connect() as client:
+            found = await sessions.folder_sessions(client, here)
+            return found, await sessions.latest_session(client, here)
+
+    found, latest = asyncio.run(main())
+    assert [s["id"] for s in found] == [mine] and latest["id"] == mine
