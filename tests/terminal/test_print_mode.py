@@ -164,10 +164,25 @@ def test_fork_from_an_event(env: TronEnv) -> None:
     assert bad.returncode == 4 and "Cannot fork from 'evt_nope'" in bad.stderr
 
 
+def test_max_turns_stops_the_run(env: TronEnv) -> None:
+    project = env.project("maxturns")
+    (project / "a.txt").write_text("alpha\n")
+    env.llm.add(
+        Response([ToolUse("Read", {"file_path": "a.txt"})]),
+        Response([ToolUse("Read", {"file_path": "a.txt"})]),
+    )
+    before = len(env.llm.requests)
+    proc = env.tron("-p", "read it", "--max-turns", "1", "--output-format", "json", cwd=project)
+    assert proc.returncode == 1, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["stopReason"] == "max_turns" and result["turns"] == 1
+    assert result["isError"] is True and "max_turns" in proc.stderr
+    assert len(env.llm.requests) == before + 1  # one LLM call, not two
+    _no_traceback(proc)
+
+
 def test_flags_the_server_does_not_support_are_refused_clearly(env: TronEnv) -> None:
     project = env.project("flags")
-    proc = env.tron("-p", "x", "--max-turns", "3", cwd=project)
-    assert proc.returncode == 2 and "--max-turns" in proc.stderr
     proc = env.tron("-p", "x", "--permission-mode", "plan", cwd=project)
     assert proc.returncode == 2 and "permission modes" in proc.stderr
     # Nothing ran and no session was left behind.

@@ -218,8 +218,12 @@ class Orchestrator:
         *,
         queue: bool = False,
         reasoning_level: str | None = None,
+        max_turns: int | None = None,
     ) -> dict[str, Any]:
         """Start (or queue) the agent loop for ``content``; returns at once.
+
+        ``max_turns`` caps the LLM calls of this message (below the server's own limit
+        and a sub-agent's ``maxTurns``); the run then stops with ``max_turns``.
 
         Result: ``{"accepted": True, "turn": <first turn number, None when queued>,
         "queued": bool, "runId": str}``. Raises :class:`SessionNotFoundError`,
@@ -233,6 +237,8 @@ class Orchestrator:
             raise InvalidParams(
                 f"unknown reasoning level {reasoning_level!r}; use one of {sorted(_LEVELS)}"
             )
+        if max_turns is not None and max_turns < 1:
+            raise InvalidParams("maxTurns must be at least 1")
         if self._closing:
             raise ManagerUnavailableError("the agent runtime is shutting down")
         try:
@@ -247,7 +253,7 @@ class Orchestrator:
                 {"sessionId": session_id},
             )
         level: ReasoningLevel | None = reasoning_level  # type: ignore[assignment]
-        request = RunRequest(session_id, content, level, f"run_{next(_run_ids)}")
+        request = RunRequest(session_id, content, level, f"run_{next(_run_ids)}", max_turns)
         # No await between the busy check and registering the run: no race.
         run = self._runs.get(session_id)
         if run is not None:
@@ -563,8 +569,9 @@ class Orchestrator:
                 if run.link is None and profile.parent_session_id is not None:
                     run.link = ParentLink(profile.parent_session_id, profile.parent_tool_call_id)
                 agent = AgentRun(self._deps, request, run.writer, partial(self._notify_run, run))
-                if profile.max_turns is not None:
-                    agent.max_turns = min(agent.max_turns, profile.max_turns)
+                for limit in (profile.max_turns, request.max_turns):
+                    if limit is not None:
+                        agent.max_turns = min(agent.max_turns, limit)
                 run.current = agent
                 if run.abort_pending:
                     run.abort_pending = False

@@ -91,6 +91,8 @@ class RunRequest:
     content: str | list[dict[str, Any]]
     reasoning_level: ReasoningLevel | None = None
     run_id: str = ""
+    #: At most this many LLM calls for this message (the server's limit still applies).
+    max_turns: int | None = None
 
 
 @dataclass

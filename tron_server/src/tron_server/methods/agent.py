@@ -23,6 +23,7 @@ class AgentMessageParams(Params):
     prompt: str | None = None
     queue: bool = False
     reasoning_level: Literal["low", "medium", "high", "xhigh"] | None = None
+    max_turns: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _one_content(self) -> AgentMessageParams:
@@ -64,7 +65,11 @@ def register(registry: MethodRegistry) -> None:
         # Subscribe first so the caller sees the very first delta of the turn.
         await ctx.subscribe(p.session_id)
         return await orchestrator.send_message(
-            p.session_id, p.message(), queue=p.queue, reasoning_level=p.reasoning_level
+            p.session_id,
+            p.message(),
+            queue=p.queue,
+            reasoning_level=p.reasoning_level,
+            max_turns=p.max_turns,
         )
 
     @registry.method(
