@@ -365,9 +365,10 @@ async def test_aborting_the_parent_aborts_the_child_and_kills_its_processes(env:
     assert all(alive(p) for p in running)
 
     assert await env.orch.abort(parent.id) is True
-    with anyio.fail_after(3):  # generous under load; the benchmark measures the real time
-        while any(alive(p) for p in running):
-            await anyio.sleep(0.02)
+    # No time bound to flake under load, but an order: abort returns once both runs
+    # recorded their interruption, which the child's Bash does only after its whole
+    # process tree is dead. (The 1 s is measured by benchmarks/bench_subagents.py abort.)
+    assert [p for p in running if alive(p)] == []
     assert not env.orch.is_running(child.id) and not env.orch.is_running(parent.id)
     assert (await env.wait_for(parent.id, "agent.complete"))[-1]["stopReason"] == "aborted"
 
