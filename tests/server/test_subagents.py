@@ -395,6 +395,36 @@ async def test_aborting_the_parent_aborts_the_child_and_kills_its_processes(env:
     assert "interrupted" in str(child_msgs) and child_msgs[-1]["role"] == "user"
 
 
+async def test_an_abort_while_the_child_is_being_created_is_recorded_in_both(env: Env) -> None:
+    """The parent is aborted right when the child session exists but before its run
+    starts: the parent still records which child it made and that it failed."""
+    parent = await env.session()
+
+    def abort_on_creation(method: str, _sid: str, data: dict[str, Any]) -> None:
+        if method == "session.created" and data["session"]["kind"] == "subagent":
+            run = env.orch._runs[parent.id].current
+            assert run is not None
+            run.abort()  # synchronously, inside the Task call, between creation and run
+
+    env.on_note.append(abort_on_creation)
+    env.routes.add("PARENT", Response([task("never runs", "CHILD: hi", "toolu_X")]))
+    done = await env.run(parent.id, "PARENT: go")
+    assert done["stopReason"] == "aborted"
+    [child] = await env.children(parent.id)
+    path = await env.path(parent.id)
+    [failed] = [e.payload for e in path if e.type == "subagent.failed"]
+    assert failed["childSessionId"] == child.id and failed["interrupted"] is True
+    assert failed["toolCallId"] == "toolu_X"
+    [spawned] = [e.payload for e in path if e.type == "subagent.spawned"]
+    assert spawned["childSessionId"] == child.id
+    [result] = [e.payload for e in path if e.type == "tool.result"]
+    assert result["isError"] and result["interrupted"]
+    assert "CHILD" not in env.routes.requests  # the child never called the LLM
+    assert [e.type for e in await env.path(child.id)] == ["session.start"]
+    assert not env.orch.is_running(child.id)
+    assert_event_order(path)
+
+
 # -- failures -------------------------------------------------------------------------------
 
 
