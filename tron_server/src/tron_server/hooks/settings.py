@@ -1,16 +1,17 @@
 """Reading ``settings.json``: the ``guardrails`` and ``hooks`` keys.
 
-Two files are read, home first, then project:
+The files are read in this order:
 
 - ``<home>/settings.json`` — ``home`` is Tron's home directory (``Settings.home``,
   ``~/.tron`` by default), so this is ``~/.tron/settings.json``;
-- ``<working directory>/.tron/settings.json`` — the project's file.
+- ``<working directory>/.claude/settings.json`` and ``.claude/settings.local.json`` —
+  Claude Code's project files, read unchanged (their hooks work here as they do there);
+- ``<working directory>/.tron/settings.json`` — the project's own file (last: ours win).
 
-Precedence: user hooks from both files are kept (home hooks run before project hooks for
-the same event). For ``guardrails``, a key set in the project file replaces the home value,
-except the lists (``allowedWritePaths``, ``deniedBashPatterns``, ``disabledBashRules``),
-which are concatenated. Other keys (e.g. Claude Code's ``permissions``) are ignored, so a
-Claude Code settings file can be reused as it is.
+Precedence: user hooks from every file are kept (run in file order for the same event).
+For ``guardrails``, a key set in a later file replaces the earlier value, except the lists
+(``allowedWritePaths``, ``deniedBashPatterns``, ``disabledBashRules``), which are
+concatenated. Other keys (e.g. Claude Code's ``permissions``) are ignored here.
 
 A file that is not valid JSON, or a ``hooks``/``guardrails`` value of the wrong shape,
 raises :class:`HookSettingsError` naming the file and the problem: a user's safety hook must
@@ -82,9 +83,12 @@ Scope = Literal["home", "project"]
 
 
 def settings_paths(working_directory: Path, home: Path) -> list[tuple[Scope, Path]]:
-    """The settings files in the order they are read: ``[("home", …), ("project", …)]``."""
+    """The settings files in the order they are read: home, Claude Code's project files,
+    then the project's ``.tron/settings.json``."""
     return [
         ("home", home / "settings.json"),
+        ("project", working_directory / ".claude" / "settings.json"),
+        ("project", working_directory / ".claude" / "settings.local.json"),
         ("project", working_directory / ".tron" / "settings.json"),
     ]
 
