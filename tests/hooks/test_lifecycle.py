@@ -238,3 +238,28 @@ async def test_claude_codes_project_settings_work_unchanged(
     assert [e["source"] for e in entries("resume")] == ["resume"]
     assert [e["session_id"] for e in entries("stop")] == [sid, sid]
     assert entries("startup")[0]["cwd"] == str(workdir)
+
+
+async def test_a_hook_added_while_the_server_runs_is_used_by_the_next_run(
+    server: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """Settings are read again when a file changes: no restart needed, and a file broken
+    meanwhile stops the turn (rather than running without the user's hooks)."""
+    workdir = (tmp_path / "live").resolve()
+    workdir.mkdir()
+    log = workdir / "stop.log"
+    command = f"{sys.executable} -c \"import sys; open({str(log)!r}, 'a').write('x\\\\n')\""
+    llm.add(Response([Text("one")]), Response([Text("two")]), Response([Text("three")]))
+    async with server.connect() as client:
+        sid = await create(client, workdir)
+        await run(client, sid, "no hooks yet")
+        (workdir / ".tron").mkdir()
+        settings = workdir / ".tron" / "settings.json"
+        settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [{"command": command}]}]}}))
+        await run(client, sid, "now with a Stop hook")
+        await wait_recorded(client, sid, "Stop")
+        settings.write_text("{not json")
+        failed = await run(client, sid, "broken settings")
+        assert failed["stopReason"] == "error"
+    server.stop()
+    assert log.read_text() == "x\n"  # the second run's Stop only

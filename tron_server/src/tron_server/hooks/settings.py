@@ -35,6 +35,7 @@ __all__ = [
     "LoadedSettings",
     "load_settings",
     "settings_paths",
+    "settings_stamp",
 ]
 
 logger = logging.getLogger("tron_server.hooks")
@@ -91,6 +92,21 @@ def settings_paths(working_directory: Path, home: Path) -> list[tuple[Scope, Pat
         ("project", working_directory / ".claude" / "settings.local.json"),
         ("project", working_directory / ".tron" / "settings.json"),
     ]
+
+
+def settings_stamp(working_directory: Path, home: Path) -> tuple[Any, ...]:
+    """What changes when any settings file of ``working_directory`` is created, edited,
+    replaced or removed (cheap: one ``stat`` per file), so a long-running server can
+    tell when to read them again."""
+    stamp: list[Any] = []
+    for _scope, path in settings_paths(working_directory, home):
+        try:
+            st = path.stat()
+        except OSError:
+            stamp.append(None)
+        else:
+            stamp.append((st.st_ino, st.st_mtime_ns, st.st_size))
+    return tuple(stamp)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
