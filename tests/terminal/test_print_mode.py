@@ -210,9 +210,15 @@ def test_connection_errors_say_what_to_do(env: TronEnv, tmp_path: Path) -> None:
     )
     assert proc.returncode == 3
     assert "refused the token" in proc.stderr and "--home" in proc.stderr
-    proc = env.tron("-p", "x", "--server", "http//oops", server=False, cwd=project)
-    assert proc.returncode == 3 and "ws://HOST:PORT/rpc" in proc.stderr
-    _no_traceback(proc)
+    # The right server, a wrong path: the token is not to blame.
+    wrong = env.server.ws_url.replace("/rpc", "/")
+    proc = env.tron("-p", "x", "--server", wrong, server=False, cwd=project)
+    assert proc.returncode == 3 and "endpoint is ws://HOST:PORT/rpc" in proc.stderr, proc.stderr
+    assert "token" not in proc.stderr
+    for bad in ("http//oops", "ws://127.0.0.1:99999/rpc", "ws://[::1/rpc"):
+        proc = env.tron("-p", "x", "--server", bad, server=False, cwd=project)
+        assert proc.returncode == 3 and "ws://HOST:PORT/rpc" in proc.stderr, proc.stderr
+        _no_traceback(proc)
 
 
 def test_print_mode_on_a_tty(env: TronEnv) -> None:

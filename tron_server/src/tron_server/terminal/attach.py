@@ -27,8 +27,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.uri import parse_uri
 
 from ..client import DEFAULT_URL, TronClient
 from ..logging import private_dir
@@ -116,16 +118,18 @@ async def connect_once(address: ServerAddress, url: str | None = None) -> Connec
     Raises :class:`Unreachable`, :class:`Refused`, or :class:`TerminalError` for
     a URL that is not a WebSocket URL."""
     url = url or address.url()
+    try:
+        parse_uri(url)
+    except (InvalidURI, ValueError) as exc:  # ValueError: a port out of range, a bad IPv6
+        raise TerminalError(
+            f"{url!r} is not a server address: give --server as ws://HOST:PORT/rpc", EXIT_NO_SERVER
+        ) from exc
     token = address.token()
     stack = contextlib.AsyncExitStack()
     try:
         client = await stack.enter_async_context(
             TronClient.connect(url, token=token, open_timeout=CONNECT_TIMEOUT)
         )
-    except InvalidURI as exc:
-        raise TerminalError(
-            f"{url!r} is not a server address: give --server as ws://HOST:PORT/rpc", EXIT_NO_SERVER
-        ) from exc
     except InvalidStatus as exc:
         raise Refused(exc.response.status_code) from exc
     except (OSError, TimeoutError, InvalidHandshake, EOFError) as exc:
@@ -135,6 +139,12 @@ async def connect_once(address: ServerAddress, url: str | None = None) -> Connec
 
 def refused_error(address: ServerAddress, url: str, status: int) -> TerminalError:
     """The message for a server that refused the connection."""
+    if urlsplit(url).path != "/rpc":
+        return TerminalError(
+            f"A server answers at {url}, but refused the connection (HTTP {status}): "
+            "tron-server's endpoint is ws://HOST:PORT/rpc.",
+            EXIT_NO_SERVER,
+        )
     if address.token() is None:
         what = f"there is no token at {address.token_path}"
     else:
