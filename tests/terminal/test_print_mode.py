@@ -85,6 +85,28 @@ def test_stream_json_is_one_object_per_notification(env: TronEnv) -> None:
     assert result["turns"] == 2
 
 
+def test_stream_json_includes_sub_agents_and_ends_with_the_parent(env: TronEnv) -> None:
+    """A Task's child streams its own agent.* lines (its sessionId, its parent named);
+    its agent.complete does not end the parent's output."""
+    project = env.project("stream-task")
+    task = {"description": "look", "prompt": "Say what you see."}
+    env.llm.add(
+        Response([ToolUse("Task", task, id="toolu_stream")]),
+        Response([Text("I see nothing.")]),  # the child
+        Response([Text("The helper saw nothing.")]),
+    )
+    proc = env.tron("-p", "delegate", "--output-format", "stream-json", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    *notes, result = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    parent = result["sessionId"]
+    assert result["result"] == "The helper saw nothing." and result["turns"] == 2
+    children = [n for n in notes if n["sessionId"] != parent]
+    assert children and all(n["data"]["parentSessionId"] == parent for n in children)
+    assert {n["data"]["parentToolCallId"] for n in children} == {"toolu_stream"}
+    assert "agent.complete" in [n["method"] for n in children]
+    assert notes[-1]["method"] == "agent.complete" and notes[-1]["sessionId"] == parent
+
+
 def test_prompt_from_stdin(env: TronEnv) -> None:
     project = env.project("stdin")
     env.llm.add(Response([Text("Got it.")]))

@@ -12,7 +12,9 @@ Output formats:
   cost, sessionCost, durationMs, error}``.
 * ``stream-json``: every notification of the session as it arrives,
   ``{type: "notification", method, sessionId, timestamp, data}``, one per line,
-  then the ``json`` object as the last line.
+  then the ``json`` object as the last line. Its sub-agents' ``agent.*``
+  notifications are included (their ``sessionId`` is the child's, and ``data``
+  has ``parentSessionId`` and ``parentToolCallId``).
 
 The exit status is 0 when the turn ends normally and 1 when it fails (an
 ``agent.error``, or a stop reason of ``error``, ``aborted``, ``blocked`` or
@@ -122,6 +124,14 @@ def _line(obj: Any) -> str:
     return orjson.dumps(obj).decode()
 
 
+def _of_run(n: Notification, session_id: str) -> bool:
+    """A notification of the session, or an ``agent.*`` one of a sub-agent it started."""
+    if n.session_id == session_id:
+        return True
+    data = n.data if isinstance(n.data, dict) else {}
+    return n.method.startswith("agent.") and data.get("parentSessionId") == session_id
+
+
 async def run_print(
     client: TronClient,
     session: dict[str, Any],
@@ -139,11 +149,13 @@ async def run_print(
     outcome = RunOutcome(sid)
     started = time.monotonic()
     params: dict[str, Any] = {"sessionId": sid, "content": prompt, **(extra or {})}
-    async with client.notifications(session_id=sid) as stream:
+    async with client.notifications() as stream:
         try:
             await client.call("agent.message", params)
             while True:
                 n = await stream.next()
+                if not _of_run(n, sid):
+                    continue
                 if output_format == "stream-json":
                     out.write(
                         _line(
@@ -158,7 +170,8 @@ async def run_print(
                         + "\n"
                     )
                     out.flush()
-                if n.method.startswith("agent.") and outcome.take(n):
+                own = n.session_id == sid  # a sub-agent's agent.complete ends nothing here
+                if own and n.method.startswith("agent.") and outcome.take(n):
                     break
         except ConnectionLost as exc:
             raise TerminalError(
