@@ -363,6 +363,24 @@ def test_import_of_another_format_says_which_source_to_use(
     assert "unknown source 'nosuch': the sources are" in capsys.readouterr().err
 
 
+def test_an_export_that_cannot_start_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unknown workspace, or an output folder that does not exist: one line saying
+    so, and nothing on stdout (not even the header a pipe would take for an export)."""
+    src = str(tmp_path / "src.db")
+    populated(src)
+    capsys.readouterr()
+    assert main(["export", "--workspace", "/nowhere", "-d", src]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "no workspace '/nowhere'" in err
+    missing = tmp_path / "no-such-folder" / "x.jsonl"
+    assert main(["export", "--all", "-o", str(missing), "-d", src]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"cannot write {missing}: No such file or directory" in err
+    assert "unexpected" not in err and not missing.parent.exists()
+
+
 def test_export_piped_into_import(tmp_path: Path) -> None:
     src = str(tmp_path / "src.db")
     populated(src)

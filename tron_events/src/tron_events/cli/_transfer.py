@@ -64,7 +64,12 @@ def _export(args: argparse.Namespace, url: str) -> int:
             target = Path(args.output).expanduser()
             # Written beside the target and renamed at the end: an export that
             # fails half-way leaves no half file under the name asked for.
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+            except OSError as exc:
+                raise TronEventsError(
+                    f"cannot write {target}: {exc.strerror or exc} (in {target.parent})"
+                ) from None
             try:
                 with os.fdopen(fd, "wb") as fh:
                     summary = export_jsonl(store, fh, **scope)
