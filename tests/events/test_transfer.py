@@ -307,3 +307,29 @@ def test_a_time_that_is_no_time_refuses_its_session(store: EventStore, other: Ev
     assert "'not a time' is not an ISO 8601 time" in refused[ids["fork"]]
     assert ids["main"] in summary.imported
     assert ids["fork"] not in {s.id for s in other.list_sessions()}
+
+
+def test_a_later_export_of_a_session_extends_it(store: EventStore, other: EventStore) -> None:
+    """The session went on (here: rewound and went on) after an export was imported
+    elsewhere: importing a later export adds the new events, and the session is then
+    row for row what the source has. A session rewound on the importing side is not
+    moved on under the user."""
+    ids = sample(store)
+    main = ids["main"]
+    first = import_jsonl(other, io.BytesIO(export_bytes(store, session_id=main)))
+    assert first.imported == [main]
+    user = next(e for e in store.get_events(main) if e.type == "message.user")
+    store.rewind(main, user.id)
+    store.append(main, "message.user", {"content": "a third branch with a walrus", "turn": 2})
+    later = export_bytes(store, session_id=main)
+    summary = import_jsonl(other, io.BytesIO(later))
+    assert summary.extended == [(main, 1)] and summary.imported == [] and summary.ok
+    assert other.get_session(main) == store.get_session(main)
+    assert other.get_events(main) == store.get_events(main)
+    assert [h.event_id for h in other.search("walrus")] == [store.get_session(main).head_event_id]
+    assert import_jsonl(other, io.BytesIO(later)).already_present == [main]
+
+    store.append(main, "message.user", {"content": "and one more", "turn": 3})
+    other.rewind(main, user.id)
+    refused = dict(import_jsonl(other, io.BytesIO(export_bytes(store, session_id=main))).refused)
+    assert "was rewound here" in refused[main]
