@@ -452,3 +452,19 @@ def test_import_of_a_folder_of_exports(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["import", str(folder), "-d", str(tmp_path / "dst.db")]) == 1  # partial
     out = capsys.readouterr().out
     assert "imported 2 session(s), 6 event(s)" in out and "notes.jsonl" in out
+
+
+def test_another_agents_session_from_stdin(tmp_path: Path) -> None:
+    """``--from claude-code -`` reads the transcript from stdin; its session gets the
+    ids the file itself gives (Claude Code names the file by its sessionId), so
+    importing the file afterwards finds it present."""
+    main = (
+        Path(__file__).parent / "fixtures" / "importers" / "claude-code" / "projects"
+        / "-srv-app" / "7f8e9d0c-1b2a-4c3d-8e4f-5a6b7c8d9e0f.jsonl"
+    )  # fmt: skip
+    db = str(tmp_path / "x.db")
+    piped = tron_db("import", "--from", "claude-code", "-", "-d", db, stdin=main.read_bytes())
+    assert piped.returncode == 0 and "imported 3 session(s)" in piped.stdout, piped.stderr
+    again = tron_db("import", "--from", "claude-code", str(main), "-d", db)
+    assert again.returncode == 0 and "imported 0 session(s)" in again.stdout, again.stdout
+    assert "3 session(s) already present" in again.stdout  # the main one and its sidechains
