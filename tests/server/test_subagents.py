@@ -425,6 +425,38 @@ async def test_an_abort_while_the_child_is_being_created_is_recorded_in_both(env
     assert_event_order(path)
 
 
+async def test_aborting_the_parent_aborts_every_child_running_in_parallel(env: Env) -> None:
+    env.routes.add(
+        "PARENT",
+        Response([task("one", "CHILD-1: wait", "toolu_1"), task("two", "CHILD-2: wait", "toolu_2"),
+                  task("three", "CHILD-3: wait", "toolu_3")]),
+    )  # fmt: skip
+    for key in ("CHILD-1", "CHILD-2", "CHILD-3"):
+        env.routes.add(key, Response([ToolUse("WaitFor", {"key": "never"})]))
+    parent = await env.session()
+    await env.orch.send_message(parent.id, "PARENT: three at once")
+    with anyio.fail_after(15):  # all three children are in their tool
+        while len([d for m, _s, d in env.notes if m == "agent.tool_start"
+                   and d.get("name") == "WaitFor"]) < 3:  # fmt: skip
+            await anyio.sleep(0.01)
+    children = await env.children(parent.id)
+    assert len(children) == 3 and all(env.orch.is_running(c.id) for c in children)
+    assert await env.orch.abort(parent.id) is True
+    assert not any(env.orch.is_running(c.id) for c in children)
+    path = await env.path(parent.id)
+    results = [e.payload for e in path if e.type == "tool.result"]
+    assert [r["toolCallId"] for r in results] == ["toolu_1", "toolu_2", "toolu_3"]
+    assert all(r["isError"] and r["interrupted"] for r in results)
+    failed = [e.payload for e in path if e.type == "subagent.failed"]
+    assert {f["childSessionId"] for f in failed} == {c.id for c in children}
+    assert all(f["interrupted"] for f in failed)
+    for child in children:
+        assert [e.type for e in await env.path(child.id)][-2:] == [
+            "notification.interrupted", "stream.turn_end"
+        ]  # fmt: skip
+    assert_event_order(path)
+
+
 # -- failures -------------------------------------------------------------------------------
 
 
