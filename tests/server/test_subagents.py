@@ -457,6 +457,45 @@ async def test_aborting_the_parent_aborts_every_child_running_in_parallel(env: E
     assert_event_order(path)
 
 
+@pytest.mark.parametrize("subagent_settings", [SubagentSettings(max_parallel=2)])
+async def test_at_most_max_parallel_children_run_at_once(env: Env) -> None:
+    env.routes.add(
+        "PARENT",
+        Response([task("one", "CHILD-1: go", "toolu_1"), task("two", "CHILD-2: go", "toolu_2"),
+                  task("three", "CHILD-3: go", "toolu_3")]),
+        Response([Text("All three reported.")]),
+    )  # fmt: skip
+    for n in (1, 2, 3):
+        env.routes.add(
+            f"CHILD-{n}",
+            Response([ToolUse("WaitFor", {"key": f"g{n}"})]),
+            Response([Text(f"report {n}")]),
+        )
+
+    def waiting() -> int:
+        return len([d for m, _s, d in env.notes if m == "agent.tool_start"
+                    and d.get("name") == "WaitFor"])  # fmt: skip
+
+    parent = await env.session()
+    await env.orch.send_message(parent.id, "PARENT: three, two at a time")
+    with anyio.fail_after(15):
+        while waiting() < 2:
+            await anyio.sleep(0.01)
+    await anyio.sleep(0.2)  # room for a third to start, were the limit not kept
+    assert waiting() == 2 and len(await env.children(parent.id)) == 2
+    env.wait.gate("g1").set()  # a slot frees: the third child starts
+    with anyio.fail_after(15):
+        while waiting() < 3:
+            await anyio.sleep(0.01)
+    env.wait.gate("g2").set()
+    env.wait.gate("g3").set()
+    done = await env.wait_for(parent.id, "agent.complete")
+    assert done[-1]["stopReason"] == "end_turn"
+    results = tool_results(env.routes.last("PARENT"))
+    assert [r["tool_use_id"] for r in results] == ["toolu_1", "toolu_2", "toolu_3"]
+    assert [f"report {n}" in result_text(r) for n, r in enumerate(results, 1)] == [True] * 3
+
+
 # -- failures -------------------------------------------------------------------------------
 
 
