@@ -409,6 +409,24 @@ def test_import_of_another_format_says_which_source_to_use(
     assert "unknown source 'nosuch': the sources are" in capsys.readouterr().err
 
 
+def test_an_export_that_cannot_start_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unknown workspace, or an output folder that does not exist: one line saying
+    so, and nothing on stdout (not even the header a pipe would take for an export)."""
+    src = str(tmp_path / "src.db")
+    populated(src)
+    capsys.readouterr()
+    assert main(["export", "--workspace", "/nowhere", "-d", src]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "no workspace '/nowhere'" in err
+    missing = tmp_path / "no-such-folder" / "x.jsonl"
+    assert main(["export", "--all", "-o", str(missing), "-d", src]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"cannot write {missing}: No such file or directory" in err
+    assert "unexpected" not in err and not missing.parent.exists()
+
+
 def test_export_piped_into_import(tmp_path: Path) -> None:
     src = str(tmp_path / "src.db")
     populated(src)
@@ -480,3 +498,19 @@ def test_import_of_a_folder_of_exports(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["import", str(folder), "-d", str(tmp_path / "dst.db")]) == 1  # partial
     out = capsys.readouterr().out
     assert "imported 2 session(s), 6 event(s)" in out and "notes.jsonl" in out
+
+
+def test_another_agents_session_from_stdin(tmp_path: Path) -> None:
+    """``--from claude-code -`` reads the transcript from stdin; its session gets the
+    ids the file itself gives (Claude Code names the file by its sessionId), so
+    importing the file afterwards finds it present."""
+    main = (
+        Path(__file__).parent / "fixtures" / "importers" / "claude-code" / "projects"
+        / "-srv-app" / "7f8e9d0c-1b2a-4c3d-8e4f-5a6b7c8d9e0f.jsonl"
+    )  # fmt: skip
+    db = str(tmp_path / "x.db")
+    piped = tron_db("import", "--from", "claude-code", "-", "-d", db, stdin=main.read_bytes())
+    assert piped.returncode == 0 and "imported 3 session(s)" in piped.stdout, piped.stderr
+    again = tron_db("import", "--from", "claude-code", str(main), "-d", db)
+    assert again.returncode == 0 and "imported 0 session(s)" in again.stdout, again.stdout
+    assert "3 session(s) already present" in again.stdout  # the main one and its sidechains
