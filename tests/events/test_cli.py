@@ -281,14 +281,26 @@ def test_the_backup_is_no_more_readable_than_the_database(
     db = tmp_path / "private.db"
     populated(str(db))
     db.chmod(0o600)
+    export = tmp_path / "export.jsonl"
+    export.write_text("an older export, readable by all\n")
+    export.chmod(0o644)
     old = os.umask(0o022)  # the usual umask: SQLite alone would make the copy 0644
     try:
+        assert main(["export", "--all", "-o", str(export), "-d", str(db)]) == 0
         assert main(["downgrade", "base", "--yes", "-d", str(db)]) == 0
     finally:
         os.umask(old)
     [backup] = tmp_path.glob("private.db.pre-downgrade-*")
-    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
     assert f"backup written: {backup}" in capsys.readouterr().err
+    # Every file written for the database: the copy (one file, no WAL beside it), the
+    # export (replacing a file that was readable by all), the lock, the WAL and SHM.
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert {backup.name, "export.jsonl", "private.db.migrate.lock"} <= set(modes)
+    assert not any(name.startswith(backup.name + "-") for name in modes), modes
+    assert set(modes.values()) == {0o600}, modes
+    conn = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    conn.close()
 
 
 def test_a_new_database_is_user_only_whatever_the_umask(
