@@ -162,6 +162,12 @@ def test_options_override_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_p
         ("TRON_LOG_LEVEL", "verbose", "TRON_LOG_LEVEL='verbose': Input should be 'critical'"),
         ("TRON_LOG_FORMAT", "xml", "TRON_LOG_FORMAT='xml': Input should be 'json' or 'text'"),
         ("TRON_SUBAGENT_MAX_DEPTH", "-1", "TRON_SUBAGENT_MAX_DEPTH='-1': Input should be greater"),
+        (
+            "TRON_DEFAULT_PROVIDER",
+            "antropic",
+            "TRON_DEFAULT_PROVIDER='antropic': unknown provider "
+            "'antropic'; the known providers are anthropic, google, openai, openai-compatible",
+        ),
     ],
 )
 def test_a_bad_environment_variable_is_named_in_one_line(

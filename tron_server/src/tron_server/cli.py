@@ -197,7 +197,7 @@ def settings_error(exc: ValidationError) -> str:
         name = f"TRON_{field.upper()}"
         value = error.get("input")
         shown = f"={value!r}" if isinstance(value, str | int | float) else ""
-        lines.append(f"{name}{shown}: {error['msg']}")
+        lines.append(f"{name}{shown}: {error['msg'].removeprefix('Value error, ')}")
     return "; ".join(lines)
 
 
