@@ -72,6 +72,7 @@ from .writer import SessionWriter
 
 __all__ = [
     "ABORTED_RESULT",
+    "SHUTDOWN_RESULT",
     "AgentRun",
     "Resume",
     "RunRequest",
@@ -84,6 +85,8 @@ __all__ = [
 log = logging.getLogger("tron_server.agent")
 
 ABORTED_RESULT = "Tool execution was interrupted by the user (the turn was aborted)."
+#: The same when the server stopped the turn because it was shutting down (SIGTERM, Ctrl-C).
+SHUTDOWN_RESULT = "Tool execution was interrupted: the server shut down (the turn was stopped)."
 NOT_RUN_AFTER_ERROR = "Tool was not run: the model call failed before the turn could continue."
 
 Notify = Callable[[str, dict[str, Any]], None]
@@ -227,6 +230,8 @@ class AgentRun:
         self.session_id = request.session_id
         self.progress = TurnProgress()
         self.abort_requested = False
+        #: Stopped because the server shuts down, not by the user (what the results say).
+        self.shutting_down = False
         #: Stopped while waiting for the user (a server shutdown): nothing more is recorded,
         #: so the request stays pending in the events and can be answered later.
         self.suspended = False
@@ -243,9 +248,11 @@ class AgentRun:
 
     # -- control ----------------------------------------------------------------------
 
-    def abort(self) -> None:
-        """Stop the stream or tool in progress; the run records the interruption."""
+    def abort(self, *, shutdown: bool = False) -> None:
+        """Stop the stream or tool in progress; the run records the interruption (as the
+        server's shutdown with ``shutdown``, else as the user's abort)."""
         self.abort_requested = True
+        self.shutting_down = self.shutting_down or shutdown
         if self._scope is not None:
             self._scope.cancel()
         for scope in list(self._tool_scopes):
@@ -570,18 +577,18 @@ class AgentRun:
         if self.suspended:  # the waiting request stays pending; the turn is finished later
             return "suspended", False
         unanswered = [u for u in uses if u.id not in answered]
-        await self._record_error_results(unanswered, ABORTED_RESULT)
+        note = SHUTDOWN_RESULT if self.shutting_down else ABORTED_RESULT
+        await self._record_error_results(unanswered, note)
         for u in unanswered:  # the card of a call cut while running keeps its output
             call = self.progress.tool_calls.get(u.id)
             if call is not None and call.status == "error":
                 self._emit(
                     "agent.tool_end",
                     {"turn": turn, "toolCallId": u.id, "name": u.name, "isError": True,
-                     "content": self._partial(u.id, ABORTED_RESULT), "interrupted": True},
+                     "content": self._partial(u.id, note), "interrupted": True},
                 )  # fmt: skip
-        await self.writer.append(
-            "notification.interrupted", {"turn": turn, "reason": "aborted by the user"}
-        )
+        reason = "the server shut down" if self.shutting_down else "aborted by the user"
+        await self.writer.append("notification.interrupted", {"turn": turn, "reason": reason})
         await self._turn_end(turn, "aborted", usage)
         return "aborted", False
 
