@@ -8,6 +8,7 @@ import io
 import os
 import pty
 import select
+import shlex
 import shutil
 import sqlite3
 import stat
@@ -273,6 +274,52 @@ def test_downgrade_that_drops_data_needs_yes_and_backs_up_first(
         conn = sqlite3.connect(backup)
         assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (2,)
         conn.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgresql+psycopg://postgres@127.0.0.1:5432/test",
+         ["--host", "127.0.0.1", "--port", "5432", "--username", "postgres", "test"]),
+        ("postgresql+psycopg://me:s3cret%21@db.example/my%20db",
+         ["--host", "db.example", "--username", "me", "my db"]),
+        ("postgresql+psycopg://me:s3cret%21@/tron?host=/run/postgresql&sslmode=require",
+         ["--host", "/run/postgresql", "--username", "me", "dbname=tron sslmode=require"]),
+    ],
+)  # fmt: skip
+def test_the_pg_dump_command_names_the_database_never_its_password(
+    url: str, expected: list[str]
+) -> None:
+    from tron_events.cli._schema import pg_dump_command
+
+    command = pg_dump_command(url)
+    assert "s3cret" not in command
+    args = shlex.split(command)
+    assert args[:2] == ["pg_dump", "--format=custom"]
+    file_at = args.index("--file")
+    assert args[file_at + 1].endswith(".dump")
+    assert args[2:file_at] + args[file_at + 2 :] == expected
+
+
+def test_the_printed_pg_dump_command_backs_up_the_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest
+) -> None:
+    from tests import pg
+
+    with pg.fresh_database(template=request.getfixturevalue("pg_template")) as url:
+        populated(url)
+        assert main(["downgrade", "base", "-d", url]) == 2
+        err = capsys.readouterr().err
+        [command] = [line.strip() for line in err.splitlines() if "pg_dump " in line]
+        assert "DBNAME" not in command and url.rsplit("/", 1)[1] in command
+        if shutil.which("pg_dump") is None:
+            pytest.skip("pg_dump is not installed: the printed command was not run")
+        run = subprocess.run(shlex.split(command), cwd=tmp_path, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        [dump] = tmp_path.glob("*.dump")
+        listed = subprocess.run(["pg_restore", "--list", str(dump)], capture_output=True, text=True)
+        assert "TABLE public events" in listed.stdout, listed.stdout
+        assert migrate.current_revision(url) == HEAD_REVISION  # nothing was changed
 
 
 def test_the_backup_is_no_more_readable_than_the_database(

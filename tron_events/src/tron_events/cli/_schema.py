@@ -4,7 +4,9 @@ adopt, and the demo."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+import time
 from pathlib import Path
 
 from .. import _preflight, migrate
@@ -92,8 +94,9 @@ def _downgrade(url: str, revision: str, yes: bool) -> int:
             if path is None:
                 if not yes:
                     _err(
-                        f"{what}.\nBack the database up first (pg_dump -Fc -f tron.dump "
-                        "DBNAME), then run this again with --yes. Nothing was changed."
+                        f"{what}.\nBack the database up first:\n  {pg_dump_command(url)}\n"
+                        f"{_password_note(url)}then run this again with --yes. "
+                        "Nothing was changed."
                     )
                     return FAILED
             elif not yes and not _confirm(what):
@@ -104,6 +107,50 @@ def _downgrade(url: str, revision: str, yes: bool) -> int:
     migrate.downgrade(url, revision)
     print(f"at revision {migrate.current_revision(url) or 'base (empty)'}")
     return OK
+
+
+def pg_dump_command(url: str) -> str:
+    """The shell command that backs up the PostgreSQL database of ``url`` (its
+    host, port, user and name; never its password: pg_dump asks for it, or reads
+    ``~/.pgpass`` or ``PGPASSWORD``), quoted to run as printed."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    query = {k: v if isinstance(v, str) else v[-1] for k, v in parsed.query.items()}
+    host = parsed.host or query.pop("host", None)
+    query.pop("host", None)
+    port = parsed.port or query.pop("port", None)
+    query.pop("port", None)
+    name = parsed.database or parsed.username or "postgres"
+    args = ["pg_dump", "--format=custom"]
+    if host:
+        args += ["--host", host]
+    if port:
+        args += ["--port", str(port)]
+    if parsed.username:
+        args += ["--username", parsed.username]
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    args += ["--file", f"{safe}-{time.strftime('%Y%m%d')}.dump"]
+    # Other connection parameters (sslmode …) go with the name, as a conninfo string.
+    if query:
+        args += [" ".join(f"{k}={_conninfo_value(v)}" for k, v in {"dbname": name, **query}.items())]
+    else:
+        args.append(name)
+    return shlex.join(args)
+
+
+def _password_note(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    if make_url(url).password is None:
+        return ""
+    return "(pg_dump asks for the password, or reads it from ~/.pgpass or PGPASSWORD)\n"
+
+
+def _conninfo_value(value: str) -> str:
+    if value and not any(c.isspace() or c in "'\\" for c in value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _confirm(what: str) -> bool:
