@@ -133,7 +133,9 @@ def pg_dump_command(url: str) -> str:
     args += ["--file", f"{safe}-{time.strftime('%Y%m%d')}.dump"]
     # Other connection parameters (sslmode …) go with the name, as a conninfo string.
     if query:
-        args += [" ".join(f"{k}={_conninfo_value(v)}" for k, v in {"dbname": name, **query}.items())]
+        args += [
+            " ".join(f"{k}={_conninfo_value(v)}" for k, v in {"dbname": name, **query}.items())
+        ]
     else:
         args.append(name)
     return shlex.join(args)
