@@ -12,6 +12,7 @@ from pathlib import Path
 from .. import _preflight, migrate
 from .._urls import normalize_url, sqlite_file
 from ..errors import StorageError
+from ._ask import confirm
 from ._main import FAILED, OK, PARTIAL
 
 
@@ -99,7 +100,7 @@ def _downgrade(url: str, revision: str, yes: bool) -> int:
                         "Nothing was changed."
                     )
                     return FAILED
-            elif not yes and not _confirm(what):
+            elif not yes and not confirm(what, "A backup is written beside the file first."):
                 return FAILED
             if path is not None:
                 backup = migrate.backup_sqlite(path, "pre-downgrade")
@@ -153,20 +154,6 @@ def _conninfo_value(value: str) -> str:
     if value and not any(c.isspace() or c in "'\\" for c in value):
         return value
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _confirm(what: str) -> bool:
-    """Ask on a terminal; without one, say that --yes is needed."""
-    if not (sys.stdin.isatty() and sys.stderr.isatty()):
-        _err(f"{what}.\nRun it again with --yes to do it (a backup is written first).")
-        return False
-    sys.stderr.write(f"{what}.\nA backup is written beside the file first. Type 'yes' to go on: ")
-    sys.stderr.flush()
-    answer = sys.stdin.readline().strip().lower()
-    if answer != "yes":
-        _err("nothing was changed")
-        return False
-    return True
 
 
 def _history(url: str, *, explicit: bool) -> int:
