@@ -57,8 +57,13 @@ async def test_priority_order_highest_first_ties_in_registration_order() -> None
         ("", ["Bash"], []),
         ("Bash", ["Bash"], ["BashX", "bash", "Write"]),
         ("Write|Edit", ["Write", "Edit"], ["Bash", "WriteX", "Edi"]),
-        ("mcp__.*", ["mcp__github__pr"], ["Bash", "xmcp__a"]),
-        ("Notebook.*|Read", ["NotebookEdit", "Read"], ["Reader"]),
+        ("Write, Edit", ["Write", "Edit"], ["Bash", "Write, Edit"]),
+        # Anything else is a regular expression searched in the name, unanchored as
+        # Claude Code's RegExp.test (measured against its CLI: "rit." fires on Write).
+        ("mcp__.*", ["mcp__github__pr", "xmcp__a"], ["Bash"]),
+        ("Notebook.*|Read", ["NotebookEdit", "Read", "Reader"], ["Bash"]),
+        ("rit.", ["Write"], ["Edit"]),
+        ("^Edit$", ["Edit"], ["NotebookEdit", "Edits"]),
     ],
 )
 def test_matchers(matcher: str | None, matches: list[str], misses: list[str]) -> None:

@@ -247,7 +247,11 @@ async def compact_session(
                 event="PreCompact",
                 session_id=session_id,
                 working_directory=working_directory,
-                data={"trigger": reason, "tokensBefore": tokens_before},
+                data={
+                    "trigger": reason,
+                    "custom_instructions": instructions or "",
+                    "tokensBefore": tokens_before,
+                },
             )
         )
         if decision.action == "block":
