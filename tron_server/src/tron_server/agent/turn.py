@@ -760,23 +760,33 @@ class AgentRun:
                 finished[k].set()
 
         async def record_in_order() -> None:
-            for k, use in enumerate(uses):
-                await finished[k].wait()
-                result, started = outcomes.get(k, (None, 0.0))
-                if result is None:
-                    if self.abort_requested:
-                        return  # the abort path answers this one and the rest
-                    result, started = self._not_run(), time.monotonic()  # a hook stopped
-                await self._record_result(turn, use, result, started)
-                answered.add(use.id)
+            try:
+                for k, use in enumerate(uses):
+                    await finished[k].wait()
+                    result, started = outcomes.get(k, (None, 0.0))
+                    if result is None:
+                        if self.abort_requested:
+                            return  # the abort path answers this one and the rest
+                        result, started = self._not_run(), time.monotonic()  # a hook stopped
+                    await self._record_result(turn, use, result, started)
+                    answered.add(use.id)
+                    recorded[k].set()
+            finally:
+                for event in recorded:
+                    event.set()
 
+        recorded = [anyio.Event() for _ in uses]
         async with anyio.create_task_group() as tg:
             tg.start_soon(record_in_order)
             for k, use in enumerate(uses):
                 if use.name in self.deps.concurrent_tools:
                     tg.start_soon(run_one, k, use, True)
-                else:
-                    await run_one(k, use, False)
+                    continue
+                await run_one(k, use, False)
+                if all(finished[j].is_set() for j in range(k)):
+                    # Nothing before it still runs: its result (and what it recorded) come
+                    # before the next call's events, in the order of reference 004.
+                    await recorded[k].wait()
         return answered
 
     def _not_run(self) -> ToolResult:
