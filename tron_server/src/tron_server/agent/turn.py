@@ -672,19 +672,23 @@ class AgentRun:
             return "suspended", False
         unanswered = [u for u in uses if u.id not in answered]
         await self._record_error_results(unanswered, ABORTED_RESULT)
-        for u in unanswered:  # the card of a call cut while running keeps its output
-            call = self.progress.tool_calls.get(u.id)
-            if call is not None and call.status == "error":
-                self._emit(
-                    "agent.tool_end",
-                    {"turn": turn, "toolCallId": u.id, "name": u.name, "isError": True,
-                     "content": self._partial(u.id, ABORTED_RESULT), "interrupted": True},
-                )  # fmt: skip
+        for u in unanswered:
+            self._emit_cut(turn, u)
         await self.writer.append(
             "notification.interrupted", {"turn": turn, "reason": "aborted by the user"}
         )
         await self._turn_end(turn, "aborted", usage)
         return "aborted", False
+
+    def _emit_cut(self, turn: int, use: ToolUseBlock) -> None:
+        """The card of a call cut while running keeps its output (``agent.tool_end``)."""
+        call = self.progress.tool_calls.get(use.id)
+        if call is not None and call.status == "error":
+            self._emit(
+                "agent.tool_end",
+                {"turn": turn, "toolCallId": use.id, "name": use.name, "isError": True,
+                 "content": self._partial(use.id, ABORTED_RESULT), "interrupted": True},
+            )  # fmt: skip
 
     async def _finish_failed(self, turn: int, model: str, stream: _Stream) -> tuple[str, bool]:
         assert stream.error is not None
@@ -737,8 +741,9 @@ class AgentRun:
     async def _run_tools(self, turn: int, uses: list[ToolUseBlock]) -> set[str]:
         """Run the calls (see the module docstring: concurrent ones overlap, the others
         go one after another) and record their results in call order, each as soon as it
-        and those before it are done; the ids answered (all of them unless the run was
-        aborted: the abort path answers the rest)."""
+        and those before it are done; after an abort, a call cut or never started gets an
+        interrupted result and one that finished keeps its own. The ids answered (all of
+        them, unless the run was suspended)."""
         answered: set[str] = set()
         limiter = anyio.CapacityLimiter(max(1, self.deps.max_parallel_tools))
         outcomes: dict[int, tuple[ToolResult | None, float]] = {}
@@ -756,6 +761,8 @@ class AgentRun:
                         await start(k, use)
                 else:
                     await start(k, use)
+            except Exception as exc:
+                fail(exc)
             finally:
                 finished[k].set()
 
@@ -764,16 +771,32 @@ class AgentRun:
                 for k, use in enumerate(uses):
                     await finished[k].wait()
                     result, started = outcomes.get(k, (None, 0.0))
-                    if result is None:
-                        if self.abort_requested:
-                            return  # the abort path answers this one and the rest
-                        result, started = self._not_run(), time.monotonic()  # a hook stopped
-                    await self._record_result(turn, use, result, started)
+                    if result is None and self.suspended:
+                        return  # nothing more is recorded: the request stays pending
+                    if result is None and self.abort_requested:
+                        # Cut (or never started); the calls after it that finished keep
+                        # their results.
+                        await self._record_error_results([use], ABORTED_RESULT)
+                        self._emit_cut(turn, use)
+                    else:
+                        if result is None:  # a hook stopped the agent before it started
+                            result, started = self._not_run(), time.monotonic()
+                        await self._record_result(turn, use, result, started)
                     answered.add(use.id)
                     recorded[k].set()
+            except Exception as exc:
+                fail(exc)
             finally:
                 for event in recorded:
                     event.set()
+
+        failures: list[Exception] = []
+
+        def fail(exc: Exception) -> None:
+            # A store failure (a ConcurrencyConflict: someone moved the head) stops every
+            # call, and reaches the caller as itself, not wrapped in an exception group.
+            failures.append(exc)
+            tg.cancel_scope.cancel()
 
         recorded = [anyio.Event() for _ in uses]
         async with anyio.create_task_group() as tg:
@@ -787,6 +810,8 @@ class AgentRun:
                     # Nothing before it still runs: its result (and what it recorded) come
                     # before the next call's events, in the order of reference 004.
                     await recorded[k].wait()
+        if failures:
+            raise failures[0]
         return answered
 
     def _not_run(self) -> ToolResult:
