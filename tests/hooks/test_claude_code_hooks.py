@@ -251,6 +251,18 @@ async def test_what_hooks_say_reaches_the_model_and_the_user(
         "hello again",
     ]
     assert [e["source"] for e in p.logged("start")] == ["startup", "resume"]
+
+    # /clear empties the history; SessionStart (source clear) gives its context again.
+    llm.add(Response([Text("Fresh start.")]))
+    async with server.connect() as client:
+        await client.call("agent.message", {"sessionId": sid, "prompt": "/clear"})
+        await run(client, sid, "after the clear")
+    assert [user_texts(m) for m in llm.requests[3]["messages"]] == [[
+        "<system-reminder>\nSessionStart hook additional context: This project uses uv."
+        "\n</system-reminder>",
+        "after the clear",
+    ]]  # fmt: skip
+    assert [e["source"] for e in p.logged("start")] == ["startup", "resume", "clear"]
     assert_valid(llm)
 
 

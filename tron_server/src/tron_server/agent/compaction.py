@@ -320,6 +320,7 @@ async def compact_session(
     log.info(
         "compacted session %s (%s): %d → %d tokens", session_id, reason, tokens_before, tokens_after
     )
+    await orchestrator.context_reset(session_id, "compact")  # SessionStart hooks, again
     return CompactionResult(
         summary, tokens_before, tokens_after, True, boundary_event.id, summary_event.id
     )

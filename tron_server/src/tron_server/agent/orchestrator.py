@@ -26,13 +26,14 @@ their own runs' abort.
 
 Lifecycle hooks: ``SessionStart`` when a session is created
 (:meth:`Orchestrator.session_created`, source ``startup``; in the background, and the
-session's first run waits for it) and at the start of the first run of a session this
-process did not create (source ``resume``); what they print for the model is recorded as
-``hook.context`` before the prompt. ``Stop`` when a run of a top-level session ends (not
-when it was aborted), ``SubagentStop`` when a run of a child ends (recorded in the
-parent): both inside the run, before ``agent.complete``, so that a hook that blocks sends
-the model on (:class:`~.turn.AgentRun`). ``SessionEnd`` before ``session.end``
-(:meth:`Orchestrator.session_ending`). Children fire no SessionStart.
+session's first run waits for it), at the start of the first run of a session this
+process did not create (source ``resume``), and after ``/clear`` or a compaction
+(:meth:`Orchestrator.context_reset`, ``clear`` / ``compact``); what they print for the
+model is recorded as ``hook.context``, before the prompt. ``Stop`` when a run of a
+top-level session ends (not when it was aborted), ``SubagentStop`` when a run of a child
+ends (recorded in the parent): both inside the run, before ``agent.complete``, so that a
+hook that blocks sends the model on (:class:`~.turn.AgentRun`). ``SessionEnd`` before
+``session.end`` (:meth:`Orchestrator.session_ending`). Children fire no SessionStart.
 
 Every command hook gets the session's ``permission_mode`` and ``transcript_path`` (a
 Claude Code-shaped transcript kept in ``<home>/transcripts``:
@@ -518,6 +519,21 @@ class Orchestrator:
             return
         decision = await engine.run_now(self._session_start_context(session, "resume"))
         await self._record_drafts(sid, context_drafts("SessionStart", decision, source="resume"))
+
+    async def context_reset(self, session_id: str, source: str) -> None:
+        """After ``/clear`` (``source`` ``"clear"``) or a compaction (``"compact"``): the
+        SessionStart hooks run again, as in Claude Code, and their context opens the fresh
+        history (what they said before is gone from it). Not for sub-agents."""
+        if (await self.profile(session_id)).is_child:
+            return
+        session = await self.store.get_session(session_id)
+        engine = self._engine_or_none(Path(session.working_directory))
+        if engine is None or not engine.hooks_for("SessionStart"):
+            return
+        decision = await engine.run_now(self._session_start_context(session, source))
+        await self._record_drafts(
+            session_id, context_drafts("SessionStart", decision, source=source)
+        )
 
     async def _stop_hooks(
         self, agent: AgentRun, result: RunResult, active: bool
