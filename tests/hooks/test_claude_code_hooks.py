@@ -196,7 +196,8 @@ async def test_what_hooks_say_reaches_the_model_and_the_user(
 ) -> None:
     p = project(tmp_path, {"SessionStart": [(None, "start")],
                            "UserPromptSubmit": [(None, "prompt")],
-                           "PostToolUse": [("Read", "post")]})  # fmt: skip
+                           "PostToolUse": [("Read", "post")],
+                           "PreCompact": [(None, "compact")]})  # fmt: skip
     p.answer("start", "This project uses uv.\n")  # plain stdout: context, as in Claude Code
     p.answer("prompt", {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
                                                "additionalContext": "Ticket ABC-1 is open."},
@@ -263,6 +264,22 @@ async def test_what_hooks_say_reaches_the_model_and_the_user(
         "after the clear",
     ]]  # fmt: skip
     assert [e["source"] for e in p.logged("start")] == ["startup", "resume", "clear"]
+
+    # So does a compaction (source compact); PreCompact gets the /compact instructions.
+    llm.add(Response([Text("We talked about uv.")]), Response([Text("Compacted.")]))
+    async with server.connect() as client:
+        await client.call("agent.message", {"sessionId": sid, "prompt": "/compact keep uv"})
+        await run(client, sid, "after the compaction")
+    [compact] = p.logged("compact")
+    assert (compact["trigger"], compact["custom_instructions"]) == ("manual", "keep uv")
+    assert [e["source"] for e in p.logged("start")][-1] == "compact"
+    summary, _ack, latest = llm.requests[5]["messages"]
+    assert "We talked about uv." in user_texts(summary)[0]
+    assert user_texts(latest) == [
+        "<system-reminder>\nSessionStart hook additional context: This project uses uv."
+        "\n</system-reminder>",
+        "after the compaction",
+    ]
     assert_valid(llm)
 
 
