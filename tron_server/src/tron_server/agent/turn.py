@@ -388,8 +388,6 @@ class AgentRun:
             result.turns += 1
             result.stop_reason = stop
             if not go_on:
-                if self.stop_requested is not None and stop != "aborted":
-                    result.stop_reason = HOOK_STOPPED
                 break
             turn += 1
 
