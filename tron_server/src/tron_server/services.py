@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .providers import ProviderFactory
     from .rpc.registry import MethodRegistry
     from .tools import ToolRegistry
+    from .workspace import Workspace
 
 log = logging.getLogger("tron_server.services")
 
@@ -55,6 +56,8 @@ class Services:
     providers: ProviderFactory | None = None
     #: The methods this server answers (system.info lists them).
     registry: MethodRegistry | None = None
+    #: File recording, rewinds with files, diffs and worktrees.
+    workspace: Workspace | None = None
     version: str = ""
 
     def __post_init__(self) -> None:
@@ -78,10 +81,17 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
     from .hooks import build_hook_engine
     from .providers import ProviderFactory
     from .tools import default_tools
+    from .workspace import Workspace
 
     store = await AsyncEventStore.open(settings.resolved_database_url())
     services = Services(settings=settings, store=store, hub=Hub(store), registry=registry)
-    services.tools = default_tools()
+    services.workspace = Workspace(
+        store,
+        settings.home,
+        max_file_bytes=settings.workspace_max_file_bytes,
+        watch_commands=settings.workspace_record_commands,
+    )
+    services.tools = default_tools(services.workspace.recorder)
     services.providers = ProviderFactory(settings)
 
     def hooks_factory(working_directory: Path, record: Any) -> Any:

@@ -39,6 +39,12 @@ class Settings(BaseSettings):
     subagent_max_parallel: int = Field(default=4, ge=1, le=64)
     #: How deep sub-agents nest: 1 = only sessions a user started get the Task tool.
     subagent_max_depth: int = Field(default=1, ge=0, le=8)
+    #: File contents above this size are recorded by hash only: a rewind cannot restore
+    #: them (TRON_WORKSPACE_MAX_FILE_BYTES).
+    workspace_max_file_bytes: int = Field(default=10 * 1024 * 1024, ge=0)
+    #: Snapshot the working directory around each Bash command to record what it
+    #: changed (TRON_WORKSPACE_RECORD_COMMANDS).
+    workspace_record_commands: bool = True
     max_frame_bytes: int = 4 * 1024 * 1024
     outgoing_queue_limit: int = 10_000
 

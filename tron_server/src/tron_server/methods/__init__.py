@@ -10,7 +10,7 @@ import importlib
 import logging
 
 from ..rpc import MethodRegistry
-from . import events, model, session, system
+from . import events, model, session, system, workspace
 
 log = logging.getLogger("tron_server.methods")
 
@@ -21,7 +21,7 @@ OPTIONAL_MODULES = ("tron_server.methods.agent", "tron_server.methods.context")
 def build_registry() -> MethodRegistry:
     """A registry with every available method."""
     registry = MethodRegistry()
-    for module in (session, events, system, model):
+    for module in (session, events, system, model, workspace):
         module.register(registry)
     for name in OPTIONAL_MODULES:
         try:
