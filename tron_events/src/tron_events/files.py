@@ -1,12 +1,16 @@
 """The files an agent changed, as recorded in events: states, changes, what differs
 between two events, and unified diffs of recorded contents.
 
-Four event types record changes, each as ``(path, before, after)`` triples whose
+Three event types record changes, each as ``(path, before, after)`` triples whose
 states are :class:`FileState` objects or None (the file did not exist):
 
 - ``file.write`` and ``file.edit`` (one file: ``path``, ``before``, ``after``);
-- ``file.changes`` (what a shell command changed: ``changes: [{path, before, after}]``);
-- ``file.restore`` (what a rewind with files wrote, same shape).
+- ``file.changes`` (what a shell command changed: ``changes: [{path, before, after}]``).
+
+``file.restore`` (what a rewind with files wrote, same shape) is a record, not a change
+of the tree: it follows the event it restored to, and the files after it *are* that
+event's, so the state at it is its parent's (its ``before`` states are what was on
+disk, possibly outside edits a forced restore replaced).
 
 Between two events ``a`` and ``b`` of a tree (:func:`transitions`): take the paths to
 each from their last common event; the changes after it on ``a``'s side are undone
@@ -27,6 +31,7 @@ from typing import Any, Literal
 
 __all__ = [
     "CHANGE_TYPES",
+    "RECORD_TYPES",
     "FileChange",
     "FileDiff",
     "FileState",
@@ -37,8 +42,10 @@ __all__ = [
     "unified_diff",
 ]
 
-#: Event types whose payload records file changes.
-CHANGE_TYPES = frozenset({"file.write", "file.edit", "file.changes", "file.restore"})
+#: Event types whose changes make the files of the tree.
+CHANGE_TYPES = frozenset({"file.write", "file.edit", "file.changes"})
+#: Every event type whose payload lists file changes (``file.restore`` too).
+RECORD_TYPES = CHANGE_TYPES | {"file.restore"}
 
 FileKind = Literal["file", "symlink"]
 #: Contents above this size are shown as "too large to diff".
@@ -118,7 +125,7 @@ def _change(item: Any) -> FileChange | None:
 
 
 def changes_of(event_type: str, payload: Mapping[str, Any]) -> list[FileChange]:
-    """The changes an event records (none for other types, or for ``file.write`` and
+    """The changes an event lists (none for other types, or for ``file.write`` and
     ``file.edit`` events written before contents were recorded)."""
     if event_type in ("file.write", "file.edit"):
         if "after" not in payload:

@@ -10,8 +10,8 @@ ran) back to its recorded state at that event, as one operation:
    left it. One changed outside the agent since (an editor, another program) is a
    conflict, and so is one whose content at the target was too large to record:
    :class:`FilesConflict` lists them and nothing is written -- unless ``force``,
-   which restores the changed ones anyway (their current content is stored first, so
-   even that can be undone) and leaves the unrecordable ones as they are.
+   which restores the changed ones anyway (their current content is stored first and
+   named in the record, so nothing is lost) and leaves the unrecordable ones as they are.
 3. **Read** every content to write from the store; one missing raises
    :class:`~tron_events.MissingContent` and nothing is written.
 4. **Write** through the session's path policy (the tools' own checks): removals
@@ -19,8 +19,9 @@ ran) back to its recorded state at that event, as one operation:
    already written is put back and the error raised.
 5. **Record**: the head moves to the target and a ``file.restore`` event (every
    file's state before and after) is appended after it, in one transaction
-   (:meth:`~tron_events.EventStore.rewind_and_append`). Rewinding back to the old
-   head with files undoes it: its changes are recorded like any others.
+   (:meth:`~tron_events.EventStore.rewind_and_append`). The files after it are the
+   target's, so rewinding back to the old head with files undoes it (to the files as
+   the agent left them there).
 """
 
 from __future__ import annotations
@@ -229,7 +230,7 @@ async def rewind_with_files(
     wanted = [t.after.hash for t in todo if t.after is not None]
     contents = await store.get_blobs(wanted)
     # What the restore replaces is stored too (most of it is already: the agent's own
-    # contents), so rewinding back to the old head can put it back.
+    # contents), so that even an outside edit a forced restore overwrote can be read back.
     keep = [d.data for d in found.values() if d.data is not None and d.state is not None]
     if keep:
         await store.put_blobs(keep)
