@@ -22,6 +22,7 @@ from ..tools._paths import PathError, PathPolicy, ResolvedPath
 __all__ = [
     "OnDisk",
     "apply_state",
+    "blocked",
     "capture",
     "prune_empty_folders",
     "read_entry",
@@ -88,9 +89,31 @@ def _read_file(entry: ResolvedPath, info: os.stat_result, limit: int) -> OnDisk:
     return OnDisk(state, data, mode=st.S_IMODE(info.st_mode))
 
 
+def blocked(path: str) -> bool:
+    """Whether the nearest existing folder on the way to ``path`` is not a folder but a
+    file or a symlink. Recorded paths have no symlinks on the way (they are resolved),
+    so ``path`` is then not there: it reads as absent, and what is in the way, being a
+    change too, goes first when restoring."""
+    for parent in Path(path).parents:
+        try:
+            info = os.lstat(parent)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+        return not st.S_ISDIR(info.st_mode)
+    return False
+
+
 def read_entry(policy: PathPolicy, path: str, limit: int) -> OnDisk:
     """The state of ``path`` on disk (the name itself: a symlink is not followed)."""
-    with policy.resolve(path, follow_last=False) as entry:
+    try:
+        entry = policy.resolve(path, follow_last=False)
+    except PathError:
+        if blocked(path):
+            return OnDisk(None, None)
+        raise
+    with entry:
         info = entry.stat
         if info is None:
             return OnDisk(None, None)
@@ -123,7 +146,13 @@ def apply_state(
 ) -> None:
     """Make ``path`` be ``state`` (None: remove it) with content ``data``; the policy
     checks every write. ``mode`` keeps given permission bits (a rollback)."""
-    with policy.resolve(path, follow_last=False) as entry:
+    try:
+        entry = policy.resolve(path, follow_last=False)
+    except PathError:
+        if state is None and blocked(path):
+            return  # a file where a folder on the way was: nothing there to remove
+        raise
+    with entry:
         info = entry.stat
         if state is None:
             if info is not None and not st.S_ISDIR(info.st_mode):

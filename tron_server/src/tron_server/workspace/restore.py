@@ -45,7 +45,7 @@ from tron_events import (
 )
 
 from ..tools._paths import PathError, PathPolicy, PathRefused
-from .disk import OnDisk, apply_state, prune_empty_folders, read_entry
+from .disk import OnDisk, apply_state, blocked, prune_empty_folders, read_entry
 from .errors import FileProblem, FilesConflict, WorkspaceError
 
 __all__ = ["RewindOutcome", "check_files", "rewind_with_files", "target_on_tree"]
@@ -112,9 +112,10 @@ def check_files(
     refused: list[tuple[str, str]] = []
     for t in changes:
         try:
-            with policy.resolve(t.path, follow_last=False) as entry:
-                policy.check_write(entry)
             disk = read_entry(policy, t.path, limit)
+            if not blocked(t.path):  # else a file in the way goes first: checked then
+                with policy.resolve(t.path, follow_last=False) as entry:
+                    policy.check_write(entry)
         except PathRefused as exc:
             refused.append((t.path, str(exc)))
             continue
