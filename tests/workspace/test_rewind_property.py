@@ -32,9 +32,7 @@ def quote(path: str) -> str:
 
 async def one_operation(h: Harness, data: st.DataObject) -> None:
     kind = data.draw(
-        st.sampled_from(
-            ["write", "edit", "create", "append", "rm", "rmdir", "mv", "chmod", "ln"]
-        ),
+        st.sampled_from(["write", "edit", "create", "append", "rm", "rmdir", "mv", "chmod", "ln"]),
         label="operation",
     )
     path = data.draw(st.sampled_from(PATHS), label="path")
@@ -57,7 +55,9 @@ async def one_operation(h: Harness, data: st.DataObject) -> None:
         await h.bash("rm -rf d")
     elif kind == "mv":
         dest = data.draw(st.sampled_from(PATHS), label="dest")
-        await h.bash(f"mkdir -p {quote(os.path.dirname(dest) or '.')} && mv {quote(path)} {quote(dest)}")
+        await h.bash(
+            f"mkdir -p {quote(os.path.dirname(dest) or '.')} && mv {quote(path)} {quote(dest)}"
+        )
     elif kind == "chmod":
         await h.bash(f"chmod {data.draw(st.sampled_from(['+x', '-x']))} {quote(path)}")
     else:
