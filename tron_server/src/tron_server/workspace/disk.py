@@ -24,6 +24,7 @@ __all__ = [
     "apply_state",
     "blocked",
     "capture",
+    "holds_files",
     "prune_empty_folders",
     "read_entry",
     "state_of_bytes",
@@ -145,7 +146,9 @@ def apply_state(
     mode: int | None = None,
 ) -> None:
     """Make ``path`` be ``state`` (None: remove it) with content ``data``; the policy
-    checks every write. ``mode`` keeps given permission bits (a rollback)."""
+    checks every write. ``mode`` keeps given permission bits (a rollback). An empty
+    folder in the way of a file is removed (folders are not recorded); one that holds
+    files raises :class:`PathError`."""
     try:
         entry = policy.resolve(path, follow_last=False)
     except PathError:
@@ -160,15 +163,35 @@ def apply_state(
             return
         if data is None:
             raise PathError(f"no content to write {path} with")
+        if info is not None and st.S_ISDIR(info.st_mode):
+            policy.check_write(entry)
+            remove_empty_tree(entry.path)
+    with policy.resolve(path, follow_last=False) as entry:
+        info = entry.stat
         if state.kind == "symlink":
             policy.write_symlink(entry, data)
             return
-        current = (
-            st.S_IMODE(info.st_mode) if info is not None and st.S_ISREG(info.st_mode) else None
-        )
-        policy.write_bytes(
-            entry, data, mode=mode if mode is not None else _mode(current, state.executable)
-        )
+        regular = info is not None and st.S_ISREG(info.st_mode)
+        current = st.S_IMODE(info.st_mode) if info is not None and regular else None
+        if mode is None:
+            mode = _mode(current, state.executable)
+        policy.write_bytes(entry, data, mode=mode)
+
+
+def holds_files(folder: Path) -> bool:
+    """Whether anything but folders (a file, a symlink) is below ``folder``."""
+    for dirpath, dirnames, files in os.walk(folder):
+        if files or any(os.path.islink(os.path.join(dirpath, d)) for d in dirnames):
+            return True
+    return False
+
+
+def remove_empty_tree(folder: Path) -> None:
+    """Remove a tree of empty folders; :class:`PathError` if it holds anything else."""
+    if holds_files(folder):
+        raise PathError(f"{folder} is a folder holding files, where a file is to be restored")
+    for dirpath, _, _ in sorted(os.walk(folder), key=lambda w: -len(w[0])):
+        os.rmdir(dirpath)
 
 
 def prune_empty_folders(path: str, stop: Path) -> None:

@@ -42,6 +42,8 @@ log = logging.getLogger("tron_server.workspace")
 
 #: Contents above this size are recorded by hash only (TRON_WORKSPACE_MAX_FILE_BYTES).
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+#: Folders watched for changes at once (inotify instances are limited: 128 per user).
+MAX_WATCHED = 16
 #: How long the snapshot after an aborted command may take before it is given up.
 _AFTER_ABORT_TIMEOUT = 60.0
 
@@ -80,11 +82,15 @@ class FileRecorder:
         *,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         watch_commands: bool = True,
+        watch_changes: bool = True,
     ) -> None:
         self.store = store
         self.snapshots = snapshots
         self.max_file_bytes = max_file_bytes
         self.watch_commands = watch_commands
+        #: Keep an inotify watch per folder so that snapshots of unchanged folders are
+        #: free (``_watch.py``); off: every snapshot scans.
+        self.watch_changes = watch_changes
         self._shadows: dict[Path, ShadowRepo] = {}
 
     # -- Write and Edit ---------------------------------------------------------------
@@ -116,11 +122,16 @@ class FileRecorder:
     # -- Bash ---------------------------------------------------------------------------
 
     def shadow_for(self, directory: Path) -> ShadowRepo:
-        """The shadow repository of a working directory (one per folder, kept)."""
+        """The shadow repository of a working directory (one per folder, kept; the
+        folders used least recently stop being watched beyond :data:`MAX_WATCHED`)."""
         key = Path(os.path.realpath(directory))
-        shadow = self._shadows.get(key)
+        shadow = self._shadows.pop(key, None)
         if shadow is None:
-            shadow = self._shadows[key] = ShadowRepo.for_directory(self.snapshots, key)
+            shadow = ShadowRepo.for_directory(self.snapshots, key, watch=self.watch_changes)
+        self._shadows[key] = shadow  # most recently used last
+        if len(self._shadows) > MAX_WATCHED:
+            oldest = next(iter(self._shadows))
+            self._shadows.pop(oldest).close()
         return shadow
 
     async def begin_command(self, directory: Path) -> CommandWatch:
@@ -199,6 +210,12 @@ class FileRecorder:
         if renames:
             payload["renames"] = [{"from": str(root / a), "to": str(root / b)} for a, b in renames]
         return payload
+
+    def close(self) -> None:
+        """Stop every folder watch."""
+        for shadow in self._shadows.values():
+            shadow.close()
+        self._shadows.clear()
 
     @contextlib.asynccontextmanager
     async def around_command(

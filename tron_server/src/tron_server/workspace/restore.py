@@ -45,7 +45,14 @@ from tron_events import (
 )
 
 from ..tools._paths import PathError, PathPolicy, PathRefused
-from .disk import OnDisk, apply_state, blocked, prune_empty_folders, read_entry
+from .disk import (
+    OnDisk,
+    apply_state,
+    blocked,
+    holds_files,
+    prune_empty_folders,
+    read_entry,
+)
 from .errors import FileProblem, FilesConflict, WorkspaceError
 
 __all__ = ["RewindOutcome", "check_files", "rewind_with_files", "target_on_tree"]
@@ -110,6 +117,7 @@ def check_files(
     found: dict[str, OnDisk] = {}
     problems: list[FileProblem] = []
     refused: list[tuple[str, str]] = []
+    in_the_way: list[str] = []
     for t in changes:
         try:
             disk = read_entry(policy, t.path, limit)
@@ -122,6 +130,8 @@ def check_files(
         except PathError as exc:
             raise WorkspaceError(f"cannot read {t.path}: {exc}", reason="unreadable") from None
         found[t.path] = disk
+        if disk.is_dir and t.after is not None and holds_files(Path(t.path)):
+            in_the_way.append(t.path)
         expected = t.before
         if not _matches(expected, disk.state):
             problems.append(
@@ -134,6 +144,14 @@ def check_files(
             )
         if t.after is not None and not t.after.stored:
             problems.append(FileProblem(t.path, "not_stored", t.after.to_json(), None))
+    if in_the_way:
+        raise WorkspaceError(
+            "folders holding files are where files are to be restored: "
+            + ", ".join(in_the_way[:5])
+            + ". Move them away, then rewind again.",
+            reason="folder_in_way",
+            files=in_the_way,
+        )
     if refused:
         raise WorkspaceError(
             "the session's path policy refuses writing: "

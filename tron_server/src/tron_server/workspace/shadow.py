@@ -43,6 +43,7 @@ from pathlib import Path
 
 from . import _git
 from ._git import GitError
+from ._watch import ChangeWatch
 
 __all__ = ["NO_TREE", "Blob", "ShadowRepo", "TreeChange", "shadow_key"]
 
@@ -106,11 +107,17 @@ class ShadowRepo:
     relative to it: the working directory when it lies inside a larger checkout, whose
     ignore rules then apply too). Thread-safe; one snapshot at a time per instance."""
 
-    def __init__(self, git_dir: Path, work_tree: Path, scope: str = "") -> None:
+    def __init__(
+        self, git_dir: Path, work_tree: Path, scope: str = "", *, watch: bool = True
+    ) -> None:
         self.git_dir = git_dir
         self.work_tree = work_tree
         self.scope = scope
         self._lock = threading.Lock()
+        self._watch_wanted = watch
+        self._watch: ChangeWatch | None = None
+        #: The tree of the last snapshot, valid while the watch saw no change.
+        self._tree: str | None = None
         self._env = {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(work_tree)}
         self._last: tuple[tuple[int, int, int, int], str] | None = None
         self._excludes_source: tuple[float, int] | None = None
@@ -118,13 +125,34 @@ class ShadowRepo:
         self._nested_pending = False
 
     @classmethod
-    def for_directory(cls, snapshots: Path, directory: Path) -> ShadowRepo:
+    def for_directory(cls, snapshots: Path, directory: Path, *, watch: bool = True) -> ShadowRepo:
         """The shadow of ``directory`` under ``snapshots`` (the folder of all shadows)."""
         directory = Path(os.path.realpath(directory))
         top = _git.find_repository(directory) or directory
         scope = directory.relative_to(top).as_posix()
         scope = "" if scope == "." else scope
-        return cls(snapshots / shadow_key(top, scope), top, scope)
+        return cls(snapshots / shadow_key(top, scope), top, scope, watch=watch)
+
+    def _start_watch(self) -> None:
+        """Watch the folder (``_watch.py``) so that snapshots of it unchanged are free."""
+        self._watch_wanted = False  # once: a tree that cannot be watched is not retried
+        root = self.work_tree / self.scope if self.scope else self.work_tree
+        around = [self.work_tree / p for p in Path(self.scope).parents if str(p) != "."]
+        if self.scope:
+            around.append(self.work_tree)
+        info = self.work_tree / ".git" / "info"
+        if info.is_dir():
+            around.append(info)  # the repository's own excludes
+        self._watch = ChangeWatch.start(root, around)
+
+    def close(self) -> None:
+        """Stop watching the folder (a later snapshot starts watching again)."""
+        with self._lock:
+            if self._watch is not None:
+                self._watch.close()
+                self._watch = None
+                self._watch_wanted = True
+            self._tree = None
 
     # -- git ----------------------------------------------------------------------------
 
@@ -232,16 +260,27 @@ class ShadowRepo:
             raise GitError(["add", "-A"], done.returncode, done.stderr.decode("utf-8", "replace"))
 
     def snapshot(self) -> str:
-        """Record the folder's current files; returns the id of their tree."""
+        """Record the folder's current files; returns the id of their tree. Free when
+        the change watch saw nothing since the last snapshot."""
         with self._lock:
+            if self._watch_wanted:
+                self._start_watch()
+            watch = self._watch
+            if watch is not None and self._tree is not None and not watch.changed():
+                return self._tree
+            self._tree = None
             self._ensure()
+            if watch is not None:
+                watch.clean()  # before the scan: a change during it marks the folder again
             before = self._index_stamp()
             self._add_all()
             stamp = self._index_stamp()
             if stamp == before and self._last is not None and self._last[0] == stamp:
-                return self._last[1]  # the index did not change: neither did the tree
-            tree = self._git("write-tree").stdout.strip().decode()
-            self._last = (stamp, tree)
+                tree = self._last[1]  # the index did not change: neither did the tree
+            else:
+                tree = self._git("write-tree").stdout.strip().decode()
+                self._last = (stamp, tree)
+            self._tree = tree
             return tree
 
     def changes(self, old_tree: str, new_tree: str) -> list[TreeChange]:
