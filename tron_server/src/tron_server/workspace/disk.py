@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat as st
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,10 +179,12 @@ def apply_state(
         policy.write_bytes(entry, data, mode=mode)
 
 
-def holds_files(folder: Path) -> bool:
-    """Whether anything but folders (a file, a symlink) is below ``folder``."""
+def holds_files(folder: Path, going: Collection[str] = ()) -> bool:
+    """Whether anything but folders (a file, a symlink) is below ``folder``, leaving out
+    the paths in ``going`` (removed first by the same restore)."""
     for dirpath, dirnames, files in os.walk(folder):
-        if files or any(os.path.islink(os.path.join(dirpath, d)) for d in dirnames):
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        if any(os.path.join(dirpath, name) not in going for name in [*files, *links]):
             return True
     return False
 

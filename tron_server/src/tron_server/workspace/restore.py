@@ -118,6 +118,7 @@ def check_files(
     problems: list[FileProblem] = []
     refused: list[tuple[str, str]] = []
     in_the_way: list[str] = []
+    going = {t.path for t in changes if t.after is None}
     for t in changes:
         try:
             disk = read_entry(policy, t.path, limit)
@@ -130,7 +131,7 @@ def check_files(
         except PathError as exc:
             raise WorkspaceError(f"cannot read {t.path}: {exc}", reason="unreadable") from None
         found[t.path] = disk
-        if disk.is_dir and t.after is not None and holds_files(Path(t.path)):
+        if disk.is_dir and t.after is not None and holds_files(Path(t.path), going):
             in_the_way.append(t.path)
         expected = t.before
         if not _matches(expected, disk.state):
