@@ -4,6 +4,8 @@
     uv run python benchmarks/bench_server.py sync         # events.sync throughput to one client
     uv run python benchmarks/bench_server.py fanout       # text-delta fan-out to 50 clients
     uv run python benchmarks/bench_server.py turn         # server overhead per turn (no LLM)
+    uv run python benchmarks/bench_server.py pressure     # memory and others' ping under
+                                                          # clients that never read, and a sync
 
 Every subcommand takes ``--help`` (``--rounds``, sizes, ``--profile DIR``, ``--json PATH``).
 
@@ -36,6 +38,12 @@ figures are medians over rounds, and a ratio is the median of per-round ratios.
   with httpx and sends each delta with ``websockets.broadcast``, as the same
   JSON-RPC frame, to the same client process. Both run with clients that offer
   permessage-deflate (the default everywhere) and with clients that do not.
+- ``pressure``: the server's RSS (sampled every 100 ms) and another client's
+  ``system.ping`` round trips (from a separate process, every 10 ms) while
+  ``--non-readers`` clients send ``events.sync`` requests for 10,000-event pages and
+  never read, after they have left, and while one client syncs the whole session.
+  ``--server-src DIR`` runs the server from another checkout (e.g. ``git archive``
+  of an older commit) to compare before and after in the same session.
 - ``turn``: ``--turns`` sequential one-turn messages (a short scripted reply);
   overhead = (``agent.message`` sent -> ``agent.complete`` received) minus the
   LLM's own time (its request -> last byte), split into before and after the LLM.
@@ -632,6 +640,254 @@ def print_sync(res: dict[str, Any]) -> None:
         )
     verdict = "met" if res["goal_met"] else "MISSED"
     log(f"goal >= 50,000 events/s (TronClient.sync's page of {SYNC_PAGE:,}): {verdict}")
+
+
+# =============================================================================================
+# pressure: other clients' latency and the server's memory under clients that misbehave
+# =============================================================================================
+
+
+class NonReader:
+    """A WebSocket client that sends requests and never reads a byte of the answers
+    (a small fixed receive buffer, so the server's socket buffers fill at once)."""
+
+    def __init__(self, port: int, token: str) -> None:
+        from websockets.client import ClientProtocol
+        from websockets.protocol import State
+        from websockets.uri import parse_uri
+
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16_384)
+        self.sock.settimeout(30)
+        self.sock.connect(("127.0.0.1", port))
+        self.proto = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/rpc"))
+        request = self.proto.connect()
+        request.headers["Authorization"] = f"Bearer {token}"
+        self.proto.send_request(request)
+        self._flush()
+        while self.proto.state is State.CONNECTING:
+            self.proto.receive_data(self.sock.recv(4096))
+        if self.proto.state is not State.OPEN:
+            raise RuntimeError(f"handshake failed: {self.proto.handshake_exc}")
+
+    def _flush(self) -> None:
+        for data in self.proto.data_to_send():
+            if data:
+                self.sock.sendall(data)
+
+    def send(self, frame: bytes) -> bool:
+        """Send one request; False once the server stopped taking them (a full socket)."""
+        self.proto.send_text(frame)
+        try:
+            self.sock.settimeout(2)
+            self._flush()
+        except (TimeoutError, OSError):
+            return False
+        return True
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def rss_mb(pid: int) -> float:
+    """The resident set size of process ``pid`` in MB (0 once it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    match = re.search(r"^VmRSS:\s+(\d+) kB", status, re.M)
+    return int(match.group(1)) / 1024 if match else 0.0
+
+
+@dataclass
+class PhaseStats:
+    name: str
+    pings: list[float] = field(default_factory=list)
+    rss: list[float] = field(default_factory=list)
+    note: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "pings": len(self.pings),
+            "ping_p50_ms": pct(self.pings, 0.5) * 1000,
+            "ping_p99_ms": pct(self.pings, 0.99) * 1000,
+            "ping_max_ms": max(self.pings, default=float("nan")) * 1000,
+            "rss_max_mb": max(self.rss, default=float("nan")),
+            "rss_end_mb": self.rss[-1] if self.rss else float("nan"),
+            "note": self.note,
+        }
+
+
+class Probe:
+    """Samples the server's RSS every 100 ms here, and has a child process ping it
+    every 10 ms from its own connection (in another process, so that no client's
+    own work here — decoding a 13 MB page takes 0.1-0.4 s — delays a ping). Each
+    sample goes to the phase during which it was taken (perf_counter is
+    CLOCK_MONOTONIC: one clock for both processes)."""
+
+    def __init__(self, server: Server, out: Path) -> None:
+        self.server = server
+        self.out = out
+        self.phases: list[PhaseStats] = []
+        self._bounds: list[tuple[float, float]] = []
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._child: asyncio.subprocess.Process | None = None
+
+    @property
+    def phase(self) -> PhaseStats:
+        return self.phases[-1]
+
+    def begin(self, name: str) -> PhaseStats:
+        now = time.perf_counter()
+        if self._bounds:
+            self._bounds[-1] = (self._bounds[-1][0], now)
+        self.phases.append(PhaseStats(name))
+        self._bounds.append((now, float("inf")))
+        return self.phases[-1]
+
+    async def start(self) -> None:
+        self._child = await asyncio.create_subprocess_exec(
+            sys.executable, SCRIPT, "_pinger", "--url", self.server.ws_url,
+            "--token", self.server.token, "--out", str(self.out),
+        )  # fmt: skip
+        while not self.out.exists() or not self.out.read_text().strip():
+            await asyncio.sleep(0.05)
+        self._task = asyncio.create_task(self._rss())
+
+    async def stop(self) -> None:
+        if self._bounds:
+            self._bounds[-1] = (self._bounds[-1][0], time.perf_counter())
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+        if self._child is not None and self._child.returncode is None:
+            self._child.send_signal(signal.SIGINT)
+            await self._child.wait()
+        for line in self.out.read_text().splitlines()[1:]:
+            t, rtt = (float(x) for x in line.split())
+            for stats, (a, b) in zip(self.phases, self._bounds, strict=True):
+                if a <= t < b:
+                    stats.pings.append(rtt)
+
+    async def _rss(self) -> None:
+        while not self._stop.is_set():
+            if self.phases:
+                self.phase.rss.append(rss_mb(self.server.proc.pid))
+            await asyncio.sleep(0.1)
+
+
+def pinger_main(args: argparse.Namespace) -> None:
+    """The probe's child: ``system.ping`` every 10 ms; writes "start-time rtt" lines."""
+
+    async def run() -> None:
+        ws = await ws_connect(args.url, args.token, deflate=False)
+        with open(args.out, "w") as out:
+            out.write("ready\n")
+            out.flush()
+            rid = 0
+            while True:
+                rid += 1
+                t0 = time.perf_counter()
+                await rpc(ws, rid, "system.ping", {})
+                out.write(f"{t0} {time.perf_counter() - t0}\n")
+                out.flush()
+                await asyncio.sleep(0.01)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())
+
+
+async def bench_pressure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """Another client's ping and the server's RSS while (a) ``--non-readers`` clients
+    send ``events.sync`` requests for the largest page and never read the answers,
+    then leave; (b) one client syncs the whole session in pages of 10,000."""
+    home = tmp / "pressure-home"
+    workdir = tmp / "pressure-work"
+    workdir.mkdir(parents=True)
+    db = home / "database" / "prod.db"
+    db.parent.mkdir(parents=True)
+    session_id, payload_bytes = build_sync_session(f"sqlite:///{db}", args.events, workdir)
+    log(f"pressure: a session of {args.events:,} events ({payload_bytes / 1e6:.1f} MB of payload)")
+    env = server_src_env(args.server_src)
+    async with tron_server(home, env=env) as server:
+        probe = Probe(server, tmp / "pings.txt")
+        await probe.start()
+        try:
+            probe.begin("idle")
+            await asyncio.sleep(2)
+            # (a) clients that never read.
+            probe.begin("non-readers connected, requesting")
+            readers = [
+                await asyncio.to_thread(NonReader, server.port, server.token)
+                for _ in range(args.non_readers)
+            ]
+            sent = [0] * len(readers)
+
+            def flood(i: int) -> None:
+                for k in range(args.requests):
+                    after = -1 if k % 2 == 0 else args.events // 2 - 1
+                    frame = orjson.dumps(
+                        {"jsonrpc": "2.0", "id": k, "method": "events.sync",
+                         "params": {"sessionId": session_id, "afterSequence": after,
+                                    "limit": SYNC_MAX_PAGE}}
+                    )  # fmt: skip
+                    if not readers[i].send(frame):
+                        return
+                    sent[i] += 1
+
+            await asyncio.gather(*(asyncio.to_thread(flood, i) for i in range(len(readers))))
+            await asyncio.sleep(args.hold)
+            probe.phase.note = f"requests taken: {sent}"
+            for r in readers:
+                r.close()
+            probe.begin("after the non-readers left")
+            await asyncio.sleep(args.settle)
+            # (b) one client syncs the whole session, repeatedly.
+            probe.begin(f"one client syncs {args.events:,} events (pages of 10,000)")
+            syncer = await ws_connect(server.ws_url, server.token, deflate=False)
+            try:
+                for _ in range(args.sync_reads):
+                    run = await sync_over_ws(syncer, session_id, SYNC_MAX_PAGE)
+                    if run.events != args.events:
+                        raise AssertionError(f"synced {run.events} events, not {args.events}")
+            finally:
+                await syncer.close()
+            probe.begin("after the sync")
+            await asyncio.sleep(2)
+        finally:
+            await probe.stop()
+    phases = probe.phases
+
+    result = {
+        "events": args.events,
+        "non_readers": args.non_readers,
+        "requests": args.requests,
+        "server_src": str(args.server_src or ROOT),
+        "phases": {p.name: p.summary() for p in phases},
+    }
+    print_pressure(result)
+    return result
+
+
+def server_src_env(src: Path | None) -> dict[str, str] | None:
+    """Run the server from another source tree (e.g. a worktree of an older commit)."""
+    if src is None:
+        return None
+    paths = [str(src / pkg / "src") for pkg in ("tron_events", "tron_llm", "tron_server")]
+    return {"PYTHONPATH": os.pathsep.join(paths)}
+
+
+def print_pressure(res: dict[str, Any]) -> None:
+    log(f"\npressure: server from {res['server_src']}")
+    log("| phase | pings | ping p50 | ping p99 | ping max | server RSS max | RSS at end |")
+    log("|---|---|---|---|---|---|---|")
+    for name, p in res["phases"].items():
+        log(
+            f"| {name} | {p['pings']} | {p['ping_p50_ms']:.1f} ms | {p['ping_p99_ms']:.1f} ms "
+            f"| {p['ping_max_ms']:.1f} ms | {p['rss_max_mb']:.0f} MB | {p['rss_end_mb']:.0f} MB |"
+            + (f" {p['note']}" if p["note"] else "")
+        )
 
 
 # =============================================================================================
@@ -1289,7 +1545,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="tron-server benchmarks over real sockets, each against a floor measured "
         "in the same run (see the module docstring).",
     )
-    sub = parser.add_subparsers(dest="cmd", required=True, metavar="{sync,fanout,turn,all}")
+    sub = parser.add_subparsers(
+        dest="cmd", required=True, metavar="{sync,fanout,turn,pressure,all}"
+    )
 
     def common(p: argparse.ArgumentParser, rounds: int) -> None:
         p.add_argument("--rounds", type=int, default=rounds, help=f"rounds (default {rounds})")
@@ -1327,6 +1585,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("turn", help="server overhead per turn, excluding the LLM")
     common(p, 5)
     turn_opts(p)
+    p = sub.add_parser(
+        "pressure", help="another client's ping and the server's RSS under misbehaving clients"
+    )
+    common(p, 1)
+    p.add_argument("--events", type=int, default=20_000, help="events in the session")
+    p.add_argument("--non-readers", type=int, default=2, help="clients that never read (2)")
+    p.add_argument(
+        "--requests", type=int, default=30, help="events.sync requests each non-reader sends"
+    )
+    p.add_argument("--hold", type=float, default=10, help="seconds the non-readers stay")
+    p.add_argument("--settle", type=float, default=5, help="seconds measured after they leave")
+    p.add_argument("--sync-reads", type=int, default=10, help="full reads by the syncing client")
+    p.add_argument(
+        "--server-src",
+        type=Path,
+        help="run the server from this checkout (e.g. a worktree of the commit to compare)",
+    )
     p = sub.add_parser("all", help="sync, fanout and turn, one after the other")
     common(p, 5)
     p.add_argument(
@@ -1355,6 +1630,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-deflate", action="store_true")
     p = sub.add_parser("_floor")
     p.add_argument("--llm", required=True)
+    p = sub.add_parser("_pinger")
+    p.add_argument("--url", required=True)
+    p.add_argument("--token", required=True)
+    p.add_argument("--out", required=True)
     p = sub.add_parser("_turns")
     p.add_argument("--url", required=True)
     p.add_argument("--token", required=True)
@@ -1370,8 +1649,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "fanout": bench_fanout,
         "turn": bench_turn,
     }
+    extra = {"pressure": bench_pressure}
     chosen = list(benches) if args.cmd == "all" else [args.cmd]
     benches["breakdown"] = bench_breakdown
+    benches.update(extra)
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"machine": machine(), "command": " ".join(sys.argv)}
@@ -1409,6 +1690,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.cmd == "_floor":
         floor_main(args)
+        return 0
+    if args.cmd == "_pinger":
+        pinger_main(args)
         return 0
     if args.cmd == "_turns":
         turns_main(args)

@@ -110,6 +110,16 @@ def scan_ms(root: Path, rounds: int) -> list[float]:
     return times
 
 
+def blob_bytes(url: str) -> int:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        total = conn.execute(text("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM file_blobs")).scalar()
+    engine.dispose()
+    return int(total or 0)
+
+
 async def timed(fn: Callable[[], Awaitable[Any]]) -> float:
     start = time.perf_counter()
     await fn()
@@ -141,7 +151,9 @@ def database_bytes(url: str) -> int:
     return int(total or 0)
 
 
-async def run(args: argparse.Namespace, url: str, base: Path, repo: Path, paths: list[Path]) -> dict[str, Any]:
+async def run(
+    args: argparse.Namespace, url: str, base: Path, repo: Path, paths: list[Path]
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     store = await AsyncEventStore.open(url)
     workspace = Workspace(store, base / f"home-{url[:8]}", max_file_bytes=10 * 1024 * 1024)
@@ -166,29 +178,42 @@ async def run(args: argparse.Namespace, url: str, base: Path, repo: Path, paths:
         await recorder.finish_command(watch, record, "toolu_x")
 
     out["noop_overhead_ms"] = [await timed(around_nothing) for _ in range(args.rounds)]
-    out["bash_true_recorded_ms"] = [
-        await timed(lambda: tools.execute("Bash", {"command": "true"}, ctx()))
-        for _ in range(args.rounds)
+    # Without the change watch: every snapshot scans the folder (git add -A each time).
+    scanning = Workspace(
+        store, base / f"home-scan-{url[:8]}", max_file_bytes=10 * 1024 * 1024
+    ).recorder
+    scanning.watch_changes = False
+    await scanning.begin_command(repo)  # its own cold snapshot, not measured
+
+    async def around_nothing_scanning() -> None:
+        watch = await scanning.begin_command(repo)
+        await scanning.finish_command(watch, record, "toolu_x")
+
+    out["noop_overhead_scanning_ms"] = [
+        await timed(around_nothing_scanning) for _ in range(args.rounds)
     ]
-    out["bash_true_plain_ms"] = [
-        await timed(lambda: plain_tools.execute("Bash", {"command": "true"}, ctx()))
-        for _ in range(args.rounds)
-    ]
+    recorded, plain = [], []
+    for _ in range(args.rounds):  # in turn, so that load changes hit both alike
+        recorded.append(await timed(lambda: tools.execute("Bash", {"command": "true"}, ctx())))
+        plain.append(await timed(lambda: plain_tools.execute("Bash", {"command": "true"}, ctx())))
+    out["bash_true_recorded_ms"] = recorded
+    out["bash_true_plain_ms"] = plain
     # A command changing 100 files, each time again (new contents).
     hundred = paths[:: max(1, len(paths) // 100)][:100]
     script = base / "change100.sh"
-    script.write_text(
-        "".join(f'echo "# changed $1" >> {p.relative_to(repo)}\n' for p in hundred)
-    )
+    script.write_text("".join(f'echo "# changed $1" >> {p.relative_to(repo)}\n' for p in hundred))
     changed, plain_changed = [], []
     rounds = max(3, args.rounds // 3)
+
+    def bash(registry: Any, command: str) -> Callable[[], Awaitable[Any]]:
+        return lambda: registry.execute("Bash", {"command": command}, ctx())
+
+    def rewind(to: str) -> Callable[[], Awaitable[Any]]:
+        return lambda: workspace.rewind(session.id, to, restore_files=True)
+
     for i in range(rounds):
-        plain_changed.append(
-            await timed(lambda: plain_tools.execute("Bash", {"command": f"sh {script} p{i}"}, ctx()))
-        )
-        changed.append(
-            await timed(lambda: tools.execute("Bash", {"command": f"sh {script} r{i}"}, ctx()))
-        )
+        plain_changed.append(await timed(bash(plain_tools, f"sh {script} p{i}")))
+        changed.append(await timed(bash(tools, f"sh {script} r{i}")))
     out["bash_100_recorded_ms"] = changed
     out["bash_100_plain_ms"] = plain_changed
     # Rewind with files of those 100 files, and back.
@@ -197,10 +222,8 @@ async def run(args: argparse.Namespace, url: str, base: Path, repo: Path, paths:
         before = (await store.get_session(session.id)).head_event_id
         await tools.execute("Bash", {"command": f"sh {script} w{i}"}, ctx())
         after = (await store.get_session(session.id)).head_event_id
-        rewinds.append(
-            await timed(lambda: workspace.rewind(session.id, before, restore_files=True))
-        )
-        backs.append(await timed(lambda: workspace.rewind(session.id, after, restore_files=True)))
+        rewinds.append(await timed(rewind(before)))
+        backs.append(await timed(rewind(after)))
     out["rewind_100_ms"] = rewinds
     out["rewind_back_100_ms"] = backs
     # Storage per turn: a one-line Edit of a 1 MB file.
@@ -209,6 +232,7 @@ async def run(args: argparse.Namespace, url: str, base: Path, repo: Path, paths:
     await tools.execute("Write", {"file_path": str(big), "content": big.read_text()}, ctx())
     edits = 20
     start_bytes = database_bytes(url)
+    start_blobs = blob_bytes(url)
     for i in range(edits):
         await tools.execute(
             "Edit",
@@ -218,12 +242,14 @@ async def run(args: argparse.Namespace, url: str, base: Path, repo: Path, paths:
         )  # fmt: skip
     out["big_file_bytes"] = big.stat().st_size
     out["growth_per_edit_bytes"] = (database_bytes(url) - start_bytes) / edits
+    out["blob_bytes_per_edit"] = (blob_bytes(url) - start_blobs) / edits
     await store.aclose()
     return out
 
 
 def summary(name: str, values: list[float]) -> str:
-    return f"{name}: p50 {p50(values):.1f} ms (min {min(values):.1f}, max {max(values):.1f}, n={len(values)})"
+    low, high = min(values), max(values)
+    return f"{name}: p50 {p50(values):.1f} ms (min {low:.1f}, max {high:.1f}, n={len(values)})"
 
 
 def main() -> None:
@@ -253,18 +279,22 @@ def main() -> None:
             print(f"--- {backend}")
             print(f"cold first snapshot: {out['cold_first_snapshot_ms']:.0f} ms")
             for key in (
-                "noop_overhead_ms", "bash_true_recorded_ms", "bash_true_plain_ms",
+                "noop_overhead_ms", "noop_overhead_scanning_ms", "bash_true_recorded_ms",
+                "bash_true_plain_ms",
                 "bash_100_recorded_ms", "bash_100_plain_ms", "rewind_100_ms",
                 "rewind_back_100_ms",
             ):  # fmt: skip
                 print(summary(key, out[key]))
+            extra = p50(out["bash_100_recorded_ms"]) - p50(out["bash_100_plain_ms"])
             print(
-                f"noop overhead / floor: {p50(out['noop_overhead_ms']) / p50(floor):.2f}; "
-                f"100-file overhead: {p50(out['bash_100_recorded_ms']) - p50(out['bash_100_plain_ms']):.1f} ms"
+                f"noop overhead / floor: {p50(out['noop_overhead_ms']) / p50(floor):.2f} "
+                f"(scanning every time: {p50(out['noop_overhead_scanning_ms']) / p50(floor):.2f}); "
+                f"100-file overhead: {extra:.1f} ms"
             )
             print(
                 f"storage per 1-line edit of a {out['big_file_bytes'] / 1e6:.2f} MB file: "
-                f"{out['growth_per_edit_bytes']:.0f} bytes"
+                f"{out['growth_per_edit_bytes']:.0f} bytes (database), of which content "
+                f"{out['blob_bytes_per_edit']:.0f} bytes"
             )
         print(f"load average: {os.getloadavg()}")
 

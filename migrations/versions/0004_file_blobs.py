@@ -1,7 +1,7 @@
 """File contents the agent changed, by hash: what a rewind with files restores.
 
 Revision ID: 0004
-Revises: 0002
+Revises: 0003
 Create Date: 2026-11-25
 
 One row per distinct content (``hash`` is the SHA-256 of the content, hex), shared by
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0004"
-down_revision = "0002"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 

@@ -2,10 +2,36 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests import pg
+from tests.conftest import BACKENDS, _postgres_reason
+from tron_events import EventStore
 
 # How many examples the reconstruction property runs: the issue asks for at least
 # 500 in CI and more locally (HYPOTHESIS_PROFILE=dev).
 RECONSTRUCTION_EXAMPLES = {"ci": 500, "dev": 2_000}.get(
     os.environ.get("HYPOTHESIS_PROFILE", "ci"), 500
 )
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared_store(request: pytest.FixtureRequest) -> Iterator[EventStore]:
+    """One database per backend for a whole module (a PostgreSQL database
+    costs about a second to make), for tests that each work in a session and
+    a workspace of their own, so that they share it in any order."""
+    with contextlib.ExitStack() as stack:
+        if request.param == "postgres":
+            reason = _postgres_reason()
+            if reason:
+                pytest.skip(f"PostgreSQL tests skipped: {reason}")
+            template = request.getfixturevalue("pg_template")
+            url = stack.enter_context(pg.fresh_database(template=template))
+        else:
+            folder = request.getfixturevalue("tmp_path_factory").mktemp("shared")
+            url = f"sqlite:///{folder / 'events.db'}"
+        yield stack.enter_context(EventStore.open(url))

@@ -95,7 +95,7 @@ def test_history_lists_revisions() -> None:
 def test_cli_errors_are_messages_not_tracebacks(tmp_path: Path) -> None:
     result = tron_db("upgrade", "--database-url", "mysql://nobody@nowhere/x")
     assert result.returncode == 2
-    assert "Traceback" not in result.stderr and "error" in result.stderr
+    assert "Traceback" not in result.stderr and "MySQL" in result.stderr
 
 
 def test_default_database_is_under_home() -> None:
@@ -128,3 +128,26 @@ def test_opening_a_current_store_does_not_load_alembic(store: EventStore) -> Non
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_concurrent_openers_of_a_new_sqlite_file_all_succeed(tmp_path: Path) -> None:
+    """Processes opening (and so creating and migrating) one new file at once:
+    the first-look checks before the migration never mistake a half-made
+    database for a foreign one, and every opener gets the store."""
+    import sys
+
+    db = tmp_path / "deep" / "new.db"
+    script = (
+        "import sys\nfrom tron_events import EventStore\n"
+        "with EventStore.open(sys.argv[1]) as s:\n"
+        "    s.create_session(working_directory='/x', model='m', provider='p')\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, str(db)], stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errors
+    with EventStore.open(str(db)) as store:
+        assert len(store.list_sessions()) == 4
+    assert migrate.check(f"sqlite:///{db}").ok

@@ -255,7 +255,7 @@ def test_upgrade_downgrade_with_data_and_tron_db_check(pg_template: str) -> None
             store.append(s.id, "message.user", {"content": "migration survivor words"})
             fork = store.fork(store.get_session(s.id).head_event_id)
             store.append(fork.session.id, "message.user", {"content": "forked words"})
-        down = _tron_db("downgrade", "base", "--database-url", url)
+        down = _tron_db("downgrade", "base", "--yes", "--database-url", url)
         assert down.returncode == 0, down.stderr
         tables, _ = _pg_objects(url)
         assert not tables & {"events", "sessions", "workspaces", "events_search"}

@@ -8,10 +8,12 @@ in a background thread, with a temp home and a temp SQLite database.
 
 ``RunningServer`` attributes: ``base_url`` (http://127.0.0.1:PORT), ``ws_url``
 (ws://127.0.0.1:PORT/rpc), ``token``, ``home``, ``port``, ``settings``, ``app``,
-``services`` (the live Services, once started); methods: ``connect(**options)``
-(an ``async with`` TronClient with the token), ``await run(fn, *args)`` (run a
-coroutine function on the server's event loop, e.g. to publish or to read the
-store), ``restart()`` (same home, database and port; a new token), ``stop()``.
+``services`` (the live Services, once started), ``login_code`` (this launch's
+one-time login code); methods: ``connect(**options)`` (an ``async with``
+TronClient with the token), ``await run(fn, *args)`` (run a coroutine function
+on the server's event loop, e.g. to publish or to read the store),
+``restart(rotate_token=False)`` (same home, database, port and token, as
+``tron-server`` restarts; a new token with ``rotate_token``), ``stop()``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import uvicorn
 
 from tron_server.app import create_app, uvicorn_options
 from tron_server.client import TronClient
+from tron_server.security import load_or_create_token
 from tron_server.services import Services
 from tron_server.settings import Settings
 
@@ -66,7 +69,7 @@ class RunningServer:
         services: Services = self.app.state.services
         return services
 
-    def start(self) -> RunningServer:
+    def start(self, *, rotate_token: bool = False) -> RunningServer:
         # With proto 0 asyncio never sets TCP_NODELAY: ~40 ms stalls per response.
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -75,8 +78,10 @@ class RunningServer:
         fields: dict[str, Any] = {"home": self.home, "port": self.port, "log_level": "warning"}
         fields.update(self.overrides)
         self.settings = Settings(**fields)
-        self.app = create_app(self.settings)
+        token, _ = load_or_create_token(self.settings.token_path, rotate=rotate_token)
+        self.app = create_app(self.settings, token=token)
         self.token = self.app.state.token
+        self.login_code: str = self.app.state.login_code
         options = uvicorn_options(self.settings)
         options.update(log_level="warning", access_log=False, timeout_graceful_shutdown=5)
         self._server = uvicorn.Server(uvicorn.Config(self.app, **options))
@@ -119,10 +124,11 @@ class RunningServer:
         if self._error is not None:
             raise RuntimeError("tron-server stopped with an error") from self._error
 
-    def restart(self) -> RunningServer:
-        """Stop, then start again on the same port, home and database (a new token)."""
+    def restart(self, *, rotate_token: bool = False) -> RunningServer:
+        """Stop, then start again on the same port, home, database and token (a new
+        token with ``rotate_token``, as ``tron-server --rotate-token``)."""
         self.stop()
-        return self.start()
+        return self.start(rotate_token=rotate_token)
 
     def connect(self, **options: Any) -> contextlib.AbstractAsyncContextManager[TronClient]:
         """``async with server.connect() as client`` — a TronClient with the token."""

@@ -1,30 +1,135 @@
-"""The tron-server command: help, settings, and refusing a non-loopback host."""
+"""The tron-server command: help and version, settings, refusing a non-loopback host, a
+busy port, a database it cannot use, and when it says "listening".
+
+The command runs as a subprocess, as a user runs it: each start costs an interpreter
+and the imports, so the database cases start together."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
+import os
+import queue
+import re
+import signal
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tron_server.cli import build_parser, login_url, main, settings_from_args
 
+#: What must never reach a user of the command.
+RAW_INTERNALS = ("Traceback", "sqlalchemy", "[SQL:", "sqlalche.me", "alembic", "psycopg.")
 
-def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+
+def run_cli(
+    *args: str, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tron_server", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=env,
     )
 
 
-def test_help() -> None:
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class ServerProcess:
+    """``python -m tron_server`` with its stdout read line by line as it comes."""
+
+    def __init__(self, home: Path, port: int, *args: str, env: dict[str, str] | None = None):
+        self.home, self.port = home, port
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tron_server", "--home", str(home), "--port", str(port),
+             "--log-level", "warning", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.out: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def wait_for_line(self, needle: str, timeout: float = 60) -> str:
+        while True:
+            line = self.lines.get(timeout=timeout)
+            if line is None:
+                err = self.proc.stderr.read() if self.proc.stderr else ""
+                raise AssertionError(f"exited ({self.proc.wait()}) before {needle!r}: {err}")
+            self.out.append(line)
+            if needle in line:
+                return line
+
+    def stop(self) -> str:
+        """SIGINT, wait; the stderr it wrote."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        return self.proc.stderr.read() if self.proc.stderr else ""
+
+
+@contextlib.contextmanager
+def running(home: Path, port: int, *args: str) -> Iterator[ServerProcess]:
+    server = ServerProcess(home, port, *args)
+    try:
+        server.wait_for_line("open in a browser")
+        yield server
+    finally:
+        server.stop()
+
+
+def assert_one_clean_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "listening" not in result.stdout
+    for raw in RAW_INTERNALS:
+        assert raw not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("tron-server: ")
+    return lines[0]
+
+
+def test_help_names_every_option_and_the_provider_variables() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
-    for option in ("--host", "--port", "--database-url", "--home", "--log-level", "--allow-remote"):
-        assert option in result.stdout
+    for option in (
+        "--host", "--port", "--database-url", "--home", "--log-level", "--log-format",
+        "--allow-remote", "--rotate-token", "--version",
+        "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+        "TRON_ANTHROPIC_BASE_URL", "TRON_OPENAI_BASE_URL", "TRON_GOOGLE_BASE_URL",
+        "TRON_OPENAI_COMPATIBLE_BASE_URL", "logs/tron-server.log",
+    ):  # fmt: skip
+        assert option in result.stdout, option
+
+
+def test_version() -> None:
+    from tron_server.services import server_version
+
+    result = run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"tron-server {server_version()}"
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "example.com", "::"])
@@ -36,8 +141,7 @@ def test_non_loopback_host_refused_without_allow_remote(host: str, tmp_path: Pat
 
 def test_refusal_through_the_command(tmp_path: Path) -> None:
     result = run_cli("--host", "0.0.0.0", "--home", str(tmp_path))
-    assert result.returncode == 2
-    assert "--allow-remote" in result.stderr
+    assert "--allow-remote" in assert_one_clean_line(result)
 
 
 def test_options_override_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -53,3 +157,164 @@ def test_options_override_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_p
 def test_login_url() -> None:
     args = build_parser().parse_args(["--port", "8500"])
     assert login_url(settings_from_args(args), "tok") == "http://127.0.0.1:8500/login?token=tok"
+
+
+def test_listening_is_said_once_it_accepts_and_a_second_server_breaks_nothing(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    port = free_port()
+    first = ServerProcess(home, port)
+    try:
+        first.wait_for_line("listening")
+        # Said only once it accepts: no retry needed, and it has recorded itself.
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=30).status_code == 200
+        record = json.loads((home / "server.json").read_text())
+        assert record["pid"] == first.proc.pid and record["url"] == f"ws://127.0.0.1:{port}/rpc"
+        url = first.wait_for_line("open in a browser").split()[-1]
+        token = (home / "server-token").read_text()
+        before = {p: p.read_bytes() for p in (home / "server-token", home / "server.json")}
+
+        # Another server on the busy port: one line, status 2, nothing written or broken.
+        second = run_cli("--home", str(home), "--port", str(port))
+        line = assert_one_clean_line(second)
+        assert f"port {port} is in use (is another tron-server running? pid {first.proc.pid})" in (
+            line
+        )
+        other_home = tmp_path / "other-home"
+        line = assert_one_clean_line(run_cli("--home", str(other_home), "--port", str(port)))
+        assert f"port {port} is in use" in line and not other_home.exists()
+        # Rotating the token of a home a running server uses is refused.
+        line = assert_one_clean_line(run_cli("--home", str(home), "--port", str(free_port()),
+                                             "--rotate-token"))  # fmt: skip
+        assert "stop it before rotating" in line
+        # A second server on another port of the same home runs, but leaves the record.
+        with running(home, free_port()) as third:
+            assert json.loads((home / "server.json").read_text())["pid"] == first.proc.pid
+            assert third.proc.poll() is None
+        assert {p: p.read_bytes() for p in before} == before
+        # The first is untouched: its token works, and its login URL (once).
+        headers = {"Authorization": f"Bearer {token.strip()}"}
+        with httpx.Client() as http:
+            login = http.get(url, follow_redirects=False, timeout=30)
+            assert login.status_code == 303 and "tron_session" in login.headers["set-cookie"]
+            assert http.get(url, follow_redirects=False, timeout=30).status_code == 403
+        from websockets.sync.client import connect
+
+        with connect(f"ws://127.0.0.1:{port}/rpc", additional_headers=headers) as ws:
+            ws.send('{"jsonrpc": "2.0", "id": 1, "method": "system.ping"}')
+            assert "pong" in str(ws.recv(timeout=30))
+    finally:
+        err = first.stop()
+    assert "Traceback" not in err
+    assert not (home / "server.json").exists()  # removed by the server that wrote it
+
+
+def test_a_port_held_by_another_program(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        line = assert_one_clean_line(run_cli("--home", str(tmp_path / "h"), "--port", str(port)))
+    assert f"port {port} is in use (is another tron-server running?)" in line
+    assert not (tmp_path / "h").exists()
+
+
+def _readonly_database(path: Path) -> Path | None:
+    """A SQLite database that not even root can write (an immutable file), or None."""
+    from tron_events import EventStore
+
+    EventStore.open(f"sqlite:///{path}").close()
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        path.parent.chmod(0o555)
+        return path
+    made = subprocess.run(["chattr", "+i", str(path)], capture_output=True)
+    return path if made.returncode == 0 else None
+
+
+def _writable_again(path: Path) -> None:
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+    else:
+        path.parent.chmod(0o755)
+        path.chmod(0o644)
+
+
+def _tron_events_refuses_read_only(path: Path) -> bool:
+    from tron_events import EventStore
+    from tron_events.errors import DatabaseReadOnly
+
+    try:
+        EventStore.open(f"sqlite:///{path}").close()
+    except DatabaseReadOnly:
+        return True
+    except Exception:
+        return False
+    return False
+
+
+def cannot_start(tmp_path: Path, url: str) -> str:
+    """What the command says about ``url`` (its start-up path, in this process)."""
+    from tron_server.cli import CannotStart, open_for_serving
+    from tron_server.settings import Settings
+
+    settings = Settings(home=tmp_path / "home", database_url=url)
+    with pytest.raises(CannotStart) as info:
+        asyncio.run(open_for_serving(settings))
+    message = str(info.value)
+    assert "\n" not in message
+    for raw in RAW_INTERNALS:
+        assert raw not in message, message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("foo://x/y", r"(unknown|unsupported) database URL"),
+        ("mysql://root@127.0.0.1:3306/test", r"MySQL( and MariaDB)? (is|are) not supported"),
+        ("mariadb+pymysql://root@127.0.0.1/test", r"MySQL( and MariaDB)? (is|are) not supported"),
+        ("{notes}", r"not a (Tron |SQLite )?database"),
+        ("postgresql+psycopg://postgres:secret@127.0.0.1:{port}/test", r"reach|connect"),
+    ],
+)
+def test_a_database_it_cannot_use_is_named_in_one_line(
+    tmp_path: Path, url: str, expected: str
+) -> None:
+    notes = tmp_path / "notes.db"
+    notes.write_text("these are my notes, not a database\n")
+    message = cannot_start(tmp_path, url.format(notes=notes, port=free_port()))
+    assert re.search(expected, message, re.I), message
+    assert "secret" not in message  # a password in the URL is not repeated
+    assert notes.read_text() == "these are my notes, not a database\n"  # untouched
+
+
+def test_postgres_without_its_driver_through_the_command(tmp_path: Path) -> None:
+    """The whole command: one line on stderr, status 2, no "listening", nothing else."""
+    no_driver = (
+        "import sys; sys.modules['psycopg'] = None; "
+        "from tron_server.cli import main; sys.exit(main())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", no_driver, "--home", str(tmp_path / "h"), "--port",
+         str(free_port()), "--database-url", "postgresql+psycopg://postgres@127.0.0.1/test"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "pip install 'tron-events[postgres]'" in assert_one_clean_line(result)
+
+
+def test_a_read_only_database_is_refused_at_start(tmp_path: Path) -> None:
+    db = (
+        _readonly_database(tmp_path / "ro" / "prod.db")
+        if (tmp_path / "ro").mkdir() is None
+        else None
+    )
+    if db is None:
+        pytest.skip("cannot make a read-only file here (chattr +i failed)")
+    try:
+        assert _tron_events_refuses_read_only(db)
+        message = cannot_start(tmp_path, str(db))
+        assert re.search(r"read-only|readonly", message, re.I), message
+    finally:
+        _writable_again(db)

@@ -4,8 +4,10 @@ several clients, resumable with subscribe-then-sync, bounded for slow clients.""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import socket
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -163,20 +165,32 @@ async def test_reconnect_subscribe_then_sync_sees_every_event_once(
     assert sorted(by_seq) == list(range(total))
 
 
+async def wait_for(condition: Any, what: str, timeout: float = 60) -> None:
+    """Wait until ``condition()`` holds (checked every 10 ms), or fail after ``timeout``."""
+    with anyio.fail_after(timeout):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+async def attached_connection(server: RunningServer, known: set[Any]) -> Any:
+    """The server-side connection that appeared besides ``known``."""
+    hub = server.services.hub
+    await wait_for(lambda: hub.connections - known, "the connection to attach")
+    [conn] = hub.connections - known
+    return conn
+
+
 async def test_a_slow_client_is_closed_with_4008_while_others_continue(
     server_factory: ServerFactory, tmp_path: Path
 ) -> None:
-    limit = 20
-    server = server_factory(outgoing_queue_limit=limit)
-    hub = server.services.hub
+    budget = 1_000_000
+    server = server_factory(outgoing_budget_bytes=budget)
     slow = RawClient(server.port, server.token)
     await asyncio.to_thread(slow.handshake)
     try:
-        while not hub.connections:  # attached right after the upgrade
-            await asyncio.sleep(0.01)
-        [slow_conn] = hub.connections
+        slow_conn = await attached_connection(server, set())
         async with server.connect() as fast:
-            await _slow_client_scenario(server, slow, slow_conn, fast, tmp_path, limit)
+            await _slow_client_scenario(server, slow, slow_conn, fast, tmp_path, budget)
     finally:
         slow.sock.close()
 
@@ -245,7 +259,7 @@ async def _slow_client_scenario(
     slow_conn: Any,
     fast: TronClient,
     tmp_path: Path,
-    limit: int,
+    budget: int,
 ) -> None:
     hub = server.services.hub
     sid = await new_session(fast, tmp_path)
@@ -258,30 +272,106 @@ async def _slow_client_scenario(
     await fast.subscribe(sid)
     assert len(hub.subscribers(sid)) == 2
     chunk = "x" * 100_000
-    sent = 0
 
     async def publish_until_slow_closes() -> int:
-        # Never let the fast client fall behind: it is not the one under test.
+        # Never let the fast client fall behind: it is not the one under test. (No
+        # clock here: the bound is on bytes, far above what the socket buffers take.)
         count = 0
         while not slow_conn.closing:
-            while any(c.queued > limit // 2 for c in hub.subscribers(sid) if c is not slow_conn):
+            while any(
+                c.pending_bytes > budget // 2 for c in hub.subscribers(sid) if c is not slow_conn
+            ):
                 await anyio.sleep(0.001)
             hub.publish(sid, "agent.text_delta", {"turn": 1, "delta": chunk, "n": count})
             count += 1
             await anyio.sleep(0)
-            if count > 2000:
+            if count * len(chunk) > 500 * budget:
                 raise AssertionError(f"not closed after {slow_conn.frames_sent} frames")
         return count
 
     sent = await server.run(publish_until_slow_closes)
     assert slow_conn.close_code == 4008
+    assert slow_conn.queued == 0  # what was queued for it was dropped at once
     # The slow client reads what reached it, then the close frame.
     assert await asyncio.to_thread(slow.read_until_close) == 4008
 
-    received = [(await stream.next(timeout=10)).data["n"] for _ in range(sent)]
+    received = [(await stream.next(timeout=60)).data["n"] for _ in range(sent)]
     assert received == list(range(sent))
     assert (await fast.call("system.ping"))["pong"] is True
-    assert slow_conn not in hub.subscribers(sid)
+    await wait_for(lambda: slow_conn not in hub.connections, "the slow client to be dropped")
+    assert slow_conn not in hub.subscribers(sid) and slow_conn.pending_bytes == 0
+
+
+async def test_a_client_that_does_not_read_its_answers_gets_no_more_computed(
+    server_factory: ServerFactory, tmp_path: Path
+) -> None:
+    """Requests for big pages from a client that never reads: the server builds about
+    one page beyond what the socket took, then leaves the rest unread, holds the
+    connection under its budget, and drops everything when the client leaves."""
+    budget = 24 * 1024 * 1024
+    server = server_factory(outgoing_budget_bytes=budget)
+    dispatcher = server.app.state.dispatcher
+    async with server.connect() as writer:
+        sid = await new_session(writer, tmp_path)
+
+    async def fill() -> None:  # 400 events of 20 KB: pages of 200 are 4 MB
+        store = server.services.store
+        assert store is not None
+        drafts = [
+            {"type": "message.user", "payload": {"content": f"{i:05d}" + "y" * 20_000}}
+            for i in range(400)
+        ]
+        await store.append_many(sid, drafts)
+
+    await server.run(fill)
+    reader = RawClient(server.port, server.token)
+    await asyncio.to_thread(reader.handshake)
+    try:
+        held = [await attached_connection(server, set())]  # freed at the end: no local
+        requests = 40
+        for k in range(requests):
+            params = {"sessionId": sid, "afterSequence": -1 if k % 2 else 200, "limit": 200}
+            frame = {"jsonrpc": "2.0", "id": k, "method": "events.sync", "params": params}
+            await asyncio.to_thread(reader.send, json.dumps(frame))
+
+        def syncs_done() -> int:
+            timing = dispatcher.timings.methods.get("events.sync")
+            return timing.count if timing is not None else 0
+
+        # It stops once replies pile up: the next bulk read waits for them to go out.
+        await wait_for(
+            lambda: held[0].pending_bytes > held[0].pause_bytes and held[0].bulk_lock.locked(),
+            "the replies to pile up",
+        )
+        assert not held[0].closing  # within its budget: not closed, just not served
+        assert held[0].pending_bytes <= budget
+        done = syncs_done()
+        # What the socket buffers took, plus one waiting to be sent:
+        assert 1 <= done <= 4, f"{done} of {requests} pages were built"
+        # Still nothing more: every other request waits (unread or behind the lock).
+        assert (await server.run(_no_progress, held[0])) is True
+        assert syncs_done() == done
+    finally:
+        reader.sock.close()
+    # When the client leaves, the connection and everything queued for it go.
+    hub = server.services.hub
+    await wait_for(lambda: held[0] not in hub.connections, "the connection to be dropped")
+    assert held[0].pending_bytes == 0 and held[0].queued == 0
+    ref = weakref.ref(held.pop())
+    await wait_for(lambda: _collected(ref), "the connection to be freed")
+
+
+async def _no_progress(conn: Any) -> bool:
+    """Let the server's loop run many times; True if the connection stays stalled."""
+    before = conn.pending_bytes
+    for _ in range(200):
+        await asyncio.sleep(0)
+    return conn.pending_bytes == before and conn.bulk_lock.locked()
+
+
+def _collected(ref: weakref.ref[Any]) -> bool:
+    gc.collect()
+    return ref() is None
 
 
 async def sync_pages(client: TronClient, sid: str, limit: int, between: Any = None) -> list[Any]:

@@ -2,30 +2,92 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
 from tests.server.conftest import RunningServer
 from tron_server.client import RpcCallError, TronClient
+from tron_server.hub import Hub
+from tron_server.methods import build_registry
+from tron_server.rpc import Dispatcher, RpcContext
+from tron_server.services import Services
+from tron_server.settings import Settings
 
 pytestmark = pytest.mark.anyio
 
+#: A request that is always answered: sent after one that must not be, it proves
+#: (without waiting for a timeout) that nothing came for the first.
+MARKER = '{"jsonrpc": "2.0", "id": "marker", "method": "system.ping"}'
 
-async def raw(server: RunningServer, frame: str | bytes) -> Any:
-    """Send one frame on a fresh connection; the decoded reply (None if none in 0.5 s)."""
+
+async def raw(server: RunningServer, frame: str | bytes, *, reply: bool = True) -> Any:
+    """Send one frame on a fresh connection; its decoded reply, or with ``reply=False``
+    check that it gets none (the marker's reply comes first) and return None."""
     headers = {"Authorization": f"Bearer {server.token}"}
     async with connect(server.ws_url, additional_headers=headers) as ws:
         await ws.send(frame)
-        try:
-            import asyncio
-
-            reply = await asyncio.wait_for(ws.recv(), 0.5)
-        except TimeoutError:
+        if not reply:
+            await ws.send(MARKER)
+            first = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            assert first["id"] == "marker", f"a reply came for {frame!r}: {first}"
             return None
-        return json.loads(reply)
+        return json.loads(await asyncio.wait_for(ws.recv(), 30))
+
+
+class _RawNumber(str):
+    pass
+
+
+def raw_ids(reply: str) -> Any:
+    """The reply's id(s) with numbers kept as their exact JSON text."""
+    decoded = json.loads(reply, parse_float=_RawNumber, parse_int=_RawNumber)
+    items = decoded if isinstance(decoded, list) else [decoded]
+    return [item["id"] for item in items]
+
+
+@functools.cache
+def dispatcher_and_context() -> tuple[Dispatcher, RpcContext]:
+    """A dispatcher with the real methods and no store (system.* need none)."""
+    services = Services(settings=Settings(home=Path("/nonexistent")), store=None, hub=Hub())
+    return Dispatcher(build_registry()), RpcContext(services)
+
+
+def answer(dispatcher: Dispatcher, ctx: RpcContext, frame: str) -> str:
+    loop = asyncio.new_event_loop()
+    try:
+        reply = loop.run_until_complete(dispatcher.handle(frame, ctx))
+    finally:
+        loop.close()
+    assert reply is not None
+    return reply if isinstance(reply, str) else reply.decode()
+
+
+#: Any JSON number, as text (RFC 8259's grammar): beyond 64 bits, beyond doubles,
+#: with fractions and exponents, negative zero.
+_DIGITS = st.text("0123456789", min_size=1, max_size=20)
+JSON_NUMBERS = st.builds(
+    lambda sign, whole, frac, exp: f"{sign}{whole}{frac}{exp}",
+    st.sampled_from(["", "-"]),
+    st.integers(0, 10**40).map(str),
+    st.one_of(st.just(""), _DIGITS.map(lambda d: "." + d)),
+    st.one_of(
+        st.just(""),
+        st.builds(
+            lambda e, sign, n: f"{e}{sign}{n}",
+            st.sampled_from("eE"),
+            st.sampled_from(["", "+", "-"]),
+            st.integers(0, 999),
+        ),
+    ),
+)
 
 
 async def test_ping_and_info(client: TronClient) -> None:
@@ -108,10 +170,64 @@ async def test_batch_answers_in_order_and_skips_notifications(
 
 
 async def test_notifications_get_no_reply(running_server: RunningServer) -> None:
-    assert await raw(running_server, '{"jsonrpc": "2.0", "method": "system.ping"}') is None
-    assert await raw(running_server, '{"jsonrpc": "2.0", "method": "nope"}') is None
+    await raw(running_server, '{"jsonrpc": "2.0", "method": "system.ping"}', reply=False)
+    await raw(running_server, '{"jsonrpc": "2.0", "method": "nope"}', reply=False)
     only = [{"jsonrpc": "2.0", "method": "system.ping"}] * 3
-    assert await raw(running_server, json.dumps(only)) is None
+    await raw(running_server, json.dumps(only), reply=False)
+
+
+@settings(max_examples=100, deadline=None)
+@given(number=JSON_NUMBERS)
+def test_any_number_id_is_echoed_as_sent(number: str) -> None:
+    dispatcher, ctx = dispatcher_and_context()
+    for method in ("system.ping", "no.such.method"):  # a result and an error
+        frame = f'{{"jsonrpc": "2.0", "id": {number}, "method": "{method}"}}'
+        assert raw_ids(answer(dispatcher, ctx, frame)) == [number]
+
+
+@settings(max_examples=60, deadline=None)
+@given(ids=st.lists(st.one_of(JSON_NUMBERS, st.text().map(json.dumps)), min_size=1, max_size=6))
+def test_ids_in_a_batch_are_echoed_in_order(ids: list[str]) -> None:
+    dispatcher, ctx = dispatcher_and_context()
+    frame = (
+        "[" + ",".join(f'{{"jsonrpc":"2.0","id":{i},"method":"system.ping"}}' for i in ids) + "]"
+    )
+    echoed = raw_ids(answer(dispatcher, ctx, frame))
+    assert len(echoed) == len(ids)
+    for sent, got in zip(ids, echoed, strict=True):
+        if sent.startswith('"'):
+            assert got == json.loads(sent)  # the same string (escapes may differ)
+        else:
+            assert got == sent  # the same number text
+
+
+async def test_big_and_fractional_ids_come_back_exactly_over_the_socket(
+    running_server: RunningServer,
+) -> None:
+    headers = {"Authorization": f"Bearer {running_server.token}"}
+    async with connect(running_server.ws_url, additional_headers=headers) as ws:
+        for number in ("1e+30", "100000000000000000000000000001", "1.50", "-0", "7"):
+            await ws.send(f'{{"jsonrpc": "2.0", "id": {number}, "method": "system.ping"}}')
+            reply = await asyncio.wait_for(ws.recv(), 30)
+            assert raw_ids(str(reply)) == [number]
+
+
+async def test_invalid_params_message_names_the_first_field(
+    client: TronClient, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-folder"
+    with pytest.raises(RpcCallError) as info:
+        await client.call("session.create", {"workingDirectory": str(missing)})
+    assert info.value.code == -32602
+    assert info.value.message == "workingDirectory: must be an existing directory"
+    assert info.value.data["errors"] == [
+        {"field": "workingDirectory", "message": "must be an existing directory",
+         "type": "value_error"}
+    ]  # fmt: skip
+    with pytest.raises(RpcCallError) as info:
+        await client.call("session.get", {"sessionId": 5, "extra": 1})
+    assert info.value.message.startswith("sessionId: ")
+    assert info.value.message.endswith("(and 1 more error in data.errors)")
 
 
 async def test_oversized_frame_is_answered_and_the_connection_stays(

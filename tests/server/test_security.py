@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -11,7 +14,12 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from tests.server.conftest import RunningServer
-from tron_server.security import COOKIE_NAME, is_loopback_host
+from tron_server.security import (
+    COOKIE_NAME,
+    is_loopback_host,
+    load_or_create_token,
+    read_token,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -65,14 +73,81 @@ async def test_token_in_query_string_refused_on_rpc(running_server: RunningServe
     assert await upgrade_status(running_server, url=url) == 403
 
 
-async def test_a_previous_launch_token_is_refused(running_server: RunningServer) -> None:
-    old = running_server.token
+async def login_cookie(server: RunningServer, code: str) -> str:
+    """The ``tron_session`` cookie that ``/login?token=code`` sets (fails if it refuses)."""
+    async with httpx.AsyncClient(base_url=server.base_url) as http:
+        r = await http.get("/login", params={"token": code})
+        assert r.status_code == 303, r.text
+        return r.cookies[COOKIE_NAME]
+
+
+def cookie_headers(value: str) -> dict[str, str]:
+    return {"Cookie": f"{COOKIE_NAME}={value}"}
+
+
+async def test_the_token_and_logins_survive_a_restart(running_server: RunningServer) -> None:
+    token = running_server.token
+    cookie = await login_cookie(running_server, running_server.login_code)
     running_server.restart()
+    assert running_server.token == token
+    assert (running_server.home / "server-token").read_text().strip() == token
+    assert await upgrade_status(running_server, additional_headers=bearer(token)) == 101
+    origin = running_server.base_url
+    headers = cookie_headers(cookie)
+    assert await upgrade_status(running_server, additional_headers=headers, origin=origin) == 101
+
+
+async def test_rotating_the_token_logs_everyone_out(running_server: RunningServer) -> None:
+    old = running_server.token
+    cookie = await login_cookie(running_server, running_server.login_code)
+    running_server.restart(rotate_token=True)
     assert running_server.token != old
+    assert stat.S_IMODE(os.stat(running_server.home / "server-token").st_mode) == 0o600
     assert await upgrade_status(running_server, additional_headers=bearer(old)) == 403
+    origin = running_server.base_url
+    headers = cookie_headers(cookie)
+    assert await upgrade_status(running_server, additional_headers=headers, origin=origin) == 403
     assert (
         await upgrade_status(running_server, additional_headers=bearer(running_server.token)) == 101
     )
+
+
+async def test_the_printed_login_url_works_once(running_server: RunningServer) -> None:
+    code = running_server.login_code
+    assert code != running_server.token  # the URL never carries the long-lived token
+    cookie = await login_cookie(running_server, code)
+    async with httpx.AsyncClient(base_url=running_server.base_url) as http:
+        again = await http.get("/login", params={"token": code})
+    assert again.status_code == 403 and "set-cookie" not in again.headers
+    assert "works once" in again.text
+    # The cookie it set keeps working, on any number of connections.
+    origin = running_server.base_url
+    for _ in range(2):
+        status = await upgrade_status(
+            running_server, additional_headers=cookie_headers(cookie), origin=origin
+        )
+        assert status == 101
+    # A restart prints a new code; the old one stays spent.
+    running_server.restart()
+    assert running_server.login_code != code
+    async with httpx.AsyncClient(base_url=running_server.base_url) as http:
+        assert (await http.get("/login", params={"token": code})).status_code == 403
+    assert await login_cookie(running_server, running_server.login_code) == cookie
+
+
+def test_a_token_file_that_holds_no_token_is_replaced_and_a_loose_one_tightened(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "server-token"
+    path.write_text("not a token\n")
+    token, written = load_or_create_token(path)
+    assert written and token != "not a token" and read_token(path) == token
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    os.chmod(path, 0o644)
+    assert load_or_create_token(path) == (token, False)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    again, written = load_or_create_token(path, rotate=True)
+    assert written and again != token and read_token(path) == again
 
 
 @pytest.mark.parametrize(
@@ -177,3 +252,18 @@ def test_loopback_detection() -> None:
     assert is_loopback_host("127.1.2.3") and is_loopback_host("[::1]")
     assert not is_loopback_host("0.0.0.0") and not is_loopback_host("192.168.1.5")
     assert not is_loopback_host("example.com")
+
+
+def test_servers_starting_together_on_one_home_share_one_token(tmp_path: Path) -> None:
+    """Two processes creating the token at once: both end up with the one in the file."""
+    script = (
+        "import sys; from pathlib import Path; "
+        "from tron_server.security import load_or_create_token; "
+        "print(load_or_create_token(Path(sys.argv[1]))[0])"
+    )
+    path = tmp_path / "home" / "server-token"
+    cmd = [sys.executable, "-c", script, str(path)]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    tokens = {p.communicate(timeout=120)[0].strip() for p in procs}
+    assert tokens == {read_token(path)}
+    assert [p.name for p in path.parent.iterdir()] == ["server-token"]  # no temporary left

@@ -407,7 +407,9 @@ def test_server_restart_log_in_again_and_catch_up(page: Page, web_env: WebEnv) -
     expect(status).to_have_attribute("data-state", "offline")
     shot(page, "06-offline")
 
-    env.server.start()  # a new launch: a new token, the old cookie is no longer valid
+    # tron-server --rotate-token: a new token, so the old cookie is no longer valid (a plain
+    # restart keeps the token, and the page reconnects by itself).
+    env.server.start(rotate_token=True)
     expect(status).to_have_attribute("data-state", "unauthorized")
     banner = page.get_by_test_id("login-banner")
     expect(banner).to_be_visible()

@@ -35,8 +35,10 @@ if TYPE_CHECKING:
         InvalidPayload,
         InvalidQuery,
         InvalidRewind,
+        MigrationError,
         MissingContent,
         NotATronDatabase,
+        OriginalTronDatabase,
         SessionHasForks,
         SessionNotActive,
         SessionNotFound,
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
         StoreClosed,
         TronEventsError,
         UnknownEventType,
+        UnknownRevision,
         UnsupportedDatabase,
     )
     from .files import FileChange, FileDiff, FileState, FileTransition
@@ -101,6 +104,9 @@ _EXPORTS = {
     "DatabaseReadOnly": "errors",
     "DatabaseUnreachable": "errors",
     "UnsupportedDatabase": "errors",
+    "OriginalTronDatabase": "errors",
+    "MigrationError": "errors",
+    "UnknownRevision": "errors",
     "UnknownEventType": "errors",
 }
 
@@ -128,8 +134,10 @@ __all__ = [
     "InvalidPayload",
     "InvalidQuery",
     "InvalidRewind",
+    "MigrationError",
     "MissingContent",
     "NotATronDatabase",
+    "OriginalTronDatabase",
     "Payload",
     "SearchHit",
     "Session",
@@ -142,6 +150,7 @@ __all__ = [
     "StoreClosed",
     "TronEventsError",
     "UnknownEventType",
+    "UnknownRevision",
     "UnsupportedDatabase",
     "Workspace",
     "register_event_type",

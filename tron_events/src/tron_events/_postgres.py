@@ -42,15 +42,18 @@ Errors
     psycopg errors are translated into the store's typed errors: a unique
     violation on ``events.id`` (two writers racing with one client event id) is
     an :class:`EventIdConflict`; NUL characters, which PostgreSQL text cannot
-    hold, are an :class:`InvalidPayload`; a pool that hands out no connection is
-    :class:`StoreBusy`. Deadlocks and serialization failures cannot be retried
-    from inside a ``with`` block (the block cannot be run again), so the locking
-    order is designed to make them impossible: an append locks one session row
-    and no other row (foreign-key checks take only key-share locks, which row
-    updates by appenders do not block); deletions lock all their session rows
-    in id order before touching events. Should one still occur it
-    surfaces as :class:`TransientConflict` (a :class:`StoreBusy`), which a
-    caller may retry.
+    hold, are an :class:`InvalidPayload` (the store refuses them earlier, in
+    the values it keeps in columns; payloads are JSON text, where NUL is
+    escaped); a pool that hands out no connection is :class:`StoreBusy`; a
+    full disk (SQLSTATE 53100) is :class:`DiskFull` and an I/O error (58030)
+    :class:`StorageIOError` (see :func:`_translate`). Deadlocks and
+    serialization failures cannot be retried from inside a ``with`` block
+    (the block cannot be run again), so the locking order is designed to make
+    them impossible: an append locks one session row and no other row
+    (foreign-key checks take only key-share locks, which row updates by
+    appenders do not block); deletions lock all their session rows in id
+    order before touching events. Should one still occur it surfaces as
+    :class:`TransientConflict` (a :class:`StoreBusy`), which the store retries.
 """
 
 from __future__ import annotations
@@ -82,17 +85,23 @@ from ._recorder import (
     session_from_row,
 )
 from .errors import (
+    DatabaseReadOnly,
+    DiskFull,
     EventIdConflict,
     EventNotFound,
     InvalidPayload,
     InvalidQuery,
     SessionHasForks,
     SessionNotFound,
+    StorageError,
+    StorageIOError,
     StoreBusy,
     StoreClosed,
     TransientConflict,
 )
 from .models import Event, SearchHit, Session
+from .search_text import MAX_INDEXED_CHARS as MAX_INDEXED_CHARS  # for callers of old
+from .search_text import literal_words
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +117,6 @@ SEARCH_CANDIDATES = 2_000
 SNIPPET_OPTIONS = (
     'StartSel=«, StopSel=», MaxWords=16, MinWords=6, MaxFragments=2, FragmentDelimiter=" … "'
 )
-#: A tsvector holds at most 1 MB; text beyond this many characters of one event
-#: is not indexed (tool results are already cut at 10,240 characters; this only
-#: bites on huge tool-call arguments).
-MAX_INDEXED_CHARS = 200_000
 #: How long a caller waits for a pooled connection before StoreBusy.
 POOL_TIMEOUT_S = 60.0
 #: LISTEN/NOTIFY channel; a payload is "session_id workspace_id[;…]".
@@ -153,17 +158,6 @@ def conninfo_from_url(url: str) -> str:
     return make_conninfo("", **params)
 
 
-def _indexed_text(row: NewEvent) -> str:
-    """What of an event's search text goes into its search row."""
-    return _no_nul(row.search_text[:MAX_INDEXED_CHARS])
-
-
-def _no_nul(text: str) -> str:
-    # PostgreSQL text cannot contain NUL; search text and queries lose them
-    # (a NUL is not a word character anyway).
-    return text.replace("\x00", " ") if "\x00" in text else text
-
-
 def _append_cursor(conn: psycopg.Connection[tuple[Any, ...]]) -> psycopg.Cursor[tuple[Any, ...]]:
     """The pooled connection's own cursor for the one-statement append.
 
@@ -178,8 +172,17 @@ def _append_cursor(conn: psycopg.Connection[tuple[Any, ...]]) -> psycopg.Cursor[
     return cur
 
 
-def _translate(exc: psycopg.Error) -> Exception | None:
-    """The store's typed error for a psycopg error (None: re-raise as is)."""
+def database_name(url: str) -> str:
+    """``url`` as error messages show it: the password hidden."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _translate(exc: psycopg.Error, where: str = "PostgreSQL") -> Exception | None:
+    """The store's typed error for a psycopg error (None: re-raise as is).
+    ``where`` names the database in messages (without its password)."""
+    storage = _storage_error(exc, where)
+    if storage is not None:
+        return storage
     if isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
         return TransientConflict(type(exc).__name__)
     if isinstance(exc, psycopg.errors.UniqueViolation):
@@ -205,6 +208,35 @@ def _translate(exc: psycopg.Error) -> Exception | None:
     return None
 
 
+def _storage_error(exc: psycopg.Error, where: str) -> StorageError | None:
+    """What a failure of the server's storage is, by SQLSTATE class: 53
+    (insufficient resources: 53100 disk full), 58 (system errors: 58030 I/O),
+    XX001/XX002 (corruption) and 25006 (a read-only server). The statement or
+    transaction failed as a whole: nothing was written."""
+    state = exc.sqlstate or ""
+    detail = f"SQLSTATE {state}: {str(exc).strip()}"
+    if state == "53100":
+        return DiskFull(where, detail)
+    if state.startswith("58"):
+        return StorageIOError(where, detail)
+    if state.startswith("53") and state != "53300":  # too_many_connections: not storage
+        return StorageError(
+            f"the database server {where!r} ran out of resources ({detail}): nothing was "
+            "written; retry later or ask its administrator"
+        )
+    if state in ("XX001", "XX002"):
+        return StorageError(
+            f"the database {where!r} reports damaged data ({detail}): nothing was written; "
+            "ask its administrator (REINDEX, or restore from a backup)"
+        )
+    if state == "25006":
+        return DatabaseReadOnly(
+            f"the database {where!r} is read-only ({detail}): nothing was written; "
+            "connect to the primary server"
+        )
+    return None
+
+
 class PostgresRecorder(Recorder):
     placeholder = "%s"
     has_append_at_head = True
@@ -215,6 +247,8 @@ class PostgresRecorder(Recorder):
     def __init__(self, url: str) -> None:
         super().__init__(url)
         self.conninfo = conninfo_from_url(url)
+        #: The database as error messages name it (no password).
+        self.where = database_name(url)
         self._closed = False
         #: ids of the cursors of open REPEATABLE READ transactions (see position_feed).
         self._snapshot_cursors: set[int] = set()
@@ -293,7 +327,7 @@ class PostgresRecorder(Recorder):
                     self._written.pop(id(cur), None)
                     self._rollback(conn)
                     if isinstance(exc, psycopg.Error):
-                        translated = _translate(exc)
+                        translated = _translate(exc, self.where)
                         if translated is not None:
                             raise translated from exc
                     raise
@@ -560,7 +594,7 @@ class PostgresRecorder(Recorder):
             "type": row.type,
             "ts": row.timestamp,
             "payload": row.payload_json,
-            "search": _indexed_text(row),
+            "search": row.search_text,
             "messages": delta.messages,
             "turn": delta.max_turn,
             "input": delta.input_tokens,
@@ -590,7 +624,7 @@ class PostgresRecorder(Recorder):
         except PoolTimeout as exc:
             raise StoreBusy(f"{self.url} (no free connection in the pool)") from exc
         except psycopg.Error as exc:
-            translated = _translate(exc)
+            translated = _translate(exc, self.where)
             if translated is not None:
                 raise translated from exc
             raise
@@ -614,7 +648,7 @@ class PostgresRecorder(Recorder):
                 [r.type for r in rows],
                 [r.timestamp for r in rows],
                 [r.payload_json for r in rows],
-                [_indexed_text(r) for r in rows],
+                [r.search_text for r in rows],
             ),
         )
         by_id = {row[0]: int(row[1]) for row in cur.fetchall()}
@@ -680,12 +714,12 @@ class PostgresRecorder(Recorder):
         limit: int,
         session_ids: Sequence[str] | None = None,
     ) -> list[SearchHit]:
-        text = _no_nul(query)
-        if not text.strip():
-            return []
         # Literal text: plainto_tsquery ANDs the words and reads no operator
         # (websearch_to_tsquery would interpret OR, - and quotes), so it cannot
         # fail on any string. raw: to_tsquery's syntax, which raises on bad input.
+        text = query if raw else " ".join(literal_words(query))
+        if not text.strip():
+            return []
         parse = "to_tsquery" if raw else "plainto_tsquery"
         join, filters, filter_params = self.search_filters(
             "s.position", workspace_id, session_id, types, session_ids

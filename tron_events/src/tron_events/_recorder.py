@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from ._changes import ChangeSignal
 from ._path_cache import PathCache
+from ._storable import findable
 from .blobs import BlobRow
 from .errors import InvalidCursor
 from .models import Event, EventPage, SearchHit, Session, SharedPayload, Workspace
@@ -125,7 +126,12 @@ class SessionDelta:
 
 class Recorder(abc.ABC):
     """Storage for the event store. Each method taking ``cur`` runs inside a
-    transaction opened by :meth:`write` or :meth:`read`."""
+    transaction opened by :meth:`write` or :meth:`read`.
+
+    Lookups by a key that no row can have (not a string, or one holding NUL or
+    a lone surrogate, which nothing stored holds) find nothing without asking
+    the database, whose driver would raise on it (``_storable.py``).
+    """
 
     #: ``?`` placeholders are rewritten to this backend's paramstyle.
     placeholder = "?"
@@ -134,6 +140,8 @@ class Recorder(abc.ABC):
     #: How many write transactions are worth running at once from one process:
     #: 1 where the database has one writer lock (more would only queue on it).
     concurrent_writers = 1
+    #: SQL for the workspace of the event ``e`` in searches.
+    event_workspace = "e.workspace_id"
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -223,7 +231,7 @@ class Recorder(abc.ABC):
         where = ""
         params: list[Any] = []
         if workspace_id is not None:
-            where += " AND e.workspace_id = ?"
+            where += f" AND {self.event_workspace} = ?"
             params.append(workspace_id)
         if session_id is not None:
             where += " AND e.session_id = ?"
@@ -246,11 +254,15 @@ class Recorder(abc.ABC):
     # -- shared SQL -------------------------------------------------------
 
     def get_event(self, cur: Cursor, event_id: str) -> Event | None:
+        if not findable(event_id):  # no stored id holds NUL or a lone surrogate
+            return None
         cur.execute(self.sql(f"SELECT {EVENT_COLUMNS} FROM events WHERE id = ?"), (event_id,))
         row = cur.fetchone()
         return event_from_row(row) if row else None
 
     def get_session(self, cur: Cursor, session_id: str) -> Session | None:
+        if not findable(session_id):
+            return None
         cur.execute(self.sql(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"), (session_id,))
         row = cur.fetchone()
         return session_from_row(row) if row else None
@@ -445,6 +457,12 @@ class Recorder(abc.ABC):
         types: Sequence[str] | None,
         limit: int | None,
     ) -> list[Event]:
+        if types is not None and not types:
+            types = None
+        if types is not None:
+            types = [t for t in types if findable(t)]
+            if not types:
+                return []  # only types that cannot be stored: nothing matches
         sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?"
         params: list[Any] = [session_id]
         if after_sequence is not None:
@@ -461,6 +479,8 @@ class Recorder(abc.ABC):
         return [event_from_row(row) for row in cur.fetchall()]
 
     def get_children(self, cur: Cursor, event_id: str) -> list[Event]:
+        if not findable(event_id):
+            return []
         cur.execute(
             self.sql(f"SELECT {EVENT_COLUMNS} FROM events WHERE parent_id = ? ORDER BY position"),
             (event_id,),
@@ -497,6 +517,8 @@ class Recorder(abc.ABC):
     ) -> list[Any]:
         """Up to ``limit + 1`` rows of ``columns`` in position order, never past
         the high-water mark (DESIGN §2)."""
+        if workspace_id is not None and not findable(workspace_id):
+            return []
         sql = f"SELECT {columns} FROM events WHERE position > ?"
         params: list[Any] = [after_position]
         if workspace_id is not None:
@@ -555,11 +577,15 @@ class Recorder(abc.ABC):
         return event
 
     def get_workspace_by_path(self, cur: Cursor, path: str) -> Workspace | None:
+        if not findable(path):
+            return None
         cur.execute(self.sql(f"SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE path = ?"), (path,))
         row = cur.fetchone()
         return Workspace(*row) if row else None
 
     def get_workspace(self, cur: Cursor, workspace_id: str) -> Workspace | None:
+        if not findable(workspace_id):
+            return None
         cur.execute(
             self.sql(f"SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE id = ?"), (workspace_id,)
         )
@@ -629,6 +655,10 @@ class Recorder(abc.ABC):
     def list_sessions(
         self, cur: Cursor, workspace_id: str | None, status: str | None, limit: int
     ) -> list[Session]:
+        if (workspace_id is not None and not findable(workspace_id)) or (
+            status is not None and not findable(status)
+        ):
+            return []
         sql = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE 1 = 1"
         params: list[Any] = []
         if workspace_id is not None:

@@ -4,6 +4,14 @@ Writes take the database write lock up front (``BEGIN IMMEDIATE``), so a
 transaction never fails half-way because another connection wrote first; a
 busy database is waited for (busy_timeout, then our own retry loop) and never
 surfaces as "database is locked".
+
+Failures of the file itself are typed (:func:`_translate`): a full disk is
+:class:`DiskFull`, an I/O error (a file-size limit too) :class:`StorageIOError`,
+a read-only file :class:`DatabaseReadOnly`, a damaged one :class:`StorageError`.
+SQLite rolls a transaction back by itself on some of them (a COMMIT that
+finds the disk full): the store rolls back only what is still open, so the
+cause is what the caller sees, and the connection stays usable once space is
+freed.
 """
 
 from __future__ import annotations
@@ -19,7 +27,16 @@ from typing import Any
 
 from ._changes import ANY
 from ._recorder import SESSION_AND_HEAD, Cursor, NewEvent, Recorder, session_and_head_from_row
-from .errors import InvalidQuery, StoreBusy, StoreClosed
+from ._sqlite_snippets import CHUNK_CHARS, SNIPPET_WORDS, long_text_snippet
+from .errors import (
+    DatabaseReadOnly,
+    DiskFull,
+    InvalidQuery,
+    StorageError,
+    StorageIOError,
+    StoreBusy,
+    StoreClosed,
+)
 from .models import Event, SearchHit, Session
 from .search_text import fts5_literal_query
 
@@ -55,7 +72,49 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+# Primary result codes (https://sqlite.org/rescode.html); extended codes carry
+# them in their low byte.
+_SQLITE_PERM, _SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_CORRUPT = 3, 8, 10, 11
+_SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 13, 14, 26
+
+
+def _translate(exc: sqlite3.Error, where: str) -> StorageError | None:
+    """The store's typed error for a failure of the database file itself
+    (None: not one; busy databases are handled where they are waited for).
+    Raised after the transaction was rolled back: nothing was written."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return None
+    primary = code & 0xFF
+    detail = f"{getattr(exc, 'sqlite_errorname', 'SQLITE_' + str(code))}: {exc}"
+    if primary == _SQLITE_FULL:
+        return DiskFull(where, detail)
+    if primary == _SQLITE_IOERR:
+        return StorageIOError(where, detail)
+    if primary in (_SQLITE_READONLY, _SQLITE_PERM):
+        return DatabaseReadOnly(
+            f"the database {where!r} cannot be written ({detail}): nothing was written; "
+            "check the permissions of the file, its folder and its -wal and -shm files"
+        )
+    if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return StorageError(
+            f"the database file {where!r} is damaged or not a database ({detail}): "
+            "nothing was written; restore it from a backup"
+        )
+    if primary == _SQLITE_CANTOPEN:
+        return StorageError(
+            f"the database {where!r} (or its -wal or -shm file) cannot be opened ({detail}); "
+            "check that its folder exists and is writable"
+        )
+    return None
+
+
 class SQLiteRecorder(Recorder):
+    # events.workspace_id comes after the payload in the row: reading it walks
+    # the payload's overflow pages (27 ms for a 50 MB event). Its session's row
+    # says the same in one page.
+    event_workspace = "(SELECT s.workspace_id FROM sessions s WHERE s.id = e.session_id)"
+
     def __init__(self, url: str) -> None:
         super().__init__(url)
         self.path = sqlite_path(url)
@@ -77,11 +136,15 @@ class SQLiteRecorder(Recorder):
         conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
         )
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA temp_store = MEMORY")
-        conn.execute("PRAGMA cache_size = -32000")
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA temp_store = MEMORY")
+            conn.execute("PRAGMA cache_size = -32000")
+        except sqlite3.Error:
+            conn.close()
+            raise
         self._local.conn = conn
         with self._lock:
             self._connections.append(conn)
@@ -98,46 +161,83 @@ class SQLiteRecorder(Recorder):
 
     @contextmanager
     def _transaction(self, begin: str, give_up_s: float = BUSY_GIVE_UP_S) -> Iterator[Cursor]:
-        conn = self._connection()
-        deadline = time.monotonic() + give_up_s
-        delay = 0.001
-        while True:
-            try:
-                conn.execute(begin)
-                break
-            except sqlite3.OperationalError as exc:
-                if not _is_busy(exc) or time.monotonic() > deadline:
-                    if _is_busy(exc):
-                        raise StoreBusy(self.path) from exc
-                    raise
-                log.debug("sqlite busy on %s; retrying", begin)
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
+        try:
+            conn = self._connection()
+            self._begin(conn, begin, give_up_s)
+        except sqlite3.Error as exc:
+            raise (_translate(exc, self.path) or exc) from exc
         cur = conn.cursor()
         try:
             yield cur
-        except BaseException:
-            conn.execute("ROLLBACK")
+        except BaseException as exc:
+            self._rollback(conn)
+            if isinstance(exc, sqlite3.Error):
+                typed = _translate(exc, self.path)
+                if typed is not None:
+                    raise typed from exc
             raise
         else:
             self._commit(conn)
         finally:
             cur.close()
 
-    @staticmethod
-    def _commit(conn: sqlite3.Connection) -> None:
+    def _begin(self, conn: sqlite3.Connection, begin: str, give_up_s: float) -> None:
+        deadline = time.monotonic() + give_up_s
+        delay = 0.001
+        while True:
+            try:
+                conn.execute(begin)
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise StoreBusy(self.path) from exc
+                log.debug("sqlite busy on %s; retrying", begin)
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+
+    def _commit(self, conn: sqlite3.Connection) -> None:
         deadline = time.monotonic() + BUSY_GIVE_UP_S
         while True:
             try:
                 conn.execute("COMMIT")
                 return
-            except sqlite3.OperationalError as exc:
+            except sqlite3.Error as exc:
                 # A COMMIT can be busy while readers hold an old snapshot during a
                 # checkpoint; the transaction stays open and COMMIT can be retried.
-                if not _is_busy(exc) or time.monotonic() > deadline:
-                    conn.execute("ROLLBACK")
-                    raise
-                time.sleep(0.005)
+                busy = isinstance(exc, sqlite3.OperationalError) and _is_busy(exc)
+                if busy and time.monotonic() <= deadline:
+                    time.sleep(0.005)
+                    continue
+                self._rollback(conn)
+                typed = _translate(exc, self.path) or (StoreBusy(self.path) if busy else None)
+                if typed is not None:
+                    raise typed from exc
+                raise
+
+    def _rollback(self, conn: sqlite3.Connection) -> None:
+        """Roll back what is left of a failed transaction. SQLite has often
+        rolled back already (a full disk, an I/O error): a ROLLBACK then would
+        only raise "no transaction is active" and hide the cause. A connection
+        that cannot roll back is dropped; the next call opens another."""
+        if not conn.in_transaction:
+            return
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            log.warning("rollback failed on %s; dropping the connection", self.path, exc_info=True)
+        if conn.in_transaction:
+            self._drop(conn)
+
+    def _drop(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            if conn in self._connections:
+                self._connections.remove(conn)
+        if getattr(self._local, "conn", None) is conn:
+            self._local.conn = None
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
 
     def write(self) -> Any:
         return self._transaction("BEGIN IMMEDIATE")
@@ -255,15 +355,19 @@ class SQLiteRecorder(Recorder):
             ranked = sorted(cur.fetchall(), key=lambda r: (r[1], -r[0]))[:limit]
             if not ranked:
                 return []
-            # Phase 2: snippets and event details for the page only.
+            # Phase 2: snippets and event details for the page only. snippet()
+            # costs the square of a text's matches: long texts come back whole
+            # (at most MAX_INDEXED_CHARS) and get theirs from chunks instead.
             positions = [r[0] for r in ranked]
             marks = ", ".join("?" for _ in positions)
             cur.execute(
-                f"SELECT f.rowid, snippet(events_fts, 0, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', "
-                "'…', 16), e.id, e.session_id, e.workspace_id, e.type, e.timestamp, e.sequence "
+                "SELECT f.rowid, CASE WHEN length(f.text) <= ? THEN snippet(events_fts, 0, "
+                f"'{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '…', {SNIPPET_WORDS}) END, e.id, "
+                f"e.session_id, {self.event_workspace}, e.type, e.timestamp, e.sequence, "
+                "CASE WHEN length(f.text) > ? THEN f.text END "
                 "FROM events_fts f JOIN events e ON e.position = f.rowid "
                 f"WHERE events_fts MATCH ? AND f.rowid IN ({marks})",
-                [match, *positions],
+                [CHUNK_CHARS, CHUNK_CHARS, match, *positions],
             )
             details = {row[0]: row for row in cur.fetchall()}
         except sqlite3.OperationalError as exc:
@@ -278,7 +382,10 @@ class SQLiteRecorder(Recorder):
             hits.append(
                 SearchHit(
                     event_id=d[2], session_id=d[3], workspace_id=d[4], type=d[5],
-                    timestamp=d[6], snippet=d[1], score=-bm25, sequence=d[7],
+                    timestamp=d[6], score=-bm25, sequence=d[7],
+                    snippet=d[1] if d[8] is None else long_text_snippet(
+                        d[8], query, match, SNIPPET_OPEN, SNIPPET_CLOSE
+                    ),
                 )
             )  # fmt: skip
         return hits

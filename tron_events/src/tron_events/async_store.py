@@ -18,6 +18,7 @@ import anyio.to_thread
 from pydantic import BaseModel
 
 from . import _urls
+from .errors import InvalidCursor
 from .files import FileDiff, FileTransition
 from .models import Event, EventJsonPage, EventPage, ForkResult, SearchHit, Session, Workspace
 from .store import ALL_EVENTS, BlobInput, EventDraft, EventStore
@@ -247,6 +248,8 @@ class AsyncEventStore:
         """
         if session_id is not None and workspace_id is not None:
             raise ValueError("subscribe to a session or a workspace, not both")
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+            raise InvalidCursor(f"page_size must be a positive integer, got {page_size!r}")
         self.sync.recorder.start_change_listener()
         start = self.sync.feed_start(session_id=session_id, workspace_id=workspace_id, after=after)
         return self._follow(session_id, workspace_id, start, page_size, poll_interval)

@@ -145,9 +145,26 @@ class DiskFull(StorageError):
     """The disk (or the file-size limit) is full: the transaction was rolled back and
     nothing was written. The store is usable again once space is freed."""
 
+    def __init__(self, where: str, detail: str = "") -> None:
+        super().__init__(
+            f"the disk holding the database {where!r} is full"
+            + (f" ({detail})" if detail else "")
+            + ": nothing was written; free some space and retry"
+        )
+        self.where = where
+
 
 class StorageIOError(StorageError):
     """The operating system reported an I/O error on the database: nothing was written."""
+
+    def __init__(self, where: str, detail: str = "") -> None:
+        super().__init__(
+            f"an I/O error on the database {where!r}"
+            + (f" ({detail})" if detail else "")
+            + ": nothing was written; check the disk (and the file-size limit, "
+            "`ulimit -f`), then retry"
+        )
+        self.where = where
 
 
 class DatabaseNotFound(StorageError):
@@ -170,6 +187,19 @@ class UnsupportedDatabase(StorageError):
     """A URL scheme or database kind tron_events does not support, or a missing driver."""
 
 
+class OriginalTronDatabase(StorageError):
+    """The database is one of the original (TypeScript) Tron: ``tron-db adopt``
+    (or ``tron-db upgrade``) converts it in place, after a backup."""
+
+
+class MigrationError(TronEventsError):
+    """A schema migration could not run as asked (nothing was changed)."""
+
+
+class UnknownRevision(MigrationError):
+    """A schema revision that does not exist; the message lists the valid ones."""
+
+
 __all__ = [
     "ConcurrencyConflict",
     "DatabaseNotFound",
@@ -183,8 +213,10 @@ __all__ = [
     "InvalidPayload",
     "InvalidQuery",
     "InvalidRewind",
+    "MigrationError",
     "MissingContent",
     "NotATronDatabase",
+    "OriginalTronDatabase",
     "SessionHasForks",
     "SessionNotActive",
     "SessionNotFound",
@@ -195,5 +227,6 @@ __all__ = [
     "TransientConflict",
     "TronEventsError",
     "UnknownEventType",
+    "UnknownRevision",
     "UnsupportedDatabase",
 ]

@@ -9,7 +9,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,14 +22,42 @@ from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
 from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from ._urls import DEFAULT_DATABASE_URL, HEAD_REVISION, normalize_url
+from . import _preflight
+from ._urls import (
+    DEFAULT_DATABASE_URL,
+    HEAD_REVISION,
+    REVISIONS,
+    normalize_url,
+    readonly_uri,
+    sqlite_file,
+)
+from .errors import (
+    DatabaseReadOnly,
+    DatabaseUnreachable,
+    DiskFull,
+    MigrationError,
+    NotATronDatabase,
+    StorageIOError,
+    StoreBusy,
+    TronEventsError,
+    UnknownRevision,
+)
 from .schema import metadata
 
-__all__ = ["DEFAULT_DATABASE_URL", "HEAD_REVISION", "normalize_url"]
+__all__ = ["DEFAULT_DATABASE_URL", "HEAD_REVISION", "REVISIONS", "normalize_url"]
+
+#: Revisions whose downgrade drops what users wrote (not just a cache), and what.
+DROPS_DATA = {
+    "0001": "every workspace, session and event",
+    "0004": "the recorded file contents (rewinds with files can no longer restore them)",
+}
+_RELATIVE = re.compile(r"(?:[0-9a-f]+)?[+-]\d+")
 
 
 def migrations_dir() -> Path:
@@ -90,24 +121,105 @@ def _prepare_sqlite(conn: Connection) -> None:
 
 
 def current_revision(url: str) -> str | None:
-    engine = make_engine(url)
-    try:
-        with engine.connect() as conn:
-            return MigrationContext.configure(conn).get_current_revision()
-    finally:
-        engine.dispose()
+    """The database's revision (None: empty, or at base). Never creates
+    anything: a missing database raises :class:`~tron_events.errors.DatabaseNotFound`."""
+    return _preflight.inspect(url, must_exist=True, writable=False).revision
+
+
+def check_revision(revision: str) -> None:
+    """Raise :class:`UnknownRevision` (listing the valid ones) unless ``revision``
+    names a revision, ``head``, ``base`` or a relative step such as ``-1``."""
+    if revision in ("head", "heads", "base") or revision in REVISIONS:
+        return
+    if _RELATIVE.fullmatch(revision):
+        return
+    raise UnknownRevision(
+        f"unknown revision {revision!r}: the revisions are {', '.join(REVISIONS)} "
+        "(also head, base, or a step such as -1 or +1; see `tron-db history`)"
+    )
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Create or upgrade the schema to ``revision`` (default: the newest)."""
+    """Create or upgrade the schema to ``revision`` (default: the newest).
+
+    A database that is not ours (the original Tron's included: see
+    ``tron_events.adopt``) is refused untouched.
+    """
+    check_revision(revision)
+    _preflight.inspect(url, writable=True)
     _run(url, lambda cfg: command.upgrade(cfg, revision))
 
 
 def downgrade(url: str, revision: str) -> None:
+    """Downgrade the schema (``base`` drops every table: see :func:`data_dropped`)."""
+    check_revision(revision)
+    _preflight.inspect(url, must_exist=True, writable=True)
     _run(url, lambda cfg: command.downgrade(cfg, revision))
 
 
-def _run(url: str, action: Any) -> None:
+def data_dropped(url: str, revision: str) -> str | None:
+    """What a downgrade to ``revision`` would delete that users wrote (None:
+    nothing but caches), from the revision the database is at now."""
+    check_revision(revision)
+    current = current_revision(url)
+    if current is None:
+        return None
+    at = REVISIONS.index(current)
+    if revision == "base":
+        target = -1
+    elif revision in REVISIONS:
+        target = REVISIONS.index(revision)
+    elif revision.startswith("-") and revision[1:].isdigit():
+        target = at - int(revision[1:])
+    else:
+        return None
+    lost = [DROPS_DATA[r] for r in REVISIONS[target + 1 : at + 1] if r in DROPS_DATA]
+    return "; ".join(lost) or None
+
+
+def count_rows(url: str) -> tuple[int, int]:
+    """(sessions, events) in the database (0, 0 if the tables are gone)."""
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            names = set(inspect(conn).get_table_names())
+            if not {"sessions", "events"} <= names:
+                return 0, 0
+            sessions = conn.execute(text("SELECT count(*) FROM sessions")).scalar_one()
+            events = conn.execute(text("SELECT count(*) FROM events")).scalar_one()
+            return int(sessions), int(events)
+    except DBAPIError as exc:
+        raise _translate(url, exc) from None
+    finally:
+        engine.dispose()
+
+
+def backup_sqlite(path: str | Path, label: str = "backup") -> Path:
+    """A consistent copy of a SQLite database beside it (SQLite's online
+    backup: safe while others read or write it); returns its path."""
+    source = Path(path)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = source.with_name(f"{source.name}.{label}-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = source.with_name(f"{source.name}.{label}-{stamp}-{n}")
+    src = sqlite3.connect(readonly_uri(str(source)), uri=True)
+    try:
+        dst = sqlite3.connect(target)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    except sqlite3.Error as exc:
+        target.unlink(missing_ok=True)
+        raise StorageIOError(f"could not back up {source} to {target}: {exc}") from None
+    finally:
+        src.close()
+    return target
+
+
+def _run(url: str, action: Callable[[Config], Any]) -> None:
     engine = make_engine(url)
     try:
         with engine.connect() as conn, _migration_lock(url, conn):
@@ -115,13 +227,41 @@ def _run(url: str, action: Any) -> None:
                 _prepare_sqlite(conn)
             action(alembic_config(url, conn))
             conn.commit()
+    except DBAPIError as exc:
+        raise _translate(url, exc) from None
+    except CommandError as exc:
+        raise MigrationError(f"the migration could not run: {exc}") from None
+    except SQLAlchemyError as exc:
+        raise MigrationError(f"the migration failed: {str(exc).splitlines()[0]}") from None
     finally:
         engine.dispose()
 
 
+def _translate(url: str, exc: DBAPIError) -> TronEventsError:
+    """A typed error for a driver error, in the driver's words only."""
+    orig = exc.orig
+    text_ = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    where = sqlite_file(url) or url.split("@")[-1]
+    if isinstance(orig, sqlite3.Error):
+        if "readonly" in text_ or "read-only" in text_:
+            return DatabaseReadOnly(f"{where} is read-only: {text_}")
+        if "locked" in text_ or "busy" in text_:
+            return StoreBusy(where)
+        if "full" in text_:
+            return DiskFull(f"{where}: {text_}; free some space and retry")
+        if "not a database" in text_ or "malformed" in text_:
+            return NotATronDatabase(f"{where} is not a SQLite database ({text_})")
+        return StorageIOError(f"{where}: {text_}")
+    if type(orig).__name__ in ("OperationalError", "InterfaceError") and not isinstance(
+        orig, sqlite3.Error
+    ):
+        return DatabaseUnreachable(f"{where}: {text_}")
+    return MigrationError(f"{where}: {text_}")
+
+
 def ensure_head(url: str) -> None:
     """Upgrade to head unless already there (cheap when nothing is to do)."""
-    if current_revision(url) != head_revision():
+    if not _preflight.inspect(url, writable=True).at_head:
         upgrade(url)
 
 
@@ -139,6 +279,7 @@ class CheckResult:
 def check(url: str) -> CheckResult:
     """Compare the database with the models: revision at head, same tables and
     columns and indexes, and the backend's search objects present."""
+    _preflight.inspect(url, must_exist=True, writable=False)
     engine = make_engine(url)
     try:
         with engine.connect() as conn:
@@ -156,6 +297,8 @@ def check(url: str) -> CheckResult:
             search = "events_fts" if engine.dialect.name == "sqlite" else "events_search"
             if current is not None and search not in tables:
                 diffs.append(f"missing full-text search table {search}")
+    except DBAPIError as exc:
+        raise _translate(url, exc) from None
     finally:
         engine.dispose()
     return CheckResult(current=current, head=head_revision(), differences=diffs)

@@ -13,7 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticSerializationError
 
+from ._payload_json import check_json_value
+from ._storable import is_storable
 from .errors import InvalidPayload, UnknownEventType
 from .normalize import normalize_assistant_payload, normalize_tool_result_payload
 
@@ -333,6 +336,20 @@ class WorktreeReleased(Payload):
     branch_deleted: bool = False
 
 
+class MetadataImport(Payload):
+    """A record of an imported session (``tron-db import --from …``) that no other
+    event type expresses, kept as read: ``source`` names the agent that wrote it
+    (``claude-code``, ``codex``, ``pi``), ``recordType`` its kind there, ``line``
+    its line in the source file, ``reason`` why it is kept this way when that is
+    not simply "no equivalent"."""
+
+    source: str
+    record_type: str
+    record: Any = None
+    line: int | None = None
+    reason: str | None = None
+
+
 class AnyPayload(Payload):
     """For event types whose payload the store does not interpret."""
 
@@ -375,6 +392,7 @@ _TYPED: dict[str, type[Payload]] = {
     "worktree.commit": WorktreeCommit,
     "worktree.merged": WorktreeMerged,
     "worktree.released": WorktreeReleased,
+    "metadata.import": MetadataImport,
 }
 
 _UNTYPED = [
@@ -396,6 +414,9 @@ _UNTYPED = [
     "skill.removed",
 ]
 
+#: The longest event type name (the ``events.type`` column holds 64 characters).
+MAX_TYPE_LENGTH = 64
+
 # Types the store writes itself; a caller cannot append them through append().
 STORE_ONLY_TYPES = frozenset({"session.start", "session.fork", "session.end"})
 
@@ -408,16 +429,22 @@ def register_event_type(
     ``model`` should subclass :class:`Payload`; ``normalizer`` rewrites a validated
     payload before it is stored (the store uses this for content normalization).
     """
-    if not name or "." not in name:
+    if not isinstance(name, str) or "." not in name or name.startswith(".") or name.endswith("."):
         raise ValueError(f"event type {name!r} must look like 'namespace.name'")
+    if len(name) > MAX_TYPE_LENGTH or not is_storable(name) or any(c.isspace() for c in name):
+        # The type is stored in a column of 64 characters, on every backend.
+        raise ValueError(
+            f"event type {name!r} must be at most {MAX_TYPE_LENGTH} characters, "
+            "without whitespace, NUL or lone surrogates"
+        )
     _REGISTRY[name] = EventType(name, model, normalizer)
 
 
 def get_event_type(name: str) -> EventType:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownEventType(name) from None
+    spec = _REGISTRY.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise UnknownEventType(name)
+    return spec
 
 
 def registered_event_types() -> list[str]:
@@ -425,7 +452,13 @@ def registered_event_types() -> list[str]:
 
 
 def validate_payload(event_type: str, payload: Any) -> dict[str, Any]:
-    """Validate ``payload`` for ``event_type``; return the camelCase dict to store."""
+    """Validate ``payload`` for ``event_type``; return the camelCase dict to store.
+
+    :class:`InvalidPayload` unless the payload is a JSON object that comes back
+    exactly (``_payload_json.py``: no NaN or infinity, no bytes or other
+    objects, integers within 64 bits, valid Unicode, at most 100 levels deep)
+    and its type's model accepts it.
+    """
     spec = get_event_type(event_type)
     if isinstance(payload, BaseModel):
         payload = payload.model_dump(by_alias=True, exclude_unset=True)
@@ -433,11 +466,16 @@ def validate_payload(event_type: str, payload: Any) -> dict[str, Any]:
         raise InvalidPayload(
             f"{event_type} payload must be a JSON object, got {type(payload).__name__}"
         )
+    # Before the model sees it: pydantic would turn bytes, tuples and NaN into
+    # something else, or fail deep in serialization (_payload_json.py).
+    check_json_value(payload, event_type)
     try:
         model = spec.model.model_validate(payload)
+        data = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
     except ValidationError as exc:
         raise InvalidPayload(f"invalid {event_type} payload: {exc}") from None
-    data = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    except PydanticSerializationError as exc:  # a model's own field that is not JSON
+        raise InvalidPayload(f"invalid {event_type} payload: {exc}") from None
     if spec.normalizer is not None:
         data = spec.normalizer(data)
     return data

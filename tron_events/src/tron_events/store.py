@@ -17,11 +17,11 @@ from functools import partial
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-import orjson
 from pydantic import BaseModel
 
 from . import _urls, ids
 from ._gc import gc_paused
+from ._payload_json import payload_json
 from ._recorder import (
     EVENT_COLUMNS,
     Cursor,
@@ -31,22 +31,26 @@ from ._recorder import (
     event_from_row,
     page_of,
 )
+from ._storable import check_column_text, findable, is_storable
 from .blobs import BlobRow, content_hash
 from .blobs import decode_all as decode_blobs
 from .blobs import encode as encode_blob
 from .errors import (
     ConcurrencyConflict,
+    DatabaseNotFound,
     EventIdConflict,
     EventNotFound,
     InvalidCursor,
     InvalidParent,
     InvalidPayload,
+    InvalidQuery,
     InvalidRewind,
     MissingContent,
     SessionHasForks,
     SessionNotActive,
     SessionNotFound,
     TransientConflict,
+    TronEventsError,
 )
 from .files import (
     CHANGE_TYPES,
@@ -111,8 +115,9 @@ def _open_recorder(url: str) -> Recorder:
     )
 
 
-def _dumps(payload: dict[str, Any]) -> str:
-    return orjson.dumps(payload).decode()
+def _dumps(payload: dict[str, Any], type: str) -> str:
+    # The one place a payload becomes JSON text: refuses what would not come back exactly.
+    return payload_json(payload, type)
 
 
 _P = ParamSpec("_P")
@@ -162,17 +167,47 @@ class EventStore:
         self._snapshots_usable: bool | None = None  # None: not checked yet
 
     @classmethod
-    def open(cls, url: str = _urls.DEFAULT_DATABASE_URL, *, upgrade: bool = True) -> EventStore:
+    def open(
+        cls,
+        url: str = _urls.DEFAULT_DATABASE_URL,
+        *,
+        upgrade: bool = True,
+        must_exist: bool = False,
+        read_only: bool = False,
+    ) -> EventStore:
         """Open the store at ``url``, creating or upgrading the schema to head.
 
         ``url`` is ``sqlite:///path/to.db`` (a bare path works too) or
-        ``postgresql+psycopg://user@host/db``.
+        ``postgresql+psycopg://user@host/db``. ``must_exist``: raise
+        ``DatabaseNotFound`` rather than create a missing database.
+        ``read_only`` (for readers: implies ``must_exist``, no upgrade): a
+        database this process cannot write still opens.
+
+        Checked before anything is written (see ``_preflight.py``), each a
+        ``StorageError``: ``UnsupportedDatabase`` (a URL scheme, a missing
+        driver), ``DatabaseNotFound``, ``NotATronDatabase`` (left untouched),
+        ``OriginalTronDatabase`` (``tron-db adopt`` converts it),
+        ``DatabaseReadOnly``, ``DatabaseUnreachable``.
         """
         url = _urls.normalize_url(url)
-        if upgrade and not _urls.sqlite_is_current(url):
-            from . import migrate  # Alembic and SQLAlchemy load only when needed
+        from . import _preflight  # no SQLAlchemy: cheap
 
-            migrate.ensure_head(url)
+        if _urls.sqlite_is_current(url):
+            if not read_only:
+                _preflight.check_writable(url)
+        else:
+            found = _preflight.inspect(
+                url, must_exist=must_exist or read_only, writable=not read_only
+            )
+            if read_only and found.revision is None:
+                raise DatabaseNotFound(
+                    f"{_urls.sqlite_file(url) or url} holds no Tron schema yet "
+                    "(create it with `tron-db upgrade`)"
+                )
+            if upgrade and not read_only and not found.at_head:
+                from . import migrate  # Alembic and SQLAlchemy load only when needed
+
+                migrate.ensure_head(url)
         return cls(_open_recorder(url))
 
     @property
@@ -202,6 +237,8 @@ class EventStore:
     def _workspace(self, cur: Cursor, path: str, name: str | None) -> Workspace:
         if not isinstance(path, str) or not path.strip():
             raise InvalidPayload("a workspace path must be a non-empty string")
+        check_column_text(path, "a workspace path")
+        check_column_text(name, "a workspace name", optional=True)
         path = path.rstrip("/") or "/"
         ws = self._rec.get_workspace_by_path(cur, path)
         if ws is not None:
@@ -236,7 +273,14 @@ class EventStore:
         :class:`InvalidParent` — ``subagentType``, ``tools``). A child has
         ``parent_session_id`` set and ``fork_from_event_id`` None (a fork has
         both); its history starts empty, nothing of the parent is inherited.
+
+        The working directory, model, provider and title are kept in the
+        session row too: they must be text without NUL (``InvalidPayload``).
         """
+        check_column_text(working_directory, "working_directory")
+        check_column_text(model, "model")
+        check_column_text(provider, "provider")
+        check_column_text(title, "title", optional=True)
         extra = dict(spawn or {})
         if parent_session_id is not None:
             extra["parentSessionId"] = parent_session_id
@@ -262,7 +306,7 @@ class EventStore:
             root = NewEvent(
                 id=ids.new_event_id(), parent_id=None, session_id=session_id,
                 workspace_id=ws.id, sequence=0, depth=0, type="session.start",
-                timestamp=when, payload_json=_dumps(payload), search_text="",
+                timestamp=when, payload_json=_dumps(payload, "session.start"), search_text="",
             )  # fmt: skip
             session = Session(
                 id=session_id, workspace_id=ws.id, root_event_id=root.id,
@@ -302,6 +346,7 @@ class EventStore:
         self, *, workspace_id: str | None = None, status: str | None = None, limit: int = 50
     ) -> list[Session]:
         """Sessions, most recently active first."""
+        _check_int(limit, "limit", InvalidCursor)
         with self._rec.read() as cur:
             return self._rec.list_sessions(cur, workspace_id, status, limit)
 
@@ -313,6 +358,7 @@ class EventStore:
         payload: dict[str, Any] = {"reason": reason}
         if summary is not None:
             payload["summary"] = summary
+        payload = validate_payload("session.end", payload)
         with self._rec.write() as cur:
             session, head = self._active_session(cur, session_id)
             [event] = self._append_chain(cur, session, [("session.end", payload, None)], head)
@@ -372,7 +418,13 @@ class EventStore:
         data = self._prepare(type, payload)
         if event_id is not None:
             ids.check_client_event_id(event_id)
-        elif parent_id is None and type != "message.deleted" and self._rec.has_append_at_head:
+        elif (
+            parent_id is None
+            and type != "message.deleted"
+            and self._rec.has_append_at_head
+            and findable(session_id)
+            and (expected_head is None or findable(expected_head))
+        ):
             fast = self._append_at_head(session_id, type, data, expected_head)
             if fast is not None:
                 return fast
@@ -401,7 +453,7 @@ class EventStore:
         when = now()
         row = NewEvent(
             id=ids.new_event_id(), parent_id=None, session_id=session_id, workspace_id="",
-            sequence=0, depth=0, type=type, timestamp=when, payload_json=_dumps(data),
+            sequence=0, depth=0, type=type, timestamp=when, payload_json=_dumps(data, type),
             search_text=search_text(type, data),
         )  # fmt: skip
         delta = SessionDelta(head_event_id=row.id, events=1, last_activity_at=when)
@@ -469,7 +521,7 @@ class EventStore:
         return t, self._prepare(t, p), eid
 
     def _prepare(self, type: str, payload: Mapping[str, Any] | BaseModel) -> dict[str, Any]:
-        if type in STORE_ONLY_TYPES:
+        if isinstance(type, str) and type in STORE_ONLY_TYPES:
             raise InvalidPayload(
                 f"{type} events are written by the store itself "
                 "(create_session, fork, end_session), not appended"
@@ -492,6 +544,8 @@ class EventStore:
 
     def _locked_session(self, cur: Cursor, session_id: str) -> tuple[Session, Event]:
         """The session and its head event, locked against other writers."""
+        if not findable(session_id):
+            raise SessionNotFound(session_id)
         locked = self._rec.lock_session(cur, session_id)
         if locked is None:
             raise SessionNotFound(session_id)
@@ -549,7 +603,7 @@ class EventStore:
             row = NewEvent(
                 id=eid or ids.new_event_id(), parent_id=parent_id, session_id=session.id,
                 workspace_id=session.workspace_id, sequence=sequence, depth=depth, type=t,
-                timestamp=when, payload_json=_dumps(data), search_text=search_text(t, data),
+                timestamp=when, payload_json=_dumps(data, t), search_text=search_text(t, data),
             )  # fmt: skip
             rows.append(row)
             events.append(
@@ -601,6 +655,10 @@ class EventStore:
         limit: int | None = None,
     ) -> list[Event]:
         """A session's own events in sequence order (orphaned branches included)."""
+        if after_sequence is not None:
+            _check_int(after_sequence, "after_sequence", InvalidCursor)
+        if limit is not None:
+            _check_int(limit, "limit", InvalidCursor)
         with self._rec.read() as cur:
             if self._rec.get_session(cur, session_id) is None:
                 raise SessionNotFound(session_id)
@@ -681,8 +739,11 @@ class EventStore:
         after_sequence: int | None,
         limit: int,
     ) -> list[Any]:
+        _check_int(limit, "limit", InvalidCursor)
         if limit < 1:
             raise InvalidCursor(f"limit must be at least 1, got {limit}")
+        if after_sequence is not None:
+            _check_int(after_sequence, "after_sequence", InvalidCursor)
         with self._rec.read() as cur:
             if session_id is not None:
                 if self._rec.get_session(cur, session_id) is None:
@@ -715,6 +776,8 @@ class EventStore:
         """Resolve a subscription cursor: a sequence for a session feed, a
         position otherwise. ``after`` is an event id, a number (sequence or
         position; -1 / 0 for "from the beginning") or None ("from now")."""
+        if isinstance(after, int):
+            _check_int(after, "after", InvalidCursor)
         with self._rec.read() as cur:
             if session_id is not None:
                 if self._rec.get_session(cur, session_id) is None:
@@ -760,7 +823,13 @@ class EventStore:
         """A new session continuing from ``from_event_id``; nothing is copied.
 
         ``working_directory`` gives the fork another folder than its source's (its own
-        git worktree); it is recorded in the ``session.fork`` event."""
+        git worktree); it is recorded in the ``session.fork`` event. ``name`` (the
+        new session's title), ``model`` and ``working_directory`` must be text
+        without NUL (``InvalidPayload``).
+        """
+        check_column_text(name, "name", optional=True)
+        check_column_text(model, "model", optional=True)
+        check_column_text(working_directory, "working_directory", optional=True)
         with self._rec.write() as cur:
             source_event = self._rec.get_event(cur, from_event_id)
             if source_event is None:
@@ -785,7 +854,8 @@ class EventStore:
             row = NewEvent(
                 id=ids.new_event_id(), parent_id=source_event.id, session_id=session_id,
                 workspace_id=source.workspace_id, sequence=0, depth=source_event.depth + 1,
-                type="session.fork", timestamp=when, payload_json=_dumps(payload),
+                type="session.fork", timestamp=when,
+                payload_json=_dumps(payload, "session.fork"),
                 search_text="",
             )  # fmt: skip
             session = Session(
@@ -849,17 +919,37 @@ class EventStore:
     ) -> list[SearchHit]:
         """Full-text search, best match first (``score`` higher is better).
 
-        ``query`` is literal user text: no string makes it raise. ``raw=True``
-        passes the backend's query syntax through (``InvalidQuery`` if malformed).
-        Terms found in very many events are ranked among their most recent
-        matches (see the backend). ``include_descendants`` (with ``session_id``)
-        searches the session and its sub-agent sessions at any depth
-        (:meth:`get_descendant_sessions`; forks are not included).
+        ``query`` is literal user text: no string makes it raise (NUL and lone
+        surrogates read as spaces). ``raw=True`` passes the backend's query
+        syntax through (``InvalidQuery`` if malformed). Terms found in very
+        many events are ranked among their most recent matches (see the
+        backend). Each event is searched in the first ``MAX_INDEXED_CHARS``
+        (200,000) characters of its text (``search_text.py``), which also
+        bounds what indexing it and making its snippet cost.
+        ``include_descendants`` (with ``session_id``) searches the session and
+        its sub-agent sessions at any depth (:meth:`get_descendant_sessions`;
+        forks are not included).
         """
+        if not isinstance(query, str):
+            raise InvalidQuery(f"a search query must be a string, got {type(query).__name__}")
+        if raw and not is_storable(query):
+            raise InvalidQuery("a raw full-text query cannot contain NUL or lone surrogates")
+        _check_int(limit, "limit", InvalidQuery)
         if limit < 1:
             return []
         if include_descendants and session_id is None:
             raise ValueError("include_descendants needs a session_id")
+        # No stored id or type holds NUL or a lone surrogate: nothing to find.
+        if session_id is not None and not findable(session_id):
+            if include_descendants:
+                raise SessionNotFound(session_id)
+            return []
+        if workspace_id is not None and not findable(workspace_id):
+            return []
+        if types:
+            types = [t for t in types if findable(t)]
+            if not types:
+                return []
         with self._rec.read() as cur:
             if include_descendants and session_id is not None:
                 if self._rec.get_session(cur, session_id) is None:
@@ -925,6 +1015,8 @@ class EventStore:
         return self._state_at(event_id=event_id)
 
     def get_state_at_head(self, session_id: str) -> SessionState:
+        if not findable(session_id):
+            raise SessionNotFound(session_id)
         return self._state_at(session_id=session_id)
 
     def _state_at(
@@ -944,10 +1036,10 @@ class EventStore:
                     if session is None:
                         raise SessionNotFound(session_id)
                     event_id = session.head_event_id
-                assert event_id is not None
-                event = self._rec.get_event(cur, event_id)
+                # event_id is a caller's, possibly None or not a string: not found.
+                event = self._rec.get_event(cur, event_id)  # type: ignore[arg-type]
                 if event is None:
-                    raise EventNotFound(event_id)
+                    raise EventNotFound(event_id)  # type: ignore[arg-type]
                 stops = (
                     self._rec.snapshot_stops(cur, event.session_id, snapshots.FORMAT)
                     if use_snapshots
@@ -1170,6 +1262,15 @@ class EventStore:
 BlobInput = bytes | tuple[bytes, bytes | None]
 _MAX_SUBAGENT_DEPTH = 8
 _CHILD_TYPES = sorted(CHANGE_TYPES | {"subagent.spawned", "subagent.completed", "subagent.failed"})
+
+
+def _check_int(value: object, what: str, error: type[TronEventsError]) -> None:
+    """Refuse a count or cursor number that is not a 64-bit integer (a driver
+    would raise on it, or compare it as text)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise error(f"{what} must be an integer, got {type(value).__name__}")
+    if not -(2**63) <= value < 2**63:
+        raise error(f"{what} is out of range (a 64-bit integer is expected)")
 
 
 def _count(delta: SessionDelta, type: str, data: dict[str, Any]) -> None:

@@ -1,13 +1,14 @@
 """The ASGI app: ``/rpc`` (JSON-RPC over WebSocket), ``/health``, ``/login`` and the web chat.
 
-    app = create_app(Settings())          # writes home/server-token
+    app = create_app(Settings())          # the token of home/server-token (created if none)
     uvicorn.run(app, **uvicorn_options(settings))
 
 Every request first passes :class:`~tron_server.security.HostOriginGuard`.
 ``/rpc`` needs ``Authorization: Bearer <token>`` or the ``tron_session``
-cookie set by ``/login?token=…``. The web chat's static files (``/``) load
-without credentials — they hold no secrets — and the page's RPC connection
-needs the cookie. ``/health`` needs nothing and says nothing secret.
+cookie set by ``/login?token=…`` (a one-time login code, or the token). The
+web chat's static files (``/``) load without credentials — they hold no
+secrets — and the page's RPC connection needs the cookie. ``/health`` needs
+nothing and says nothing secret.
 
 Frames: over ``settings.max_frame_bytes`` a request is answered with -32600
 and the connection stays open; over four times that, the WebSocket layer
@@ -22,6 +23,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -30,6 +32,8 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .connection import Connection
+from .logging import add_secret
+from .memory import release_memory
 from .methods import build_registry
 from .rpc import Dispatcher, RpcContext
 from .security import (
@@ -39,8 +43,7 @@ from .security import (
     allowed_hosts,
     allowed_origins,
     is_loopback_host,
-    new_token,
-    write_token,
+    load_or_create_token,
 )
 from .services import Services, open_services, server_version, stop_runtime
 from .settings import Settings
@@ -49,6 +52,8 @@ log = logging.getLogger("tron_server.app")
 
 #: Requests of one connection handled at the same time; more wait (TCP backpressure).
 MAX_IN_FLIGHT = 32
+#: A connection that held at least this much for its client gives memory back when it ends.
+RELEASE_AFTER_BYTES = 4 * 1024 * 1024
 
 
 def transport_max_size(settings: Settings) -> int:
@@ -77,23 +82,33 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
 
 
 def create_app(
-    settings: Settings, *, services: Services | None = None, token: str | None = None
+    settings: Settings,
+    *,
+    services: Services | None = None,
+    token: str | None = None,
+    owns_services: bool | None = None,
 ) -> Starlette:
-    """The server app. Writes this launch's token (``token`` or a new one) to
-    ``settings.token_path`` with mode 0600.
+    """The server app, with ``token`` or the one in ``settings.token_path`` (a new
+    one is written there, mode 0600, when there is none).
 
-    Without ``services`` the lifespan opens the store and builds everything;
-    with them (tests), it only runs their hub and closes nothing it did not open.
+    Without ``services`` the lifespan opens the store and builds everything, and
+    closes them at shutdown. With them, it runs their hub, and stops the runtime
+    and closes the store only if ``owns_services`` (the command opens them first,
+    so that a database it cannot open is one line, not a failed startup).
+    ``app.state.login_code`` is a one-time login code (see :mod:`.security`).
     """
-    token = token or new_token()
-    write_token(settings.token_path, token)
+    if token is None:
+        token, _ = load_or_create_token(settings.token_path)
     auth = Authenticator(token)
-    registry = build_registry()
+    login_code = auth.login_codes.issue()
+    add_secret(token, auth.cookie(), login_code)
+    registry = services.registry if services is not None and services.registry else None
+    registry = registry or build_registry()
     dispatcher = Dispatcher(registry, max_frame_bytes=settings.max_frame_bytes)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        own = services is None
+        own = services is None if owns_services is None else owns_services
         svc = await open_services(settings, registry) if services is None else services
         if svc.registry is None:
             svc.registry = registry
@@ -122,7 +137,9 @@ def create_app(
         no_cache = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
         if not candidate or not auth.check_login_token(candidate):
             return PlainTextResponse(
-                "invalid or missing token: open the login URL tron-server printed\n",
+                "This login link is not valid (a login link works once). Open the newest "
+                "login URL tron-server printed, or paste the token from "
+                "~/.tron/server-token into the page.\n",
                 status_code=403,
                 headers=no_cache,
             )
@@ -158,6 +175,8 @@ def create_app(
         ],
     )
     app.state.token = token
+    app.state.login_code = login_code
+    app.state.auth = auth
     app.state.settings = settings
     app.state.dispatcher = dispatcher
     app.state.registry = registry
@@ -169,10 +188,12 @@ async def serve_connection(
 ) -> None:
     """Read frames and answer them (each in its own task) until the client leaves
     or the connection is closed (shutdown, too slow)."""
+    settings = services.settings
     conn = Connection(
         websocket.send_text,
         lambda code, reason: websocket.close(code, reason),
-        queue_limit=services.settings.outgoing_queue_limit,
+        queue_limit=settings.outgoing_queue_limit,
+        budget_bytes=settings.outgoing_budget_bytes,
     )
     ctx = RpcContext(services, conn)
     in_flight = anyio.Semaphore(MAX_IN_FLIGHT)
@@ -195,6 +216,8 @@ async def serve_connection(
 
             tg.start_soon(writer)
             while True:
+                # Replies piling up: leave the next requests unread (TCP pushes back).
+                await conn.wait_writable()
                 message = await websocket.receive()
                 if message["type"] == "websocket.disconnect":
                     break
@@ -208,6 +231,10 @@ async def serve_connection(
         pass
     finally:
         services.hub.detach(conn)
+        if conn.peak_pending_bytes >= RELEASE_AFTER_BYTES:
+            # What this client made us hold is free now: give it back to the system.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(release_memory)
 
 
 def _static_dir() -> Any | None:

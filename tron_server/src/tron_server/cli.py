@@ -1,27 +1,87 @@
 """``tron-server``: start the server (uvicorn) on this machine.
 
     tron-server                       # http://127.0.0.1:8420, SQLite at ~/.tron/database/prod.db
-    tron-server --port 9000 --database-url postgresql://localhost/tron
+    tron-server --port 9000 --database-url postgresql+psycopg://localhost/tron
 
 Options override ``TRON_*`` environment variables. A non-loopback ``--host``
 is refused unless ``--allow-remote`` is given too: the server runs commands
-on this machine for whoever holds the token. The token is written to
-``<home>/server-token`` (mode 0600); the login URL for a browser is printed.
+on this machine for whoever holds the token.
+
+Start-up, in this order, so that a server that cannot run changes nothing:
+
+1. the port is taken (bound and listening) — a busy port is one line ("port
+   8420 is in use (is another tron-server running? pid N)") and exit status 2,
+   before any file is written;
+2. the home folder and the log file are made user-only (0700 / 0600);
+3. the database is opened (created and migrated if needed) — a database that
+   cannot be used is one line naming why, and exit status 2;
+4. the token is read from ``<home>/server-token``, or created there (0600);
+5. once the server accepts connections: ``<home>/server.json`` is written
+   (unless another running tron-server recorded itself there), and
+   "listening" and the one-time login URL are printed.
+
+No traceback reaches the terminal: details go to the log file.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from .logging import LEVELS, configure_logging
+from .logging import FORMATS, LEVELS, configure_logging, private_dir
 from .security import is_loopback_host
+from .server_record import (
+    ServerRecord,
+    new_record,
+    process_exists,
+    record_path,
+    remove_server_record,
+    write_server_record,
+)
 from .settings import Settings
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from .services import Services
+
+log = logging.getLogger("tron_server.cli")
+
+#: Exit status of a server that could not start (busy port, unusable database …).
+EXIT_CANNOT_START = 2
+
+ENVIRONMENT_HELP = """\
+environment:
+  Every option also reads TRON_<NAME> (TRON_HOST, TRON_PORT, TRON_DATABASE_URL,
+  TRON_HOME, TRON_LOG_LEVEL, TRON_LOG_FORMAT, TRON_ALLOW_REMOTE).
+
+  provider keys:
+    ANTHROPIC_API_KEY                 anthropic (Messages API)
+    OPENAI_API_KEY                    openai, openai-responses
+    GEMINI_API_KEY or GOOGLE_API_KEY  google (Gemini)
+  provider endpoints (base URLs):
+    TRON_ANTHROPIC_BASE_URL, TRON_OPENAI_BASE_URL, TRON_GOOGLE_BASE_URL,
+    TRON_OPENAI_COMPATIBLE_BASE_URL   (required for openai-compatible: Ollama, vLLM …)
+  defaults for new sessions:
+    TRON_DEFAULT_PROVIDER (anthropic), TRON_DEFAULT_MODEL (claude-sonnet-4-5)
+
+files (in HOME, default ~/.tron; user-only):
+  server-token           the token (kept across restarts; --rotate-token replaces it)
+  server.json            where the running server listens (read by clients)
+  database/prod.db       the default SQLite database
+  logs/tron-server.log   the log (JSON lines, rotated at 10 MB, 5 kept; no secrets)
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,17 +89,24 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tron-server",
         description="Tron's local agent server: JSON-RPC over WebSocket at /rpc, "
         "a web chat at /, health at /health.",
-        epilog="Environment: every option also reads TRON_<NAME> (e.g. TRON_PORT, "
-        "TRON_DATABASE_URL, TRON_HOME, TRON_ANTHROPIC_BASE_URL).",
+        epilog=ENVIRONMENT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"tron-server {_version()}")
     parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default 8420)")
     parser.add_argument(
         "--database-url",
-        help="sqlite:///path.db or postgresql://… (default: SQLite at HOME/database/prod.db)",
+        help="sqlite:///path.db or postgresql+psycopg://… (default: SQLite at "
+        "HOME/database/prod.db)",
     )
     parser.add_argument("--home", type=Path, help="Tron's home directory (default ~/.tron)")
     parser.add_argument("--log-level", choices=LEVELS, help="log level (default info)")
+    parser.add_argument(
+        "--log-format",
+        choices=FORMATS,
+        help="log lines on stderr: json (default) or text; the log file is always JSON",
+    )
     parser.add_argument(
         "--allow-remote",
         action="store_true",
@@ -47,7 +114,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow a --host that is not a loopback address (anyone reaching it with the "
         "token can run commands on this machine)",
     )
+    parser.add_argument(
+        "--rotate-token",
+        action="store_true",
+        help="replace the token in HOME/server-token: every client and browser logged in "
+        "with the old one must log in again",
+    )
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tron-server")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0.0.0"
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -60,6 +142,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "database_url": args.database_url,
             "home": args.home,
             "log_level": args.log_level,
+            "log_format": getattr(args, "log_format", None),
             "allow_remote": args.allow_remote,
         }.items()
         if value is not None
@@ -69,14 +152,270 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return settings
 
 
-def login_url(settings: Settings, token: str) -> str:
-    """The one-time URL that logs a browser in (sets the cookie, then redirects to /)."""
+def login_url(settings: Settings, code: str) -> str:
+    """The URL that logs a browser in (sets the cookie, then redirects to /).
+
+    ``code`` is a one-time login code (or the token itself)."""
     host = settings.host
     if is_loopback_host(host) or host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
     elif ":" in host:
         host = f"[{host}]"
-    return f"http://{host}:{settings.port}/login?token={token}"
+    return f"http://{host}:{settings.port}/login?token={code}"
+
+
+class CannotStart(Exception):
+    """The server cannot start; the message says why and what to do (one line)."""
+
+
+# -- the port -------------------------------------------------------------------------
+
+
+def listening_socket(settings: Settings) -> socket.socket:
+    """A socket bound to ``host:port`` and listening, or CannotStart.
+
+    Taking the port first means a second server on a busy port stops before it
+    writes anything. (IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only then.)
+    """
+    host, port = settings.host, settings.port
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise CannotStart(_bind_error(settings, exc)) from None
+    sock.setblocking(False)
+    return sock
+
+
+def _bind_error(settings: Settings, exc: OSError) -> str:
+    port = settings.port
+    if isinstance(exc, socket.gaierror):
+        return f"cannot listen on {settings.host!r}: no such address ({exc.strerror})"
+    if exc.errno == errno.EADDRINUSE:
+        other = _recorded_server(settings.home)
+        if other is not None and other.url.rsplit(":", 1)[-1].startswith(f"{port}/"):
+            who = f"is another tron-server running? pid {other.pid}"
+        else:
+            who = "is another tron-server running?"
+        return (
+            f"port {port} is in use ({who}). Stop it, or start this one with --port <another port>."
+        )
+    if exc.errno == errno.EACCES:
+        return (
+            f"not allowed to listen on port {port} (ports below 1024 need privileges): use --port"
+        )
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {settings.host}: it is not an address of this machine"
+    return f"cannot listen on {settings.host}:{port}: {exc.strerror or exc}"
+
+
+def _recorded_server(home: Path) -> ServerRecord | None:
+    """The tron-server recorded in ``home/server.json``, if it is running (not this one)."""
+    from .server_record import read_server_record
+
+    record = read_server_record(home)
+    if record is None or record.pid == os.getpid() or not is_tron_server(record.pid):
+        return None
+    return record
+
+
+def is_tron_server(pid: int) -> bool:
+    """Whether process ``pid`` runs tron-server (its command line says so; where that
+    cannot be read, whether it exists)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return process_exists(pid) and not Path("/proc/self").exists()
+    except OSError:
+        return process_exists(pid)
+    return b"tron_server" in cmdline or b"tron-server" in cmdline
+
+
+# -- files ------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def private_umask() -> Iterator[None]:
+    """Files created inside are user-only whatever the umask (the database, its
+    WAL/SHM and lock files, which SQLite and the migrations create).
+
+    The umask is process-wide: this is used only while the server starts, before
+    it runs any tool (the tools read the user's umask when imported, before this).
+    """
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (or bare path); None for other databases."""
+    if url.startswith("sqlite:///"):
+        raw = url[len("sqlite:///") :].split("?", 1)[0]
+        return Path(raw) if raw and raw != ":memory:" else None
+    if "://" in url:
+        return None
+    return Path(url).expanduser()
+
+
+def tighten(settings: Settings) -> None:
+    """Make what the server keeps in its home user-only, including files an older
+    version (or another umask) left readable by others."""
+    home = private_dir(settings.home)
+    files = [settings.token_path, record_path(home)]
+    db = sqlite_path(settings.resolved_database_url())
+    if db is not None and _is_within(db, home):
+        private_dir(db.parent)
+        files += [db, *(db.with_name(db.name + s) for s in ("-wal", "-shm", ".migrate.lock"))]
+    for path in files:
+        with contextlib.suppress(FileNotFoundError):
+            if path.stat().st_mode & 0o077:
+                path.chmod(0o600)
+
+
+def _is_within(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+# -- the database -----------------------------------------------------------------------
+
+
+def describe_open_error(exc: BaseException, url: str) -> str:
+    """One line saying why the database at ``url`` cannot be used, and what to do."""
+    from tron_events.errors import StorageError
+
+    from .logging import REDACTOR
+
+    shown = REDACTOR.redact(url)
+    if isinstance(exc, StorageError):
+        return REDACTOR.redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    # Until every backend failure is typed in tron_events, name the usual ones here,
+    # never with the driver's own text.
+    name = type(exc).__name__
+    text = str(exc)
+    scheme = url.split("://", 1)[0].lower() if "://" in url else "sqlite"
+    if scheme.startswith("mysql") or scheme.startswith("mariadb"):
+        return f"{shown}: MySQL is not supported; use SQLite (a file path) or PostgreSQL"
+    if isinstance(exc, ModuleNotFoundError) and scheme.startswith("postgres"):
+        return (
+            f"{shown}: PostgreSQL needs its driver: pip install 'tron-events[postgres]' "
+            "(or uv sync in a clone)"
+        )
+    if name in ("NoSuchModuleError", "ArgumentError") or isinstance(exc, ModuleNotFoundError):
+        return (
+            f"{shown}: unknown database URL; use sqlite:///PATH, a file path, or "
+            "postgresql+psycopg://USER@HOST/DB"
+        )
+    if "file is not a database" in text or "database disk image is malformed" in text:
+        return f"{shown}: the file is not a Tron database (not SQLite); give another path"
+    if "readonly" in text or "read-only" in text:
+        return f"{shown}: the database is read-only; the server needs to write to it"
+    if name == "OperationalError" and scheme.startswith("postgres"):
+        return f"{shown}: cannot reach the PostgreSQL server (is it running? is the URL right?)"
+    return (
+        f"{shown}: the database cannot be opened ({name}); run with --log-level debug and "
+        "see the log file for details"
+    )
+
+
+async def open_for_serving(settings: Settings) -> Services:
+    """Open the store and build the services, or CannotStart with the reason."""
+    from .services import open_services
+
+    url = settings.resolved_database_url()
+    try:
+        with private_umask():
+            return await open_services(settings)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise
+    except BaseException as exc:
+        if isinstance(exc, SystemExit):
+            raise
+        log.debug("opening the database failed", exc_info=exc)
+        raise CannotStart(describe_open_error(exc, url)) from None
+
+
+# -- serving ----------------------------------------------------------------------------
+
+
+def _uvicorn_server(
+    config: uvicorn.Config, on_started: Callable[[], None], on_stopped: Callable[[], None]
+) -> uvicorn.Server:
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        """uvicorn's server, telling us when it really accepts connections and when it
+        has stopped (before uvicorn re-raises the signal that stopped it)."""
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                on_started()
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            try:
+                await super().shutdown(sockets)
+            finally:
+                on_stopped()
+
+    return _Server(config)
+
+
+async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool = False) -> int:
+    """Open everything, run until SIGINT/SIGTERM; the exit status (or CannotStart)."""
+    import uvicorn
+
+    from .app import create_app, uvicorn_options
+    from .security import load_or_create_token
+
+    services = await open_for_serving(settings)
+    token, _ = load_or_create_token(settings.token_path, rotate=rotate_token)
+    if rotate_token:
+        log.info("the token was replaced: clients must use the new one")
+    app = create_app(settings, services=services, token=token, owns_services=True)
+    recorded: list[bool] = []
+
+    def on_started() -> None:
+        other = _recorded_server(settings.home)
+        if other is None:
+            write_server_record(settings.home, new_record(settings.host, settings.port,
+                                                          version=services.version))  # fmt: skip
+            recorded.append(True)
+        else:
+            log.warning(
+                "another tron-server is recorded in server.json; leaving its record",
+                extra={"fields": {"pid": other.pid, "url": other.url}},
+            )
+        shown = settings.host if ":" not in settings.host else f"[{settings.host}]"
+        print(f"tron-server listening on http://{shown}:{settings.port}", flush=True)
+        print(f"  token file: {settings.token_path}", flush=True)
+        print(f"  log file: {settings.log_path}", flush=True)
+        print(f"  open in a browser (works once): {login_url(settings, app.state.login_code)}",
+              flush=True)  # fmt: skip
+
+    def on_stopped() -> None:
+        if recorded:
+            remove_server_record(settings.home)
+
+    options = uvicorn_options(settings)
+    for key in ("host", "port"):
+        options.pop(key)
+    config = uvicorn.Config(app, **options, log_level=settings.log_level)
+    server = _uvicorn_server(config, on_started, on_stopped)
+    # On SIGINT/SIGTERM uvicorn shuts down gracefully (the lifespan stops running
+    # turns and closes the store), then re-raises the signal: SIGTERM ends the
+    # process with that signal's status, SIGINT arrives as KeyboardInterrupt.
+    await server.serve(sockets=[sock])
+    return 0 if server.started else EXIT_CANNOT_START
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -90,31 +429,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0 < settings.port < 65536:
         parser.error(f"--port must be between 1 and 65535, not {settings.port}")
     if not is_loopback_host(settings.host) and not settings.allow_remote:
-        print(
-            f"tron-server: refusing to listen on {settings.host!r}: it is not a loopback "
-            "address, and the server runs commands on this machine. Use --host 127.0.0.1, "
-            "or add --allow-remote if you really mean it.",
-            file=sys.stderr,
+        return fail(
+            f"refusing to listen on {settings.host!r}: it is not a loopback address, and the "
+            "server runs commands on this machine. Use --host 127.0.0.1, or add "
+            "--allow-remote if you really mean it."
         )
-        return 2
+    if args.rotate_token:
+        other = _recorded_server(settings.home)
+        if other is not None:
+            return fail(
+                f"another tron-server (pid {other.pid}, {other.url}) uses {settings.home}: "
+                "stop it before rotating the token"
+            )
+    # The tools read the user's umask when imported: import them before the start-up
+    # makes files user-only (see private_umask).
+    import tron_server.tools  # noqa: F401
 
-    import uvicorn
-
-    from .app import create_app, uvicorn_options
-
-    configure_logging(settings.log_level)
-    app = create_app(settings)
-    print(f"tron-server listening on http://{settings.host}:{settings.port}", flush=True)
-    print(f"  token file: {settings.token_path}", flush=True)
-    print(f"  open in a browser: {login_url(settings, app.state.token)}", flush=True)
     try:
-        # On SIGINT/SIGTERM uvicorn shuts down gracefully (the lifespan stops running
-        # turns and closes the store), then re-raises the signal: SIGTERM ends the
-        # process with that signal's status, SIGINT arrives here as KeyboardInterrupt.
-        uvicorn.run(app, **uvicorn_options(settings), log_level=settings.log_level)
+        sock = listening_socket(settings)
+    except CannotStart as exc:
+        return fail(str(exc))
+    try:
+        tighten(settings)
+        configure_logging(settings.log_level, log_file=settings.log_path, fmt=settings.log_format)
+        return asyncio.run(serve(settings, sock, rotate_token=args.rotate_token))
+    except CannotStart as exc:
+        return fail(str(exc))
     except KeyboardInterrupt:
         return 130
-    return 0
+    except OSError as exc:  # the home folder or the log file cannot be written
+        return fail(f"cannot use {settings.home}: {exc.strerror or exc}")
+    finally:
+        sock.close()
+
+
+def fail(message: str) -> int:
+    print(f"tron-server: {message}", file=sys.stderr, flush=True)
+    return EXIT_CANNOT_START
 
 
 if __name__ == "__main__":  # pragma: no cover

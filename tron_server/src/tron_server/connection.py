@@ -1,25 +1,36 @@
-"""One client connection: a bounded outgoing queue drained by a writer task.
+"""One client connection: an outgoing queue bounded in bytes, drained by a writer task.
 
 Everything sent to a client — replies and notifications — goes through
 :meth:`Connection.enqueue`, which never blocks: publishers (the agent loop,
-the event feeds) must not wait for a slow client. When the queue is full the
-client is too far behind; it is closed with code 4008 (``CLOSE_TOO_SLOW``,
-retryable: reconnect, subscribe and ``events.sync`` after the last sequence)
-and its queued frames are dropped, so memory stays bounded.
+the event feeds) must not wait for a slow client. The queue has a byte budget
+(``budget_bytes``) and a frame limit (``queue_limit``); a frame counts from
+when it is queued until the socket has taken it. A frame that would take the
+connection over either (with something already waiting) means the client is
+too far behind: it is closed with code 4008 (``CLOSE_TOO_SLOW``, retryable:
+reconnect, subscribe and ``events.sync`` after the last sequence) and its
+queued frames are dropped at once, so memory stays bounded. A single frame
+larger than the budget still goes out when nothing else waits (a big page of
+events is a legitimate answer).
+
+The connection's reader asks :meth:`Connection.wait_writable` before it reads
+the next request: while more than ``pause_bytes`` wait to be sent, the
+connection's requests stay unread (in the socket: TCP pushes back on the
+client), so a client that sends requests and does not read the answers
+cannot make the server compute more of them.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 log = logging.getLogger("tron_server.connection")
 
-#: The client fell too far behind (its outgoing queue filled up). Retryable.
+#: The client fell too far behind (its outgoing queue is over budget). Retryable.
 CLOSE_TOO_SLOW = 4008
 #: The server is going away (shutdown). Retryable once it is back.
 CLOSE_GOING_AWAY = 1001
@@ -28,6 +39,9 @@ CLOSE_INTERNAL = 1011
 
 #: How long a close may wait for a stalled socket before the connection is dropped.
 CLOSE_TIMEOUT = 5.0
+
+#: Default byte budget of one connection's outgoing queue.
+DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024
 
 SendText = Callable[[str], Awaitable[None]]
 CloseSocket = Callable[[int, str], Awaitable[None]]
@@ -46,59 +60,98 @@ class Connection:
         close: CloseSocket,
         *,
         queue_limit: int,
+        budget_bytes: int = DEFAULT_BUDGET_BYTES,
+        pause_bytes: int | None = None,
         id: str | None = None,
     ) -> None:
         self.id = id or secrets.token_hex(6)
         self._send = send
         self._close = close
-        self._tx: MemoryObjectSendStream[str]
-        self._rx: MemoryObjectReceiveStream[str]
-        self._tx, self._rx = anyio.create_memory_object_stream[str](max_buffer_size=queue_limit)
+        self.queue_limit = queue_limit
+        self.budget_bytes = budget_bytes
+        self.pause_bytes = budget_bytes // 8 if pause_bytes is None else pause_bytes
+        self._queue: collections.deque[str] = collections.deque()
+        self._pending_bytes = 0
+        self._sending = 0  # bytes of the frame the writer is sending
+        self._has_frames = anyio.Event()
+        self._drained = anyio.Event()
+        self._drained.set()
         self._writer_scope: anyio.CancelScope | None = None
         self.subscriptions: set[str] = set()
         self.close_code: int | None = None
         self.close_reason = ""
         self.frames_sent = 0
+        self.bytes_sent = 0
+        self.peak_pending_bytes = 0
         self.disconnected = False
+        #: One bulk read (a page of events …) at a time per connection: see rpc.middleware.
+        self.bulk_lock = anyio.Lock()
 
     @property
     def closing(self) -> bool:
         return self.close_code is not None
 
+    @property
+    def queued(self) -> int:
+        """Frames waiting in the outgoing queue (not counting the one being sent)."""
+        return len(self._queue)
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes queued or being sent: what this connection holds for its client."""
+        return self._pending_bytes
+
     def enqueue(self, frame: bytes | str) -> bool:
         """Queue a frame for the client without waiting; False if it was dropped.
 
-        A full queue closes the connection with 4008.
+        Over the byte budget or the frame limit, the connection is closed with 4008.
         """
         if self.closing:
             return False
         text = frame.decode() if isinstance(frame, bytes) else frame
-        try:
-            self._tx.send_nowait(text)
-        except anyio.WouldBlock:
+        size = len(text)  # frames are JSON: ASCII but for the text inside, close enough
+        over_bytes = self._pending_bytes > 0 and self._pending_bytes + size > self.budget_bytes
+        if over_bytes or len(self._queue) >= self.queue_limit:
             log.warning(
                 "client too far behind, closing it",
-                extra={"fields": {"connection": self.id, "queued": self.queued}},
+                extra={
+                    "fields": {
+                        "connection": self.id,
+                        "queued": len(self._queue),
+                        "pendingBytes": self._pending_bytes,
+                    }
+                },
             )
             self.close_soon(CLOSE_TOO_SLOW, "too far behind: reconnect and events.sync")
             return False
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            return False
+        self._queue.append(text)
+        self._pending_bytes += size
+        self.peak_pending_bytes = max(self.peak_pending_bytes, self._pending_bytes)
+        if self._pending_bytes > self.pause_bytes:
+            self._drained = anyio.Event() if self._drained.is_set() else self._drained
+        self._has_frames.set()
         return True
 
-    @property
-    def queued(self) -> int:
-        """Frames waiting in the outgoing queue."""
-        return self._tx.statistics().current_buffer_used
+    async def wait_writable(self) -> None:
+        """Return once at most ``pause_bytes`` wait to be sent (or the connection closes)."""
+        while self._pending_bytes > self.pause_bytes and not self.closing:
+            await self._drained.wait()
 
     def close_soon(self, code: int, reason: str) -> None:
-        """Stop sending and close the socket with ``code`` (queued frames are dropped)."""
+        """Stop sending and close the socket with ``code``; queued frames are dropped."""
         if self.closing:
             return
         self.close_code = code
         self.close_reason = reason
+        self._drop_queue()
         if self._writer_scope is not None:
             self._writer_scope.cancel()
+
+    def _drop_queue(self) -> None:
+        self._queue.clear()
+        self._pending_bytes = self._sending
+        self._drained.set()
+        self._has_frames.set()
 
     async def run_writer(self) -> None:
         """Send queued frames until the connection closes; then close the socket.
@@ -109,15 +162,28 @@ class Connection:
             self._writer_scope = scope
             if self.closing:
                 scope.cancel()
-            async for frame in self._rx:
+            while True:
+                if not self._queue:
+                    self._has_frames = anyio.Event()
+                    await self._has_frames.wait()
+                    continue
+                frame = self._queue.popleft()
+                self._sending = len(frame)
                 try:
                     await self._send(frame)
                 except Exception:  # the client went away; the reader sees the disconnect
                     self.disconnected = True
                     break
+                finally:
+                    self._pending_bytes -= self._sending
+                    self._sending = 0
+                    if self._pending_bytes <= self.pause_bytes:
+                        self._drained.set()
                 self.frames_sent += 1
-        self._tx.close()
-        self._rx.close()
+                self.bytes_sent += len(frame)
+                del frame  # a big page must not stay alive while the writer waits
+        self._drop_queue()
+        self._pending_bytes = 0
         if self.close_code is not None and not self.disconnected:
             # A stalled client cannot take even the close frame: give up after a while.
             with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
@@ -134,5 +200,6 @@ __all__ = [
     "CLOSE_GOING_AWAY",
     "CLOSE_INTERNAL",
     "CLOSE_TOO_SLOW",
+    "DEFAULT_BUDGET_BYTES",
     "Connection",
 ]

@@ -4,11 +4,17 @@ A server that runs bash on the user's machine is a target for any web page
 the user visits (DNS rebinding, cross-site WebSockets) and for other local
 users. Three controls, used together:
 
-* a random token per launch, written to ``home/server-token`` (mode 0600).
-  Programs send ``Authorization: Bearer <token>``; a browser opens
-  ``/login?token=…`` once, which sets the HttpOnly, SameSite=Strict cookie
-  ``tron_session`` (an HMAC of the token, not the token) and redirects to
-  ``/``. A token in a query string is accepted only by ``/login``.
+* a random token, kept in ``home/server-token`` (mode 0600) across restarts
+  until the user rotates it (``tron-server --rotate-token``), so clients and
+  open pages reconnect by themselves after a restart. Programs send
+  ``Authorization: Bearer <token>``. A browser logs in at ``/login?token=…``,
+  which sets the HttpOnly, SameSite=Strict cookie ``tron_session`` (an HMAC of
+  the token, not the token) and redirects to ``/``. The login URL the server
+  prints carries a **one-time login code**, not the token: used once, it no
+  longer logs anyone in (the URL stays in browser history and terminal
+  scrollback, the long-lived token must not); ``/login`` also takes the token
+  itself (what the web page's login form sends). A token in a query string
+  is accepted only by ``/login``.
 * a Host allowlist (``localhost``, ``127.0.0.1``, ``[::1]`` with the port) and
   an Origin allowlist (the server's own origins) on every HTTP and WebSocket
   request, checked by :class:`HostOriginGuard` before anything else runs;
@@ -22,6 +28,7 @@ import hmac
 import ipaddress
 import logging
 import os
+import re
 import secrets
 from collections.abc import Iterable
 from http.cookies import SimpleCookie
@@ -40,18 +47,65 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 # -- the token ----------------------------------------------------------------
 
 
+#: What a token looks like (``secrets.token_urlsafe(32)``: 43 URL-safe characters).
+_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{32,256}")
+
+
 def new_token() -> str:
     """A fresh random token (256 bits, URL-safe)."""
     return secrets.token_urlsafe(32)
 
 
-def write_token(path: Path, token: str) -> None:
+def load_or_create_token(path: Path, *, rotate: bool = False) -> tuple[str, bool]:
+    """The token in ``path``, or a new one written there (``rotate``, no file, or a
+    file that does not hold a token); returns ``(token, written)``.
+
+    A kept token file is made user-only (0600) if it was not. When there is no
+    file, the new one is created only if still absent (two servers starting at
+    once on one home end up with the same token, never one each).
+    """
+    if rotate:
+        token = new_token()
+        write_token(path, token)
+        return token, True
+    existing = _valid_token(path)
+    if existing is not None:
+        return existing, False
+    token = new_token()
+    if path.exists():  # a file that holds no token: replace it
+        write_token(path, token)
+    elif not write_token(path, token, exclusive=True):
+        kept = _valid_token(path)  # another process created it first: use theirs
+        if kept is not None:
+            return kept, False
+        write_token(path, token)
+    return token, True
+
+
+def _valid_token(path: Path) -> str | None:
+    try:
+        token = read_token(path)
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not _TOKEN_SHAPE.fullmatch(token):
+        return None
+    if os.stat(path).st_mode & 0o077:
+        log.warning(
+            "the token file was readable by others: made it user-only (0600)",
+            extra={"fields": {"path": str(path)}},
+        )
+        os.chmod(path, 0o600)
+    return token
+
+
+def write_token(path: Path, token: str, *, exclusive: bool = False) -> bool:
     """Write ``token`` to ``path`` readable by the owner only (0600), atomically.
 
     The file is created 0600 from the start (never world-readable, not even
-    for a moment) and replaced by rename so a reader never sees half a token.
+    for a moment) and moved into place whole, so a reader never sees half a
+    token. ``exclusive``: only if ``path`` does not exist (False if it did).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
@@ -59,7 +113,16 @@ def write_token(path: Path, token: str) -> None:
         os.write(fd, token.encode() + b"\n")
     finally:
         os.close(fd)
-    os.replace(tmp, path)
+    if not exclusive:
+        os.replace(tmp, path)
+        return True
+    try:
+        os.link(tmp, path)  # fails if the file exists: no overwrite
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    return True
 
 
 def read_token(path: Path) -> str:
@@ -76,14 +139,47 @@ def _same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode(), b.encode())
 
 
+class LoginCodes:
+    """One-time login codes: each logs one browser in, once.
+
+    Held in memory: a restart forgets the codes not used yet (it prints a new
+    login URL). At most ``limit`` are outstanding; issuing more drops the oldest.
+    """
+
+    def __init__(self, limit: int = 16) -> None:
+        self._codes: list[str] = []
+        self._limit = limit
+
+    def issue(self) -> str:
+        code = secrets.token_urlsafe(32)
+        self._codes.append(code)
+        del self._codes[: -self._limit]
+        return code
+
+    def redeem(self, candidate: str) -> bool:
+        """True (and the code is spent) if ``candidate`` is an outstanding code."""
+        # Compare with every code, in constant time each, before removing the match.
+        matches = [code for code in self._codes if _same(candidate, code)]
+        for code in matches:
+            self._codes.remove(code)
+        return bool(matches)
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+
 class Authenticator:
-    """Checks the credentials of a request against this launch's token."""
+    """Checks the credentials of a request against the token (and the login codes)."""
 
     def __init__(self, token: str) -> None:
         self.token = token
         self._cookie = cookie_value(token)
+        self.login_codes = LoginCodes()
 
     def check_login_token(self, candidate: str) -> bool:
+        """A one-time login code (spent by this call) or the token itself."""
+        if self.login_codes.redeem(candidate):
+            return True
         return _same(candidate, self.token)
 
     def cookie(self) -> str:
@@ -184,10 +280,12 @@ __all__ = [
     "COOKIE_NAME",
     "Authenticator",
     "HostOriginGuard",
+    "LoginCodes",
     "allowed_hosts",
     "allowed_origins",
     "cookie_value",
     "is_loopback_host",
+    "load_or_create_token",
     "new_token",
     "read_token",
     "write_token",

@@ -76,6 +76,10 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
     """Open the store (created and migrated if needed) and build every manager."""
     from tron_events import AsyncEventStore
 
+    # The store first: a database that cannot be used is reported before the
+    # runtime's imports are paid for.
+    store = await AsyncEventStore.open(settings.resolved_database_url())
+
     from .agent.orchestrator import Orchestrator
     from .agent.subagents import SubagentSettings
     from .hooks import build_hook_engine
@@ -83,7 +87,6 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
     from .tools import default_tools
     from .workspace import Workspace
 
-    store = await AsyncEventStore.open(settings.resolved_database_url())
     services = Services(settings=settings, store=store, hub=Hub(store), registry=registry)
     services.workspace = Workspace(
         store,

@@ -27,6 +27,7 @@ class Settings(BaseSettings):
     port: int = 8420
     database_url: str | None = None
     log_level: str = "info"
+    log_format: str = "json"
     allow_remote: bool = False
     default_provider: str = "anthropic"
     default_model: str = "claude-sonnet-4-5"
@@ -47,11 +48,19 @@ class Settings(BaseSettings):
     workspace_record_commands: bool = True
     max_frame_bytes: int = 4 * 1024 * 1024
     outgoing_queue_limit: int = 10_000
+    #: Bytes a connection may hold for its client (queued or being sent) before
+    #: it is closed with 4008; a single bigger frame still goes when nothing waits.
+    outgoing_budget_bytes: int = 64 * 1024 * 1024
 
     @property
     def token_path(self) -> Path:
-        """Where the per-launch token is written (mode 0600)."""
+        """Where the token is kept across restarts (mode 0600)."""
         return self.home / "server-token"
+
+    @property
+    def log_path(self) -> Path:
+        """The rotating log file (JSON lines, mode 0600)."""
+        return self.home / "logs" / "tron-server.log"
 
     def resolved_database_url(self) -> str:
         """The database URL to open: the configured one, or SQLite under ``home``."""

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from pydantic import Field, model_validator
 
 from ..read_ahead import ReadAhead
-from ..rpc import MethodRegistry, Params, RpcContext, events_json
+from ..rpc import JsonText, MethodRegistry, Params, RpcContext, events_json
 
 
 class EventsListParams(Params):
@@ -77,7 +76,7 @@ def register(registry: MethodRegistry) -> None:
             ctx.services.store, ctx.connection, p.session_id, p.after_sequence, p.limit
         )
         return {
-            "events": orjson.Fragment(page.events_json),
+            "events": JsonText(page.events_json),
             "nextSequence": p.after_sequence if page.last_sequence is None else page.last_sequence,
             "nextCursor": page.next_cursor,
             "hasMore": page.has_more,

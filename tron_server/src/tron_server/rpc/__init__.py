@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from .context import RpcContext
 from .dispatch import Dispatcher
-from .frames import events_json, notification_frame
+from .frames import JsonText, events_json, notification_frame
 from .params import NoParams, Params
 from .registry import MethodRegistry, MethodSpec
 
 __all__ = [
     "Dispatcher",
+    "JsonText",
     "MethodRegistry",
     "MethodSpec",
     "NoParams",

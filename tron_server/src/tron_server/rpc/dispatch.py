@@ -26,10 +26,11 @@ from .frames import (
     RequestId,
     check_request,
     error_frame,
+    loads_request,
     result_frame,
 )
 from .mapping import to_rpc_error
-from .middleware import Call, Middleware, Timings, chain, logging_middleware
+from .middleware import Call, Middleware, Timings, bulk_middleware, chain, logging_middleware
 from .registry import MethodRegistry
 
 log = logging.getLogger("tron_server.rpc")
@@ -52,12 +53,14 @@ class Dispatcher:
         self.max_frame_bytes = max_frame_bytes
         self.timings = Timings()
         stack: list[Middleware] = (
-            [logging_middleware, self.timings] if middleware is None else middleware
+            [bulk_middleware, logging_middleware, self.timings]
+            if middleware is None
+            else middleware
         )
         self._call = chain(stack, self._endpoint)
 
-    async def handle(self, frame: str | bytes, ctx: RpcContext) -> bytes | None:
-        """The reply to one frame (JSON bytes), or None when nothing is to be sent."""
+    async def handle(self, frame: str | bytes, ctx: RpcContext) -> bytes | str | None:
+        """The reply to one frame (JSON bytes or text), or None when nothing is to be sent."""
         size = len(frame) if isinstance(frame, bytes) else len(frame.encode())
         if size > self.max_frame_bytes:
             return error_frame(
@@ -68,14 +71,14 @@ class Dispatcher:
                 ),
             )
         try:
-            decoded = orjson.loads(frame)
-        except orjson.JSONDecodeError as exc:
+            decoded = loads_request(frame)
+        except (ValueError, RecursionError) as exc:
             return error_frame(None, ParseError(f"the frame is not valid JSON: {exc}"))
         if isinstance(decoded, list):
             return await self._batch(decoded, ctx)
         return await self.handle_one(decoded, ctx)
 
-    async def _batch(self, items: list[Any], ctx: RpcContext) -> bytes | None:
+    async def _batch(self, items: list[Any], ctx: RpcContext) -> bytes | str | None:
         if not items:
             return error_frame(None, InvalidRequest("an empty batch is not a request"))
         if len(items) > MAX_BATCH:
@@ -85,9 +88,12 @@ class Dispatcher:
         replies = [reply for item in items if (reply := await self.handle_one(item, ctx))]
         if not replies:
             return None
-        return b"[" + b",".join(replies) + b"]"
+        if any(isinstance(r, str) for r in replies):
+            texts = [r if isinstance(r, str) else r.decode() for r in replies]
+            return "[" + ",".join(texts) + "]"
+        return b"[" + b",".join(r for r in replies if isinstance(r, bytes)) + b"]"
 
-    async def handle_one(self, obj: object, ctx: RpcContext) -> bytes | None:
+    async def handle_one(self, obj: object, ctx: RpcContext) -> bytes | str | None:
         """The reply to one decoded request (None for a notification)."""
         try:
             request = check_request(obj)
@@ -132,11 +138,13 @@ class Dispatcher:
 def _id_of(frame: str | bytes) -> RequestId:
     """The id of an oversized request, so its caller can match the error (else None)."""
     try:
-        obj = orjson.loads(frame)
-    except orjson.JSONDecodeError:
+        obj = loads_request(frame)
+    except (ValueError, RecursionError):
         return None
     raw_id = obj.get("id") if isinstance(obj, dict) else None
-    return raw_id if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
+    if isinstance(raw_id, str | int | float | orjson.Fragment) and not isinstance(raw_id, bool):
+        return raw_id
+    return None
 
 
 def _log_unexpected(exc: Exception, request: Request) -> str:

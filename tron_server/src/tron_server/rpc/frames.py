@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,7 +17,8 @@ from tron_events import Event
 
 from ..errors import InvalidRequest, RpcError
 
-RequestId = str | int | None
+#: A request id as echoed: a string, an int, or the exact JSON text of any other number.
+RequestId = str | int | float | orjson.Fragment | None
 
 #: Placeholder for "the request had no id" (a notification), distinct from ``"id": null``.
 NO_ID: Any = object()
@@ -47,9 +50,81 @@ def _valid_id(value: object) -> bool:
     # JSON-RPC ids are strings, numbers or null; bools are JSON, not numbers.
     return (
         value is None
-        or isinstance(value, str)
+        or isinstance(value, str | orjson.Fragment)
         or (isinstance(value, int | float) and not isinstance(value, bool))
     )
+
+
+# -- decoding with exact ids ----------------------------------------------------------
+
+
+class _RawNumber(str):
+    """A JSON number kept as its text (to echo an id exactly)."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_request(frame: str | bytes) -> Any:
+    """Decode a request frame; numeric ids that are not exact 64-bit integers
+    (``1e+30``, ``1.50``, ``100000000000000000000000``) become the ``orjson.Fragment``
+    of their own text, so the reply echoes them exactly.
+
+    orjson reads a number beyond 64-bit integers as a float and refuses one beyond
+    the double range: only such frames are read a second time, with the standard
+    library keeping numbers as text. Raises ``ValueError`` (``orjson.JSONDecodeError``
+    is one) for text that is not JSON.
+    """
+    try:
+        obj = orjson.loads(frame)
+    except orjson.JSONDecodeError as exc:
+        if "number" not in str(exc):  # only a number out of range is worth a second look
+            raise
+        return _with_raw_ids(frame, None)
+    if _has_inexact_id(obj):
+        return _with_raw_ids(frame, obj)
+    return obj
+
+
+def _has_inexact_id(obj: object) -> bool:
+    # A float was written with a fraction or an exponent, or was beyond 64 bits; an
+    # integer's text is its canonical form, but for "-0".
+    items = obj if isinstance(obj, list) else [obj]
+    for item in items:
+        if isinstance(item, dict):
+            value = item.get("id")
+            if isinstance(value, float) or (type(value) is int and value == 0):
+                return True
+    return False
+
+
+def _with_raw_ids(frame: str | bytes, decoded: Any | None) -> Any:
+    text = frame.decode() if isinstance(frame, bytes) else frame
+    raw = json.loads(
+        text,
+        parse_float=_RawNumber,
+        parse_int=_RawNumber,
+        parse_constant=_reject_constant,
+    )
+    if decoded is None:
+        # orjson refused a number beyond the double range: read the frame with
+        # the standard library (such a number outside an id stays an infinity,
+        # which the params' validation refuses like any bad value).
+        decoded = json.loads(text, parse_constant=_reject_constant)
+    if isinstance(decoded, dict) and isinstance(raw, dict):
+        _take_raw_id(decoded, raw)
+    elif isinstance(decoded, list) and isinstance(raw, list):
+        for item, raw_item in zip(decoded, raw, strict=True):
+            if isinstance(item, dict) and isinstance(raw_item, dict):
+                _take_raw_id(item, raw_item)
+    return decoded
+
+
+def _take_raw_id(item: dict[str, Any], raw_item: dict[str, Any]) -> None:
+    raw_id = raw_item.get("id")
+    if isinstance(raw_id, _RawNumber):
+        item["id"] = orjson.Fragment(str(raw_id))
 
 
 def check_request(obj: object) -> Request:
@@ -78,7 +153,25 @@ def check_request(obj: object) -> Request:
     return Request(method=method, params=params, id=raw_id if has_id else NO_ID)
 
 
+class JsonText:
+    """JSON text to put in a result as is: e.g. a page of events whose JSON the
+    database built. At the top level of a result, the reply frame is built around
+    it as text, copying it once (a 13 MB page through ``orjson.dumps`` and back
+    to ``str`` for the socket meant two more copies on the event loop, which
+    every other connection waited for)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"JsonText({len(self.text)} characters)"
+
+
 def _default(value: object) -> Any:
+    if isinstance(value, JsonText):
+        return orjson.Fragment(value.text)
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", by_alias=True)
     if isinstance(value, set | frozenset | tuple):
@@ -107,8 +200,32 @@ def _encode_events(events: Sequence[Event]) -> bytes:
     return orjson.dumps([e.to_wire() for e in events])
 
 
-def result_frame(id: RequestId, result: object) -> bytes:
+def result_frame(id: RequestId, result: object) -> bytes | str:
+    """The reply frame: bytes, or text when the result holds :class:`JsonText`."""
+    if isinstance(result, dict) and any(isinstance(v, JsonText) for v in result.values()):
+        return _spliced_result(id, result)
     return dumps({"jsonrpc": "2.0", "id": id, "result": result})
+
+
+def _spliced_result(id: RequestId, result: dict[str, Any]) -> str:
+    # Encode the small rest with unique placeholders, then put the texts in their place.
+    mark = f"@@tron-json-{secrets.token_hex(8)}-"
+    texts: list[str] = []
+    shell: dict[str, Any] = {}
+    for key, value in result.items():
+        if isinstance(value, JsonText):
+            shell[key] = f"{mark}{len(texts)}@@"
+            texts.append(value.text)
+        else:
+            shell[key] = value
+    head = dumps({"jsonrpc": "2.0", "id": id, "result": shell}).decode()
+    parts: list[str] = []
+    for i, text in enumerate(texts):
+        before, after = head.split(f'"{mark}{i}@@"', 1)
+        parts += [before, text]
+        head = after
+    parts.append(head)
+    return "".join(parts)
 
 
 def error_frame(id: RequestId, error: RpcError) -> bytes:
@@ -131,12 +248,14 @@ def notification_frame(
 __all__ = [
     "NO_ID",
     "BadRequest",
+    "JsonText",
     "Request",
     "RequestId",
     "check_request",
     "dumps",
     "error_frame",
     "events_json",
+    "loads_request",
     "notification_frame",
     "now_iso",
     "result_frame",

@@ -43,6 +43,9 @@ class Call:
 Next = Callable[[Call], Awaitable[Any]]
 Middleware = Callable[[Call, Next], Awaitable[Any]]
 
+#: Methods whose answer can be a big page (of events, of hits): see :func:`bulk_middleware`.
+BULK_METHODS = frozenset({"events.sync", "events.list", "events.search"})
+
 
 def chain(middleware: list[Middleware], endpoint: Next) -> Next:
     """``endpoint`` wrapped by ``middleware`` (the first one is the outermost)."""
@@ -83,6 +86,23 @@ async def logging_middleware(call: Call, call_next: Next) -> Any:
     fields["durationMs"] = round((time.perf_counter() - start) * 1000, 3)
     log.debug("rpc call", extra={"fields": fields})
     return result
+
+
+async def bulk_middleware(call: Call, call_next: Next) -> Any:
+    """One bulk read at a time per connection, started only once the connection's
+    earlier replies have mostly gone out.
+
+    A client that pipelines many big reads and does not read the answers would
+    otherwise have them all computed and held at once; this way at most one
+    page is built ahead of what the client takes (and over the connection's
+    byte budget it is closed with 4008).
+    """
+    conn = call.ctx.connection
+    if conn is None or call.method not in BULK_METHODS:
+        return await call_next(call)
+    async with conn.bulk_lock:
+        await conn.wait_writable()
+        return await call_next(call)
 
 
 @dataclass
@@ -128,4 +148,13 @@ class Timings:
         return {name: t.to_dict() for name, t in sorted(self.methods.items())}
 
 
-__all__ = ["Call", "Middleware", "Next", "Timings", "chain", "logging_middleware"]
+__all__ = [
+    "BULK_METHODS",
+    "Call",
+    "Middleware",
+    "Next",
+    "Timings",
+    "bulk_middleware",
+    "chain",
+    "logging_middleware",
+]

@@ -46,10 +46,8 @@ class MethodSpec:
         try:
             return self.params.model_validate(raw)
         except ValidationError as exc:
-            raise InvalidParams(
-                f"{self.name}: invalid params ({exc.error_count()} error(s)); see data.errors",
-                {"errors": field_errors(exc)},
-            ) from None
+            errors = field_errors(exc)
+            raise InvalidParams(params_message(errors), {"errors": errors}) from None
 
     def check_needs(self, ctx: RpcContext) -> None:
         """-32002 when a service the method needs is not running."""
@@ -61,12 +59,33 @@ class MethodSpec:
 
 
 def field_errors(exc: ValidationError) -> list[dict[str, str]]:
-    """Pydantic errors as ``[{field, message, type}]`` with dotted camelCase paths."""
+    """Pydantic errors as ``[{field, message, type}]`` with dotted camelCase paths.
+
+    A validator's own reason is given as is (pydantic's "Value error, " prefix dropped).
+    """
     out = []
     for err in exc.errors(include_url=False, include_input=False):
         field = ".".join(str(part) for part in err["loc"])
-        out.append({"field": field, "message": err["msg"], "type": err["type"]})
+        message = err["msg"]
+        if err["type"] == "value_error":
+            message = message.removeprefix("Value error, ")
+        out.append({"field": field, "message": message, "type": err["type"]})
     return out
+
+
+def params_message(errors: list[dict[str, str]]) -> str:
+    """The -32602 message: the first field's reason, and how many more there are.
+
+    ``workingDirectory: must be an existing directory`` — what a client shows as is.
+    """
+    if not errors:
+        return "invalid params"
+    first = errors[0]
+    message = f"{first['field']}: {first['message']}" if first["field"] else first["message"]
+    more = len(errors) - 1
+    if more:
+        message += f" (and {more} more error{'s' if more > 1 else ''} in data.errors)"
+    return message
 
 
 class MethodRegistry:
@@ -121,4 +140,11 @@ class MethodRegistry:
         ]
 
 
-__all__ = ["Handler", "MethodRegistry", "MethodSpec", "RpcContext", "field_errors"]
+__all__ = [
+    "Handler",
+    "MethodRegistry",
+    "MethodSpec",
+    "RpcContext",
+    "field_errors",
+    "params_message",
+]

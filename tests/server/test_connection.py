@@ -1,0 +1,145 @@
+"""A connection's outgoing queue: bounded in bytes, reading paused while it is full.
+
+No sockets: ``send`` is a function the test lets through frame by frame, so every
+state is reached by a condition, never by a clock.
+"""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tron_server.connection import CLOSE_TOO_SLOW, Connection
+
+pytestmark = pytest.mark.anyio
+
+
+class Socket:
+    """A fake socket that takes one frame each time the test says so."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.closed: tuple[int, str] | None = None
+        self.gate = anyio.Semaphore(0)
+
+    async def send(self, frame: str) -> None:
+        await self.gate.acquire()
+        self.sent.append(frame)
+
+    async def close(self, code: int, reason: str) -> None:
+        self.closed = (code, reason)
+
+
+def connection(sock: Socket, *, budget: int, pause: int, frames: int = 1000) -> Connection:
+    return Connection(
+        sock.send, sock.close, queue_limit=frames, budget_bytes=budget, pause_bytes=pause
+    )
+
+
+async def until(condition: object) -> None:
+    with anyio.fail_after(30):
+        while not condition():  # type: ignore[operator]
+            await anyio.sleep(0)
+
+
+async def test_over_its_byte_budget_a_connection_is_closed_and_its_queue_dropped() -> None:
+    sock = Socket()
+    conn = connection(sock, budget=1000, pause=500)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(conn.run_writer)
+        assert conn.enqueue("a" * 400)
+        await until(lambda: conn.queued == 0)  # the writer holds it, waiting on the socket
+        assert conn.pending_bytes == 400  # counted until the socket has taken it
+        assert conn.enqueue("b" * 400)
+        assert conn.pending_bytes == 800
+        assert not conn.enqueue("c" * 300)  # 1,100 > 1,000: too far behind
+        assert conn.closing and conn.close_code == CLOSE_TOO_SLOW
+        assert conn.queued == 0  # dropped at once, not when the socket drains
+        assert not conn.enqueue("d")
+    assert sock.closed is not None and sock.closed[0] == CLOSE_TOO_SLOW
+    assert sock.sent == [] and conn.pending_bytes == 0
+
+
+async def test_one_frame_larger_than_the_budget_goes_when_nothing_waits() -> None:
+    sock = Socket()
+    conn = connection(sock, budget=1000, pause=500)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(conn.run_writer)
+        assert conn.enqueue("p" * 5000)  # a big page: a legitimate answer
+        sock.gate.release()
+        await until(lambda: sock.sent)
+        await until(lambda: conn.pending_bytes == 0)
+        assert conn.enqueue("q" * 5000)
+        assert not conn.closing
+        sock.gate.release()
+        await until(lambda: len(sock.sent) == 2)
+        conn.close_soon(1000, "done")
+    assert [len(f) for f in sock.sent] == [5000, 5000]
+
+
+async def test_the_frame_limit_still_applies() -> None:
+    sock = Socket()
+    conn = connection(sock, budget=10**9, pause=10**9, frames=3)
+    assert all(conn.enqueue("x") for _ in range(3))
+    assert not conn.enqueue("x") and conn.close_code == CLOSE_TOO_SLOW
+
+
+async def test_reading_waits_while_replies_pile_up_and_resumes_as_they_go() -> None:
+    sock = Socket()
+    conn = connection(sock, budget=10_000, pause=1000)
+    resumed = anyio.Event()
+
+    async def reader() -> None:
+        await conn.wait_writable()
+        resumed.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(conn.run_writer)
+        for _ in range(4):
+            assert conn.enqueue("r" * 400)  # 1,600 pending > 1,000
+        tg.start_soon(reader)
+        for _ in range(3):
+            await anyio.sleep(0)
+        assert not resumed.is_set()
+        sock.gate.release()  # 1,200 left: still over
+        await until(lambda: len(sock.sent) == 1)
+        assert not resumed.is_set()
+        sock.gate.release()  # 800 left: under the pause threshold
+        await until(resumed.is_set)
+        assert conn.pending_bytes <= 1000
+        conn.close_soon(1000, "done")
+
+
+async def test_closing_wakes_a_paused_reader() -> None:
+    sock = Socket()
+    conn = connection(sock, budget=10_000, pause=10)
+    assert conn.enqueue("z" * 100)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(conn.wait_writable)
+            await anyio.sleep(0)
+            conn.close_soon(1001, "going away")
+    assert conn.pending_bytes == 0
+
+
+@settings(deadline=None)
+@given(sizes=st.lists(st.integers(1, 3000), min_size=1, max_size=60), budget=st.integers(1, 8000))
+def test_pending_bytes_never_exceed_the_budget_but_for_one_frame(
+    sizes: list[int], budget: int
+) -> None:
+    """Whatever arrives, a connection that nobody reads holds at most its budget, or a
+    single frame larger than that; and once closed, nothing."""
+
+    async def run() -> None:
+        sock = Socket()
+        conn = connection(sock, budget=budget, pause=budget // 8)
+        for size in sizes:
+            conn.enqueue("f" * size)
+            assert conn.pending_bytes <= max(budget, size)
+            if conn.closing:
+                assert conn.pending_bytes == 0 and conn.queued == 0
+                break
+
+    anyio.run(run)

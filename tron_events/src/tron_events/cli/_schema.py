@@ -1,0 +1,163 @@
+"""``tron-db`` schema commands: upgrade, downgrade, current, history, check,
+adopt, and the demo."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import _preflight, migrate
+from .._urls import normalize_url, sqlite_file
+from ..errors import StorageError
+from ._main import FAILED, OK, PARTIAL
+
+
+def _err(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def run(args: argparse.Namespace, raw_url: str) -> int:
+    url = normalize_url(raw_url)
+    command = args.command
+    if command == "upgrade":
+        return _upgrade(url, raw_url, args.revision)
+    if command == "downgrade":
+        return _downgrade(url, args.revision, args.yes)
+    if command == "current":
+        current = migrate.current_revision(url)
+        head = migrate.head_revision()
+        print(f"{current or 'base (empty)'}{' (head)' if current == head else ''}")
+        return OK
+    if command == "history":
+        return _history(url, explicit=getattr(args, "database_url", None) is not None)
+    if command == "check":
+        return _check(url)
+    if command == "adopt":
+        return _adopt(url)
+    if command == "demo":
+        from ..demo import run_demo
+
+        _relative_hint(raw_url)
+        run_demo(url)
+        return OK
+    raise AssertionError(command)  # pragma: no cover
+
+
+def _relative_hint(raw_url: str) -> None:
+    """Say so when ``sqlite:///tmp/x.db`` (a relative path) probably meant /tmp/x.db."""
+    if not raw_url.startswith("sqlite:///") or raw_url.startswith("sqlite:////"):
+        return
+    path = Path(raw_url[len("sqlite:///") :])
+    if path.is_absolute() or str(path).startswith(("~", ":memory:")):
+        return
+    absolute = Path("/") / path
+    if not path.parent.exists() and absolute.parent.is_dir():
+        _err(
+            f"note: {raw_url} is the relative path {Path.cwd() / path}; for {absolute} write "
+            f"sqlite:///{absolute} (four slashes) or just {absolute}"
+        )
+
+
+def _upgrade(url: str, raw_url: str, revision: str) -> int:
+    migrate.check_revision(revision)
+    found = _preflight.inspect(url, writable=True, allow_original=True)
+    where = sqlite_file(url) or url
+    if found.kind == "original":
+        _err(f"{where} is a database of the original Tron: adopting it first")
+        _adopt(url)
+    elif found.kind == "missing":
+        _relative_hint(raw_url)
+        _err(f"creating {where} …")
+    _err(f"upgrading {where} to {revision} …")
+    migrate.upgrade(url, revision)
+    print(f"at revision {migrate.current_revision(url) or 'base (empty)'}")
+    return OK
+
+
+def _downgrade(url: str, revision: str, yes: bool) -> int:
+    migrate.check_revision(revision)
+    dropped = migrate.data_dropped(url, revision)
+    path = sqlite_file(url)
+    if dropped:
+        sessions, events = migrate.count_rows(url)
+        if sessions or events:
+            what = (
+                f"downgrading to {revision} deletes {dropped}: {sessions} session(s) and "
+                f"{events} event(s) in {path or url}"
+            )
+            if path is None:
+                if not yes:
+                    _err(
+                        f"{what}.\nBack the database up first (pg_dump -Fc -f tron.dump "
+                        "DBNAME), then run this again with --yes. Nothing was changed."
+                    )
+                    return FAILED
+            elif not yes and not _confirm(what):
+                return FAILED
+            if path is not None:
+                backup = migrate.backup_sqlite(path, "pre-downgrade")
+                _err(f"backup written: {backup}")
+    migrate.downgrade(url, revision)
+    print(f"at revision {migrate.current_revision(url) or 'base (empty)'}")
+    return OK
+
+
+def _confirm(what: str) -> bool:
+    """Ask on a terminal; without one, say that --yes is needed."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        _err(f"{what}.\nRun it again with --yes to do it (a backup is written first).")
+        return False
+    sys.stderr.write(f"{what}.\nA backup is written beside the file first. Type 'yes' to go on: ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if answer != "yes":
+        _err("nothing was changed")
+        return False
+    return True
+
+
+def _history(url: str, *, explicit: bool) -> int:
+    current: str | None = None
+    try:
+        found = _preflight.inspect(url, writable=False)
+        current = found.revision
+        if found.kind == "missing" and explicit:
+            _err(f"(no database at {sqlite_file(url) or url}: the revisions only)")
+    except StorageError as exc:
+        if explicit:
+            _err(f"({exc}: the revisions only)")
+    for rev, down, message in migrate.history():
+        mark = " (current)" if rev == current else ""
+        print(f"{down or '<base>'} -> {rev}{mark}: {message.splitlines()[0] if message else ''}")
+    return OK
+
+
+def _check(url: str) -> int:
+    result = migrate.check(url)
+    if result.ok:
+        print(f"ok: at head {result.head}, schema matches the models")
+        return OK
+    if result.current != result.head:
+        print(
+            f"database is at {result.current or 'base (empty)'}, head is {result.head}: "
+            f"run `tron-db upgrade --database-url {url}`"
+        )
+    for diff in result.differences:
+        print(f"difference: {diff}")
+    return PARTIAL
+
+
+def _adopt(url: str) -> int:
+    from .. import adopt
+
+    found = _preflight.inspect(url, must_exist=True, writable=True, allow_original=True)
+    if found.kind == "tron":
+        print(
+            f"{sqlite_file(url) or url} is already a Tron database "
+            f"(revision {found.revision or 'base'}): nothing to adopt"
+        )
+        return OK
+    summary = adopt.adopt(url, progress=lambda message: _err(message))
+    print(summary.describe())
+    return OK
