@@ -84,3 +84,17 @@ def test_missing_or_damaged_rows_are_named_and_nothing_is_returned(store: EventS
     else:  # pragma: no cover - the assertion is the point
         raise AssertionError("MissingContent was not raised")
     assert store.get_blobs([content_hash(other)]) == {content_hash(other): other}
+
+
+def test_a_downgrade_below_0004_names_the_recorded_contents(store_url: str) -> None:
+    from tron_events import migrate
+
+    with EventStore.open(store_url) as store:
+        assert migrate.data_dropped(store_url, "0003") is None  # nothing recorded yet
+        store.put_blobs([b"recorded"])
+    assert "recorded file contents" in (migrate.data_dropped(store_url, "0003") or "")
+    migrate.downgrade(store_url, "0003")
+    migrate.upgrade(store_url)
+    with EventStore.open(store_url) as store:
+        assert store.missing_blobs([content_hash(b"recorded")]) == {content_hash(b"recorded")}
+        assert migrate.check(store_url).ok

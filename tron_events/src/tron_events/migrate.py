@@ -173,8 +173,25 @@ def data_dropped(url: str, revision: str) -> str | None:
         target = at - int(revision[1:])
     else:
         return None
-    lost = [DROPS_DATA[r] for r in REVISIONS[target + 1 : at + 1] if r in DROPS_DATA]
-    return "; ".join(lost) or None
+    dropped = [r for r in REVISIONS[target + 1 : at + 1] if r in DROPS_DATA]
+    if "0001" in dropped:  # everything goes: that says it all
+        dropped = ["0001"]
+    elif "0004" in dropped and not _has_rows(url, "file_blobs"):
+        dropped.remove("0004")  # no file contents recorded yet: nothing is lost
+    return "; ".join(DROPS_DATA[r] for r in dropped) or None
+
+
+def _has_rows(url: str, table: str) -> bool:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            if table not in inspect(conn).get_table_names():
+                return False
+            return conn.execute(text(f"SELECT 1 FROM {table} LIMIT 1")).first() is not None
+    except DBAPIError as exc:
+        raise _translate(url, exc) from None
+    finally:
+        engine.dispose()
 
 
 def count_rows(url: str) -> tuple[int, int]:
