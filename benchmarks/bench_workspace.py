@@ -228,18 +228,27 @@ async def run(
     out["rewind_back_100_ms"] = backs
     # Storage per turn: a one-line Edit of a 1 MB file.
     big = repo / "big.txt"
-    big.write_text("".join(f"line {i:07d} of a one-megabyte file......\n" for i in range(24_000)))
+    rng = random.Random(11)
+    words = ["value", "result", "items", "count", "index", "name", "total", "data", "node"]
+    big.write_text(
+        "".join(
+            f"line {i:07d} of    {rng.choice(words)}_{rng.randrange(10**6)} = "
+            f"{rng.choice(words)}({rng.randrange(10**9)}, {rng.random():.6f})\n"
+            for i in range(16_000)
+        )
+    )
     await tools.execute("Write", {"file_path": str(big), "content": big.read_text()}, ctx())
-    edits = 20
+    edits = 60
     start_bytes = database_bytes(url)
     start_blobs = blob_bytes(url)
     for i in range(edits):
         await tools.execute(
             "Edit",
-            {"file_path": str(big), "old_string": f"line {i * 997:07d} of",
-             "new_string": f"LINE {i * 997:07d} of"},
+            {"file_path": str(big), "old_string": f"line {i * 263:07d} of",
+             "new_string": f"LINE {i * 263:07d} of"},
             ctx(),
         )  # fmt: skip
+    assert big.read_text().count("LINE ") == edits, "every edit must apply"
     out["big_file_bytes"] = big.stat().st_size
     out["growth_per_edit_bytes"] = (database_bytes(url) - start_bytes) / edits
     out["blob_bytes_per_edit"] = (blob_bytes(url) - start_blobs) / edits

@@ -37,8 +37,10 @@ __all__ = [
     "encode",
 ]
 
-#: The longest chain of deltas a content may be stored as.
-MAX_DELTA_DEPTH = 16
+#: The longest chain of deltas a content may be stored as: a read rebuilds at most this
+#: many versions (a copy of the file each), and every this many versions of a file one is
+#: stored whole.
+MAX_DELTA_DEPTH = 48
 _ZLIB_LEVEL = 6
 _HEADER = struct.Struct(">QQ")
 _BLOCK = 4096
