@@ -117,11 +117,16 @@ class Harness:
 
 
 async def new_harness(
-    store: AsyncEventStore, home: Path, root: Path, *, max_file_bytes: int = 1 << 20
+    store: AsyncEventStore,
+    home: Path,
+    root: Path,
+    *,
+    max_file_bytes: int = 1 << 20,
+    max_files: int = 100_000,
 ) -> Harness:
     root.mkdir(parents=True, exist_ok=True)
     session = await store.create_session(working_directory=str(root), model="m", provider="p")
-    workspace = Workspace(store, home, max_file_bytes=max_file_bytes)
+    workspace = Workspace(store, home, max_file_bytes=max_file_bytes, max_files=max_files)
     tools = default_tools(workspace.recorder)
     return Harness(store, workspace, session.id, root.resolve(), tools)
 

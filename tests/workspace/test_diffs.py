@@ -4,6 +4,7 @@ files changed back, binary, unrecorded and missing contents."""
 from __future__ import annotations
 
 import difflib
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -15,23 +16,58 @@ from tron_events.files import FileChange, transitions, unified_diff
 
 pytestmark = pytest.mark.anyio
 
-LINES = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "dd\n", "\n"]), max_size=60)
+LINES = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "dd\n", "\n"]), max_size=60) | st.lists(
+    st.integers(0, 200).map(lambda n: f"line {n}\n"), max_size=60, unique=True
+)
+
+
+def apply(diff: str, source: list[str]) -> list[str]:
+    """Apply a unified diff to the lines it was made from, checking every context and
+    removed line against them, and every hunk header against its lines."""
+    out: list[str] = []
+    lines = diff.splitlines(keepends=True)
+    position = 0
+    i = 0
+    while i < len(lines):
+        m = re.match(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", lines[i])
+        i += 1
+        if m is None:
+            continue
+        old_len = int(m.group(2) or 1)
+        new_len = int(m.group(4) or 1)
+        start = int(m.group(1)) - (1 if old_len else 0)
+        out += source[position:start]
+        position = start
+        seen_old = seen_new = 0
+        while i < len(lines) and not lines[i].startswith("@@"):
+            kind, text = lines[i][0], lines[i][1:]
+            if kind in " -":
+                assert source[position] == text
+                position += 1
+                seen_old += 1
+            if kind in " +":
+                out.append(text)
+                seen_new += 1
+            i += 1
+        assert (seen_old, seen_new) == (old_len, new_len)
+        assert len(out) - seen_new == int(m.group(3)) - (1 if new_len else 0)
+    return out + source[position:]
 
 
 @settings(max_examples=200)
 @given(a=LINES, b=LINES)
-def test_unified_diff_equals_difflib_on_the_whole_file(a: list[str], b: list[str]) -> None:
+def test_unified_diff_applies_and_matches_difflib_in_size(a: list[str], b: list[str]) -> None:
     result = unified_diff("f.txt", "".join(a).encode(), "".join(b).encode())
     assert result is not None
     text, added, removed = result
-    expected = "".join(difflib.unified_diff(a, b, "f.txt", "f.txt"))
-    assert text == expected
-    assert added == sum(1 for line in expected.splitlines() if line[:1] == "+") - (
-        1 if expected else 0
-    )
-    assert removed == sum(1 for line in expected.splitlines() if line[:1] == "-") - (
-        1 if expected else 0
-    )
+    assert apply(text, a) == b
+    body = text.splitlines()[2:]
+    assert added == sum(1 for line in body if line.startswith("+"))
+    assert removed == sum(1 for line in body if line.startswith("-"))
+    # Where the lines are not ambiguous, exactly difflib's diff of the whole file.
+    if len(set(a)) == len(a) and len(set(b)) == len(b):
+        assert text == "".join(difflib.unified_diff(a, b, "f.txt", "f.txt"))
+    assert (text == "") == (a == b)
 
 
 def test_binary_contents_have_no_text_diff() -> None:

@@ -149,6 +149,25 @@ async def test_a_snapshot_failure_never_fails_the_command(
     assert await file_events(h, "file.changes") == []
 
 
+async def test_a_folder_with_too_many_files_is_not_snapshotted(
+    astore: AsyncEventStore, tmp_path: Path
+) -> None:
+    root = tmp_path / "big"
+    (root / "node_modules").mkdir(parents=True)
+    for i in range(8):
+        (root / f"f{i}.txt").write_text("x")
+        (root / "node_modules" / f"m{i}.js").write_text("x")
+    (root / ".gitignore").write_text("node_modules/\n")
+    h = await new_harness(astore, tmp_path / "home", root, max_files=8)
+    result = await h.bash("echo y > f0.txt")
+    assert result.details is not None and "holds 9 files" in result.details["filesNotRecorded"]
+    assert not list((tmp_path / "home").rglob("objects/??"))  # nothing was copied
+    (root / ".gitignore").write_text("node_modules/\nf*.txt\n")  # ignored now: 1 file
+    h2 = await new_harness(astore, tmp_path / "home2", root, max_files=8)
+    result = await h2.bash("echo z > f0.txt && echo n > new.txt")
+    assert result.details is not None and result.details["filesChanged"] == 1
+
+
 async def test_an_aborted_command_still_records_what_it_changed(harness: Harness) -> None:
     import anyio
 

@@ -189,6 +189,11 @@ async def test_a_worktree_outside_git_is_refused(server: RunningServer, tmp_path
     folder.mkdir()
     async with server.connect() as client:
         sid = (await client.call("session.create", {"workingDirectory": str(folder)}))["id"]
+        # A new session's folder gets its first snapshot in the background.
+        snapshots = server.home / "workspace" / "snapshots"
+        with anyio.fail_after(30):
+            while not list(snapshots.glob("*/tron-work-tree")):
+                await anyio.sleep(0.05)
         with pytest.raises(RpcCallError) as info:
             await client.call(
                 "session.fork", {"eventId": await head(client, sid), "worktree": True}

@@ -93,6 +93,7 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
         settings.home,
         max_file_bytes=settings.workspace_max_file_bytes,
         watch_commands=settings.workspace_record_commands,
+        max_files=settings.workspace_max_files,
     )
     services.tools = default_tools(services.workspace.recorder)
     services.providers = ProviderFactory(settings)

@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     #: Snapshot the working directory around each Bash command to record what it
     #: changed (TRON_WORKSPACE_RECORD_COMMANDS).
     workspace_record_commands: bool = True
+    #: Folders with more files than this (not ignored) are not snapshotted: a session
+    #: in a home folder must not copy it (TRON_WORKSPACE_MAX_FILES).
+    workspace_max_files: int = Field(default=100_000, ge=0)
     max_frame_bytes: int = 4 * 1024 * 1024
     outgoing_queue_limit: int = 10_000
     #: Bytes a connection may hold for its client (queued or being sent) before

@@ -175,6 +175,8 @@ def register(registry: MethodRegistry) -> None:
             system_prompt=p.system_prompt,
         )
         result = session_json(session)
+        if ctx.services.workspace is not None:  # the folder's first snapshot, in the background
+            ctx.services.workspace.recorder.warm(Path(session.working_directory))
         ctx.services.hub.publish(session.id, "session.created", {"session": result})
         if ctx.services.orchestrator is not None:
             ctx.services.orchestrator.session_created(session)

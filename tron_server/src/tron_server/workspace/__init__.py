@@ -28,6 +28,7 @@ from ..tools._paths import PathPolicy
 from .errors import FileProblem, FilesConflict, MergeConflict, NotAGitRepository, WorkspaceError
 from .recorder import DEFAULT_MAX_FILE_BYTES, CommandWatch, Content, FileRecorder
 from .restore import RewindOutcome, check_files, rewind_with_files, target_on_tree
+from .shadow import DEFAULT_MAX_FILES
 from .worktrees import WorktreeInfo, Worktrees
 
 __all__ = [
@@ -53,7 +54,8 @@ class Workspace:
 
     ``home`` holds the shadow repositories (``workspace/snapshots/``) and the worktrees
     (``worktrees/``). ``max_file_bytes``: larger contents are recorded by hash only.
-    ``watch_commands=False`` turns off the snapshots around Bash commands.
+    ``watch_commands=False`` turns off the snapshots around Bash commands; folders with
+    more than ``max_files`` files (not ignored) are not snapshotted.
     """
 
     def __init__(
@@ -63,6 +65,7 @@ class Workspace:
         *,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         watch_commands: bool = True,
+        max_files: int = DEFAULT_MAX_FILES,
     ) -> None:
         self.store = store
         self.max_file_bytes = max_file_bytes
@@ -71,6 +74,7 @@ class Workspace:
             home / "workspace" / "snapshots",
             max_file_bytes=max_file_bytes,
             watch_commands=watch_commands,
+            max_files=max_files,
         )
         self.worktrees = Worktrees(store, home / "worktrees")
         self._locks: dict[str, anyio.Lock] = {}

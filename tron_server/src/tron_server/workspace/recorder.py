@@ -18,6 +18,7 @@ changes were not recorded.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -34,7 +35,7 @@ from tron_events.files import FileKind
 
 from ._git import GitError
 from .disk import OnDisk, state_of_bytes
-from .shadow import Blob, ShadowRepo, TreeChange
+from .shadow import DEFAULT_MAX_FILES, Blob, ShadowRepo, TreeChange
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "CommandWatch", "Content", "FileRecorder"]
 
@@ -83,6 +84,7 @@ class FileRecorder:
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         watch_commands: bool = True,
         watch_changes: bool = True,
+        max_files: int = DEFAULT_MAX_FILES,
     ) -> None:
         self.store = store
         self.snapshots = snapshots
@@ -91,7 +93,10 @@ class FileRecorder:
         #: Keep an inotify watch per folder so that snapshots of unchanged folders are
         #: free (``_watch.py``); off: every snapshot scans.
         self.watch_changes = watch_changes
+        #: Folders with more files (not ignored) are not snapshotted (shadow.py).
+        self.max_files = max_files
         self._shadows: dict[Path, ShadowRepo] = {}
+        self._warming: set[asyncio.Task[None]] = set()
 
     # -- Write and Edit ---------------------------------------------------------------
 
@@ -127,12 +132,32 @@ class FileRecorder:
         key = Path(os.path.realpath(directory))
         shadow = self._shadows.pop(key, None)
         if shadow is None:
-            shadow = ShadowRepo.for_directory(self.snapshots, key, watch=self.watch_changes)
+            shadow = ShadowRepo.for_directory(
+                self.snapshots, key, watch=self.watch_changes, max_files=self.max_files
+            )
         self._shadows[key] = shadow  # most recently used last
         if len(self._shadows) > MAX_WATCHED:
             oldest = next(iter(self._shadows))
             self._shadows.pop(oldest).close()
         return shadow
+
+    def warm(self, directory: Path) -> None:
+        """Take the first snapshot of ``directory`` in the background (a new session):
+        the first one hashes every file, seconds for a large repository, and the
+        session's first command should not wait for it. A command that comes while it
+        runs waits for it rather than scanning twice."""
+        if not self.watch_commands:
+            return
+
+        async def snapshot() -> None:
+            try:
+                await anyio.to_thread.run_sync(self.shadow_for(directory).snapshot)
+            except Exception as exc:  # the command will say it; nothing to do here
+                log.info("workspace warm-up of %s failed: %s", directory, exc)
+
+        task = asyncio.get_running_loop().create_task(snapshot())
+        self._warming.add(task)
+        task.add_done_callback(self._warming.discard)
 
     async def begin_command(self, directory: Path) -> CommandWatch:
         """The snapshot before a command."""

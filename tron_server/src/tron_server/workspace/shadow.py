@@ -45,7 +45,15 @@ from . import _git
 from ._git import GitError
 from ._watch import ChangeWatch
 
-__all__ = ["NO_TREE", "Blob", "ShadowRepo", "TreeChange", "shadow_key"]
+__all__ = [
+    "DEFAULT_MAX_FILES",
+    "NO_TREE",
+    "Blob",
+    "ShadowRepo",
+    "TooManyFiles",
+    "TreeChange",
+    "shadow_key",
+]
 
 log = logging.getLogger("tron_server.workspace")
 
@@ -72,6 +80,8 @@ _CONFIG = (
     ("advice.addIgnoredFile", "false"),
 )
 _LOCK_RETRIES = 50
+#: Folders with more files than this (not ignored) are not snapshotted.
+DEFAULT_MAX_FILES = 100_000
 
 
 def shadow_key(work_tree: Path, scope: str) -> str:
@@ -79,6 +89,10 @@ def shadow_key(work_tree: Path, scope: str) -> str:
     return hashlib.sha256(f"{work_tree}\0{scope}".encode("utf-8", "surrogateescape")).hexdigest()[
         :24
     ]
+
+
+class TooManyFiles(ValueError):
+    """The folder is too large to snapshot (see :attr:`ShadowRepo.max_files`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +122,19 @@ class ShadowRepo:
     ignore rules then apply too). Thread-safe; one snapshot at a time per instance."""
 
     def __init__(
-        self, git_dir: Path, work_tree: Path, scope: str = "", *, watch: bool = True
+        self,
+        git_dir: Path,
+        work_tree: Path,
+        scope: str = "",
+        *,
+        watch: bool = True,
+        max_files: int = DEFAULT_MAX_FILES,
     ) -> None:
         self.git_dir = git_dir
         self.work_tree = work_tree
         self.scope = scope
+        self.max_files = max_files
+        self._refused: str | None = None
         self._lock = threading.Lock()
         self._watch_wanted = watch
         self._watch: ChangeWatch | None = None
@@ -125,13 +147,39 @@ class ShadowRepo:
         self._nested_pending = False
 
     @classmethod
-    def for_directory(cls, snapshots: Path, directory: Path, *, watch: bool = True) -> ShadowRepo:
+    def for_directory(
+        cls,
+        snapshots: Path,
+        directory: Path,
+        *,
+        watch: bool = True,
+        max_files: int = DEFAULT_MAX_FILES,
+    ) -> ShadowRepo:
         """The shadow of ``directory`` under ``snapshots`` (the folder of all shadows)."""
         directory = Path(os.path.realpath(directory))
         top = _git.find_repository(directory) or directory
         scope = directory.relative_to(top).as_posix()
         scope = "" if scope == "." else scope
-        return cls(snapshots / shadow_key(top, scope), top, scope, watch=watch)
+        key = snapshots / shadow_key(top, scope)
+        return cls(key, top, scope, watch=watch, max_files=max_files)
+
+    def _check_size(self) -> None:
+        """Before the first snapshot (which copies every file into the shadow): refuse
+        a folder with more files than ``max_files`` (a home folder, a data set), once."""
+        if self._refused is not None:
+            raise TooManyFiles(self._refused)
+        if (self.git_dir / "index").is_file():
+            return
+        listed = self._git("ls-files", "-o", "--exclude-standard", "-z", "--", self.scope or ".")
+        count = listed.stdout.count(b"\0")
+        if count > self.max_files:
+            self._refused = (
+                f"{self.work_tree / self.scope} holds {count} files (not ignored), more than "
+                f"the {self.max_files} a workspace snapshot takes: changes made by commands "
+                "there are not recorded (TRON_WORKSPACE_MAX_FILES raises the limit; "
+                "a .gitignore can leave folders out)"
+            )
+            raise TooManyFiles(self._refused)
 
     def _start_watch(self) -> None:
         """Watch the folder (``_watch.py``) so that snapshots of it unchanged are free."""
@@ -171,10 +219,13 @@ class ShadowRepo:
         if not (self.git_dir / "HEAD").is_file():
             self.git_dir.parent.mkdir(parents=True, exist_ok=True)
             _git.run(["init", "-q", "--bare", str(self.git_dir)], cwd=self.git_dir.parent)
+            sections: dict[str, list[str]] = {}
             for key, value in _CONFIG:
-                _git.run(
-                    ["config", key, value], cwd=self.git_dir, env={"GIT_DIR": str(self.git_dir)}
-                )
+                section, name = key.split(".", 1)
+                sections.setdefault(section, []).append(f"\t{name} = {value}\n")
+            with open(self.git_dir / "config", "a") as config:  # one write, not a git per key
+                for section, lines in sections.items():
+                    config.write(f"[{section}]\n" + "".join(lines))
             info = self.git_dir / "info"
             info.mkdir(exist_ok=True)
             (info / "attributes").write_bytes(_ATTRIBUTES)
@@ -270,6 +321,7 @@ class ShadowRepo:
                 return self._tree
             self._tree = None
             self._ensure()
+            self._check_size()
             if watch is not None:
                 watch.clean()  # before the scan: a change during it marks the folder again
             before = self._index_stamp()
