@@ -110,6 +110,15 @@ def scan_ms(root: Path, rounds: int) -> list[float]:
     return times
 
 
+def folder_bytes(root: Path, skip: str | None = None) -> int:
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        if skip in dirnames:
+            dirnames.remove(skip)
+        total += sum(os.lstat(os.path.join(dirpath, f)).st_size for f in filenames)
+    return total
+
+
 def blob_bytes(url: str) -> int:
     from sqlalchemy import create_engine, text
 
@@ -172,6 +181,8 @@ async def run(
     # The first snapshot of the folder hashes every file (once per folder and home).
     cold = await timed(lambda: recorder.begin_command(repo))
     out["cold_first_snapshot_ms"] = cold
+    out["tree_bytes"] = folder_bytes(repo, skip=".git")
+    out["shadow_bytes"] = folder_bytes(recorder.snapshots)
 
     async def around_nothing() -> None:
         watch = await recorder.begin_command(repo)
@@ -289,7 +300,11 @@ def main() -> None:
             out = anyio.run(run, args, url, base, repo, paths)
             backend = "sqlite" if url.startswith("sqlite") else "postgresql"
             print(f"--- {backend}")
-            print(f"cold first snapshot: {out['cold_first_snapshot_ms']:.0f} ms")
+            print(
+                f"cold first snapshot: {out['cold_first_snapshot_ms']:.0f} ms; the tree "
+                f"{out['tree_bytes'] / 1e6:.1f} MB, its shadow (the baseline of previous "
+                f"contents) {out['shadow_bytes'] / 1e6:.1f} MB outside the database"
+            )
             for key in (
                 "noop_overhead_ms", "noop_overhead_scanning_ms", "bash_true_recorded_ms",
                 "bash_true_plain_ms",
