@@ -91,6 +91,25 @@ def shadow_key(work_tree: Path, scope: str) -> str:
     ]
 
 
+def _private_folder(path: Path) -> None:
+    """``path`` and its missing parents, user-only (0700)."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
+            os.chmod(folder, 0o700)  # mkdir's mode is cut by the umask; never widened
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(data)
+
+
 class TooManyFiles(ValueError):
     """The folder is too large to snapshot (see :attr:`ShadowRepo.max_files`)."""
 
@@ -217,8 +236,13 @@ class ShadowRepo:
 
     def _ensure(self) -> None:
         if not (self.git_dir / "HEAD").is_file():
-            self.git_dir.parent.mkdir(parents=True, exist_ok=True)
-            _git.run(["init", "-q", "--bare", str(self.git_dir)], cwd=self.git_dir.parent)
+            # Copies of the user's files: user-only whatever the umask (0700 folders,
+            # 0600 files; git makes its objects 0400), and no sample hooks.
+            _private_folder(self.git_dir.parent)
+            _git.run(
+                ["init", "-q", "--bare", "--shared=0600", "--template=", str(self.git_dir)],
+                cwd=self.git_dir.parent,
+            )
             sections: dict[str, list[str]] = {}
             for key, value in _CONFIG:
                 section, name = key.split(".", 1)
@@ -227,9 +251,12 @@ class ShadowRepo:
                 for section, lines in sections.items():
                     config.write(f"[{section}]\n" + "".join(lines))
             info = self.git_dir / "info"
-            info.mkdir(exist_ok=True)
-            (info / "attributes").write_bytes(_ATTRIBUTES)
-            (self.git_dir / "tron-work-tree").write_text(f"{self.work_tree}\n{self.scope}\n")
+            info.mkdir(mode=0o700, exist_ok=True)
+            _write_private(info / "attributes", _ATTRIBUTES)
+            _write_private(
+                self.git_dir / "tron-work-tree",
+                f"{self.work_tree}\n{self.scope}\n".encode("utf-8", "surrogateescape"),
+            )
             self._excludes_source = None
         self._sync_excludes()
 
@@ -273,8 +300,8 @@ class ShadowRepo:
                 self._excludes_source = key
                 self._nested_pending = False
                 return
-        target.parent.mkdir(exist_ok=True)
-        target.write_bytes(data)
+        target.parent.mkdir(mode=0o700, exist_ok=True)
+        _write_private(target, data)
         self._excludes_source = key
         self._nested_pending = False
 

@@ -213,7 +213,9 @@ class Worktrees:
             )
         base_commit = head.stdout.decode().strip()
         base_branch = _git_in(repo, "symbolic-ref", "--short", "-q", "HEAD", check=False).strip()
-        self.root.mkdir(parents=True, exist_ok=True)
+        if not self.root.exists():
+            self.root.mkdir(parents=True, exist_ok=True)
+            os.chmod(self.root, 0o700)  # checkouts of the user's files: user-only
         _git.run(["worktree", "add", "-q", "-b", branch, str(path), base_commit], cwd=repo)
         try:
             changed = False
