@@ -75,7 +75,15 @@ class RunningServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", self.port))
         self.port = sock.getsockname()[1]
-        fields: dict[str, Any] = {"home": self.home, "port": self.port, "log_level": "warning"}
+        fields: dict[str, Any] = {
+            "home": self.home,
+            "port": self.port,
+            "log_level": "warning",
+            # Tests written before permission modes (issue 19) run tools without approval
+            # prompts; the interaction tests ask for default_permission_mode="default".
+            "allow_bypass_permissions": True,
+            "default_permission_mode": "bypassPermissions",
+        }
         fields.update(self.overrides)
         self.settings = Settings(**fields)
         token, _ = load_or_create_token(self.settings.token_path, rotate=rotate_token)

@@ -11,9 +11,8 @@ from typing import Any
 from textual.app import App
 from textual.widgets import Tree
 
-from tests.server.scripted_llm import Response, Text
+from tests.server.scripted_llm import Response, Text, ToolUse
 from tests.terminal.conftest import TronEnv
-from tron_server.client import Notification
 from tron_server.terminal.app import TronApp
 from tron_server.terminal.attach import ServerAddress, connect_once
 from tron_server.terminal.capabilities import Capabilities, load
@@ -96,7 +95,7 @@ def test_completion_lists_what_the_server_offers(env: TronEnv) -> None:
         names = [c.name for c in app._completions]
         # Every command the server's methods allow, and none it does not.
         assert {"model", "compact", "context", "tree", "help", "quit"} <= set(names)
-        assert "answer" not in names  # no agent.respond on this server
+        assert "answer" in names  # the server has agent.respond
         await pilot.press("c", "o", "down", "enter")  # /co → compact, context, cost: 2nd
         assert app.input.text == "" and app._completions == []
         await until(
@@ -169,28 +168,72 @@ async def _create(env: TronEnv, project: Path, title: str) -> dict[str, Any]:
 
 
 def test_a_question_is_asked_inline_and_answered_with_agent_respond(env: TronEnv) -> None:
-    """The server side (issue 19) is not there yet: the app is told it has
-    agent.respond, gets a question notification, shows it, and sends the answer
-    (which this server refuses: the user is told)."""
+    """The agent's AskUser opens the prompt over the input; the choice goes back with
+    agent.respond and becomes the tool's result."""
     project = env.project("pilot-ask")
     created = env.server.run_sync(lambda: _create(env, project, "ask"))
-    methods = ["agent.respond", *load_methods(env)]
+    env.llm.add(
+        Response([ToolUse("AskUser", {"question": "Which file?", "options": ["a.py", "b.py"]})]),
+        Response([Text("b.py it is.")]),
+    )
 
     async def body(app: TronApp, pilot: Any) -> None:
         await until(lambda: app.model is not None and app.model.loaded, pilot)
-        app._on_notification(
-            Notification(
-                "agent.question",
-                created["id"],
-                "",
-                {"requestId": "req_1", "question": "Which file?", "options": ["a.py", "b.py"]},
-            )
-        )
+        app.input.load_text("pick one")
+        await pilot.press("enter")
         await until(lambda: isinstance(app.screen, RequestScreen), pilot)
         await pilot.press("down", "enter")
-        await until(lambda: any("not taken" in str(n.message) for n in app._notifications), pilot)
+        shown = lambda: [w.shown for w in app.transcript.query(TextItem)]  # noqa: E731
+        await until(lambda: "b.py it is." in shown(), pilot)
+        results = env.store("get_events", created["id"], types=["tool.result"])
+        assert results[0].payload["content"] == "The user chose: b.py"
 
-    run_app(env, project, body, session=created, caps={"methods": methods})
+    run_app(env, project, body, session=created)
+
+
+def test_a_sub_agents_approval_opens_over_the_parent(env: TronEnv) -> None:
+    project = env.project("pilot-approve")
+    created = env.server.run_sync(lambda: _create(env, project, "approve"))
+    env.llm.add(
+        Response([ToolUse("Task", {"description": "make it", "prompt": "touch made.txt"})]),
+        Response([ToolUse("Bash", {"command": "touch made.txt"})]),  # the child
+        Response([Text("Made.")]),  # the child
+        Response([Text("The sub-agent made it.")]),
+    )
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        await until(lambda: app.model is not None and app.model.loaded, pilot)
+        app.input.load_text("delegate")
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, RequestScreen), pilot)
+        screen = app.screen
+        assert isinstance(screen, RequestScreen)
+        assert screen.request.tool_name == "Bash" and screen.request.suggestion == "Bash(touch:*)"
+        await pilot.press("enter")  # Allow once
+        await until(lambda: (project / "made.txt").exists(), pilot)
+        await until(lambda: app.model is not None and not app.model.busy, pilot)
+
+    run_app(env, project, body, session=created, permission_mode="default")
+
+
+def test_shift_tab_cycles_the_permission_mode(env: TronEnv) -> None:
+    project = env.project("pilot-mode")
+    created = env.server.run_sync(lambda: _create(env, project, "mode"))
+
+    def status(app: TronApp) -> str:
+        return str(app.query_one("#status").render())
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        await until(lambda: app.model is not None and app.model.loaded, pilot)
+        await until(lambda: "mode default" in status(app), pilot)
+        for expected in ("acceptEdits", "plan"):
+            await pilot.press("shift+tab")
+            await until(lambda e=expected: f"mode {e} " in status(app) + " ", pilot)
+        assert app.model is not None
+        events = env.store("get_events", app.model.id, types=["config.permission_mode"])
+        assert [e.payload["newMode"] for e in events][-2:] == ["acceptEdits", "plan"]
+
+    run_app(env, project, body, session=created, permission_mode="default")
 
 
 def load_methods(env: TronEnv) -> list[str]:

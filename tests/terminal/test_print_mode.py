@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 
+from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import Response, Text, ToolUse, Usage, error_response
 from tests.terminal.conftest import TRON, TronEnv
 
@@ -167,11 +168,70 @@ def test_flags_the_server_does_not_support_are_refused_clearly(env: TronEnv) -> 
     project = env.project("flags")
     proc = env.tron("-p", "x", "--max-turns", "3", cwd=project)
     assert proc.returncode == 2 and "--max-turns" in proc.stderr
-    proc = env.tron("-p", "x", "--permission-mode", "plan", cwd=project)
-    assert proc.returncode == 2 and "permission modes" in proc.stderr
     # Nothing ran and no session was left behind.
     assert [s for s in env.store("list_sessions") if s.working_directory == str(project)] == []
     _no_traceback(proc)
+
+
+def test_permission_mode_plan_refuses_writes(env: TronEnv) -> None:
+    project = env.project("plan")
+    env.llm.add(
+        Response([ToolUse("Write", {"file_path": "plan.txt", "content": "x"})]),
+        Response([Text("I would write plan.txt.")]),
+    )
+    proc = env.tron("-p", "write it", "--permission-mode", "plan", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "I would write plan.txt.\n"
+    assert not (project / "plan.txt").exists()
+    assert "plan mode" in json.dumps(env.llm.requests[-1]["messages"][-1])
+    [session] = [s for s in env.store("list_sessions") if s.working_directory == str(project)]
+    modes = env.store("get_events", session.id, types=["config.permission_mode"])
+    assert [e.payload["newMode"] for e in modes] == ["plan"]
+
+
+def test_print_mode_declines_approvals_and_questions(env: TronEnv) -> None:
+    """Nobody can answer in print mode: an approval is denied and a question told so,
+    and the model sees why (the run still ends normally)."""
+    project = env.project("decline")
+    env.llm.add(
+        Response([ToolUse("Bash", {"command": "touch x.txt"}),
+                  ToolUse("AskUser", {"question": "Which branch?"})]),
+        Response([Text("Could not ask; stopping here.")]),
+    )  # fmt: skip
+    proc = env.tron("-p", "go", "--permission-mode", "default", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    sent = json.dumps(env.llm.requests[-1]["messages"][-1])
+    assert "tron -p runs without a person to ask" in sent and not (project / "x.txt").exists()
+    assert "No one can answer" in sent
+
+
+def test_skipping_permissions_needs_a_server_that_allows_it(env: TronEnv, tmp_path: Path) -> None:
+    strict = RunningServer(
+        tmp_path / "strict-home",
+        anthropic_base_url=env.llm.base_url,
+        allow_bypass_permissions=False,
+        default_permission_mode="default",
+    ).start()
+    try:
+        project = env.project("bypass")
+        command = [*TRON, "--home", str(strict.home), "--server", strict.ws_url]
+        proc = subprocess.run(
+            [*command, "-p", "x", "--dangerously-skip-permissions"],
+            cwd=project, capture_output=True, text=True, timeout=60, env=env.env(),
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        assert "--allow-bypass-permissions" in proc.stderr
+        _no_traceback(proc)
+        assert strict.run_sync(lambda: strict.services.store.list_sessions()) == []
+    finally:
+        strict.stop()
+    # The module's server allows it: the same flag runs (nothing asks).
+    env.llm.add(Response([ToolUse("Bash", {"command": "touch free.txt"})]), Response([Text("ok")]))
+    project = env.project("bypass-ok")
+    proc = env.tron("-p", "x", "--dangerously-skip-permissions", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "free.txt").exists()
 
 
 def test_connection_errors_say_what_to_do(env: TronEnv, tmp_path: Path) -> None:

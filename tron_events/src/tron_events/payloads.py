@@ -147,7 +147,7 @@ class HookCompleted(Payload):
 
     hook_name: str
     hook_event: str
-    action: Literal["allow", "block", "modify"]
+    action: Literal["allow", "block", "modify", "ask"]
     duration_ms: int = 0
     reason: str | None = None
     error: str | None = None
@@ -334,6 +334,90 @@ class WorktreeReleased(Payload):
     path: str
     branch: str
     branch_deleted: bool = False
+PermissionModeName = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
+
+
+class InteractionRequested(Payload):
+    """The agent waits for the user (``interaction.requested``): a question (the AskUser
+    tool) or an approval of a tool call. Pending until an ``interaction.resolved`` with the
+    same ``requestId`` (or a ``tool.result`` for ``toolCallId``) follows on the path."""
+
+    request_id: str
+    kind: Literal["question", "approval"]
+    tool_call_id: str
+    turn: int | None = None
+    question: str | None = None
+    options: list[str] | None = None
+    multi_select: bool = False
+    tool_name: str | None = None
+    input: dict[str, Any] | None = None
+    #: Why an approval is needed (the rule or mode that asked).
+    reason: str | None = None
+    #: The rule "allow always" would add (``Bash(git push:*)``).
+    suggestion: str | None = None
+    timeout_seconds: float | None = None
+    expires_at: str | None = None
+
+
+class InteractionResolved(Payload):
+    """How a request ended (``interaction.resolved``): ``answered`` (``answer`` for a
+    question; ``decision`` and ``reason`` for an approval), ``timeout``, ``aborted`` (the
+    turn was aborted) or ``cancelled`` (the user sent a new message instead)."""
+
+    request_id: str
+    kind: Literal["question", "approval"]
+    outcome: Literal["answered", "timeout", "aborted", "cancelled"]
+    tool_call_id: str | None = None
+    answer: str | list[str] | None = None
+    decision: Literal["allow", "allow_always", "deny"] | None = None
+    reason: str | None = None
+    #: The rule an ``allow_always`` answer added to the session.
+    rule: str | None = None
+    #: Answered after the run that asked had stopped (e.g. a server restart).
+    resumed: bool = False
+
+
+class PermissionModeChange(Payload):
+    """``config.permission_mode``: the session's permission mode from here on."""
+
+    previous_mode: PermissionModeName | None = None
+    new_mode: PermissionModeName
+
+
+class PermissionRuleAdded(Payload):
+    """``config.permission_rule``: a rule for the rest of this session (an approval
+    answered "allow always")."""
+
+    rule: str
+    behavior: Literal["allow", "ask", "deny"] = "allow"
+    request_id: str | None = None
+    #: The session whose request was answered (a sub-agent's, for a rule in its parent).
+    from_session_id: str | None = None
+
+
+class UserNotification(Payload):
+    """``notification.user``: the Notify tool told the user something."""
+
+    title: str
+    body: str = ""
+    urgency: Literal["low", "normal", "high"] = "normal"
+    tool_call_id: str | None = None
+
+
+class CommandInvoked(Payload):
+    """``command.invoked``: a slash command was expanded; the ``message.user`` that follows
+    is what the model was sent."""
+
+    name: str
+    arguments: str = ""
+    source: str = "file"
+    path: str | None = None
+    allowed_tools: list[str] | None = None
+    model: str | None = None
+    #: Files included with ``@path`` (resolved paths).
+    files: list[str] | None = None
+    #: Commands run for ``!`command` `` and their exit codes.
+    commands: list[dict[str, Any]] | None = None
 
 
 class MetadataImport(Payload):
@@ -392,6 +476,12 @@ _TYPED: dict[str, type[Payload]] = {
     "worktree.commit": WorktreeCommit,
     "worktree.merged": WorktreeMerged,
     "worktree.released": WorktreeReleased,
+    "interaction.requested": InteractionRequested,
+    "interaction.resolved": InteractionResolved,
+    "config.permission_mode": PermissionModeChange,
+    "config.permission_rule": PermissionRuleAdded,
+    "notification.user": UserNotification,
+    "command.invoked": CommandInvoked,
     "metadata.import": MetadataImport,
 }
 

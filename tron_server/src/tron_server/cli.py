@@ -115,6 +115,25 @@ def build_parser() -> argparse.ArgumentParser:
         "token can run commands on this machine)",
     )
     parser.add_argument(
+        "--allow-bypass-permissions",
+        action="store_true",
+        default=None,
+        help="let sessions use the bypassPermissions mode (nothing asks for approval; deny "
+        "rules and guardrails still apply)",
+    )
+    parser.add_argument(
+        "--default-permission-mode",
+        choices=("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"),
+        help="the permission mode of sessions that set none (default: default, which asks "
+        "before anything that is not read-only)",
+    )
+    parser.add_argument(
+        "--ask-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long a question or an approval waits for the user (default: until answered)",
+    )
+    parser.add_argument(
         "--rotate-token",
         action="store_true",
         help="replace the token in HOME/server-token: every client and browser logged in "
@@ -144,6 +163,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "log_level": args.log_level,
             "log_format": getattr(args, "log_format", None),
             "allow_remote": args.allow_remote,
+            "allow_bypass_permissions": args.allow_bypass_permissions,
+            "ask_timeout": args.ask_timeout,
+            "default_permission_mode": args.default_permission_mode,
         }.items()
         if value is not None
     }

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tron_events import AsyncEventStore
 
     from .agent.orchestrator import Orchestrator
+    from .interaction import Interaction
     from .providers import ProviderFactory
     from .rpc.registry import MethodRegistry
     from .tools import ToolRegistry
@@ -54,6 +55,8 @@ class Services:
     hooks_factory: Callable[..., Any] | None = None
     #: (provider name, model) -> tron_llm Provider.
     providers: ProviderFactory | None = None
+    #: Questions, approvals, permission modes (None: tools run without a permission gate).
+    interaction: Interaction | None = None
     #: The methods this server answers (system.info lists them).
     registry: MethodRegistry | None = None
     #: File recording, rewinds with files, diffs and worktrees.
@@ -83,6 +86,7 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
     from .agent.orchestrator import Orchestrator
     from .agent.subagents import SubagentSettings
     from .hooks import build_hook_engine
+    from .interaction import AskUserTool, Interaction, NotifyTool
     from .providers import ProviderFactory
     from .tools import default_tools
     from .workspace import Workspace
@@ -117,6 +121,18 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
             enabled=settings.subagent_max_depth > 0,
         ),
     )
+    interaction = Interaction(
+        store,
+        services.orchestrator,
+        home=settings.home,
+        timeout=settings.ask_timeout,
+        allow_bypass=settings.allow_bypass_permissions,
+        default_mode=settings.default_permission_mode,
+    )
+    services.orchestrator.attach_interaction(interaction)
+    services.interaction = interaction
+    services.tools.register(AskUserTool(interaction))
+    services.tools.register(NotifyTool(interaction))
     # genai-prices loads its price snapshot on first use (~0.7 s): pay it at startup,
     # off the event loop, not in the first turn.
     await anyio.to_thread.run_sync(_warm_prices)

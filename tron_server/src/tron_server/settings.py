@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -49,6 +50,16 @@ class Settings(BaseSettings):
     #: Folders with more files than this (not ignored) are not snapshotted: a session
     #: in a home folder must not copy it (TRON_WORKSPACE_MAX_FILES).
     workspace_max_files: int = Field(default=100_000, ge=0)
+    #: Seconds a question or an approval waits for the user (TRON_ASK_TIMEOUT; None or 0:
+    #: until answered, the turn is aborted or the server stops).
+    ask_timeout: float | None = Field(default=None, ge=0)
+    #: Whether sessions may use the bypassPermissions mode (TRON_ALLOW_BYPASS_PERMISSIONS).
+    allow_bypass_permissions: bool = False
+    #: The mode of a session that recorded none and whose settings set no defaultMode
+    #: (TRON_DEFAULT_PERMISSION_MODE; bypassPermissions only with allow_bypass_permissions).
+    default_permission_mode: Literal[
+        "default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"
+    ] = "default"
     max_frame_bytes: int = 4 * 1024 * 1024
     outgoing_queue_limit: int = 10_000
     #: Bytes a connection may hold for its client (queued or being sent) before

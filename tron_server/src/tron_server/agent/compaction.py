@@ -219,11 +219,13 @@ async def compact_session(
     record: bool,
     reason: str = "manual",
     writer: SessionWriter | None = None,
+    instructions: str | None = None,
 ) -> CompactionResult:
     """Summarize the session's history; append the compaction events when ``record``.
 
     ``writer`` is the running loop's writer (auto-compaction inside a turn); without
     one the events are appended with ``expected_head`` = the head read here.
+    ``instructions`` (``/compact keep the API decisions``) are added to the summary prompt.
     Raises :class:`InvalidOperationError` (nothing to compact, refused by a hook) and
     :class:`ProviderError` (the summary call failed).
     """
@@ -263,6 +265,7 @@ async def compact_session(
                     TextBlock(
                         text=f"<conversation>\n{render_transcript(messages)}\n</conversation>"
                         f"\n\n{SUMMARY_INSTRUCTIONS}"
+                        + (f"\n\nAlso: {instructions.strip()}" if instructions else "")
                     )
                 ],
             )

@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Protocol, get_args
 
 import anyio
 
@@ -80,7 +80,7 @@ from .subagents import (
     load_profile,
 )
 from .subagents.spawner import final_text
-from .turn import AgentRun, RunRequest, RunResult, TurnDeps
+from .turn import AgentRun, Resume, RunRequest, RunResult, ToolGate, TurnDeps
 from .writer import SessionWriter
 
 __all__ = ["Emit", "HooksFactory", "Orchestrator", "ProviderFactory"]
@@ -104,6 +104,15 @@ ABORT_WAIT = 5.0
 
 _run_ids = itertools.count(1)
 _LEVELS = frozenset(get_args(ReasoningLevel))
+
+
+class UserInTheLoop(Protocol):
+    """What the orchestrator uses of :class:`tron_server.interaction.Interaction`."""
+
+    @property
+    def gate(self) -> ToolGate: ...
+
+    def waiting_runs(self) -> list[AgentRun]: ...
 
 
 @dataclass
@@ -191,6 +200,8 @@ class Orchestrator:
         self._started: set[str] = set()
         _add_skill_tool(tools, home)
         self._closing = False
+        #: Permissions, approvals and questions (attach_interaction); None: no gate.
+        self.interaction: UserInTheLoop | None = None
         if hooks is not None and not hooks.has_recorder:
             # The engine records hook.triggered/completed; during a run they must go
             # through the session's writer or they would move the head under the turn.
@@ -211,6 +222,17 @@ class Orchestrator:
 
     # -- public API -------------------------------------------------------------------
 
+    def attach_interaction(self, interaction: UserInTheLoop) -> None:
+        """Check every tool call against the permissions (and ask the user) through
+        ``interaction``; runs waiting for the user are suspended, not aborted, at shutdown."""
+        self.interaction = interaction
+        self._deps.gate = interaction.gate
+
+    def current_run(self, session_id: str) -> AgentRun | None:
+        """The session's running AgentRun (None when idle or about to start)."""
+        run = self._runs.get(session_id)
+        return run.current if run is not None else None
+
     async def send_message(
         self,
         session_id: str,
@@ -218,6 +240,11 @@ class Orchestrator:
         *,
         queue: bool = False,
         reasoning_level: str | None = None,
+        resume: Resume | None = None,
+        allowed_tools: tuple[str, ...] = (),
+        model: str | None = None,
+        provider: str | None = None,
+        before: tuple[tuple[str, dict[str, Any]], ...] = (),
     ) -> dict[str, Any]:
         """Start (or queue) the agent loop for ``content``; returns at once.
 
@@ -227,7 +254,7 @@ class Orchestrator:
         ``queue``), :class:`InvalidParams` (empty content, unknown reasoning level),
         :class:`ManagerUnavailableError` (shutting down).
         """
-        if not _has_content(content):
+        if resume is None and not _has_content(content):
             raise InvalidParams("the message is empty: send text or content blocks")
         if reasoning_level is not None and reasoning_level not in _LEVELS:
             raise InvalidParams(
@@ -247,7 +274,10 @@ class Orchestrator:
                 {"sessionId": session_id},
             )
         level: ReasoningLevel | None = reasoning_level  # type: ignore[assignment]
-        request = RunRequest(session_id, content, level, f"run_{next(_run_ids)}")
+        request = RunRequest(
+            session_id, content, level, f"run_{next(_run_ids)}", resume=resume,
+            allowed_tools=allowed_tools, model=model, provider=provider, before=before,
+        )  # fmt: skip
         # No await between the busy check and registering the run: no race.
         run = self._runs.get(session_id)
         if run is not None:
@@ -346,9 +376,14 @@ class Orchestrator:
         """Abort every running loop, wait for them to record it, drain the hooks."""
         self._closing = True
         runs = list(self._runs.values())
+        # A run waiting for the user stops without recording: its request stays pending
+        # in the events and can be answered after the restart.
+        waiting = set(self.interaction.waiting_runs()) if self.interaction is not None else set()
         for run in runs:
             run.queue.clear()
-            if run.current is not None:
+            if run.current is not None and run.current in waiting:
+                run.current.suspend()
+            elif run.current is not None:
                 run.current.abort()
             else:
                 run.abort_pending = True
@@ -429,7 +464,7 @@ class Orchestrator:
     ) -> None:
         """Stop (a top-level run) or SubagentStop (a child's run, in the parent) — not for
         a run the user aborted, as in Claude Code."""
-        if result.stop_reason == "aborted":
+        if result.stop_reason in ("aborted", "suspended"):
             return
         event: HookEvent = "SubagentStop" if profile.is_child else "Stop"
         engine = self._engine_or_none(agent.working_directory)

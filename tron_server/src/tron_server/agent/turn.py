@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -62,7 +62,7 @@ from tron_llm import (
     Usage,
 )
 
-from ..hooks.base import HookContext, HookEngine
+from ..hooks.base import HookContext, HookDecision, HookEngine
 from ..hooks.guardrails import path_policy
 from ..tools.base import ToolContext, ToolRegistry, ToolResult
 from .context import InvalidHistoryError, build_system_prompt, check_history
@@ -70,7 +70,16 @@ from .progress import TurnProgress
 from .rules import SessionRules
 from .writer import SessionWriter
 
-__all__ = ["ABORTED_RESULT", "AgentRun", "RunRequest", "RunResult", "TurnDeps", "usage_json"]
+__all__ = [
+    "ABORTED_RESULT",
+    "AgentRun",
+    "Resume",
+    "RunRequest",
+    "RunResult",
+    "ToolGate",
+    "TurnDeps",
+    "usage_json",
+]
 
 log = logging.getLogger("tron_server.agent")
 
@@ -83,6 +92,21 @@ Notify = Callable[[str, dict[str, Any]], None]
 Draft = tuple[str, dict[str, Any]]
 
 
+class Resume(Protocol):
+    """Finishes a turn a stopped run left waiting for the user (``interaction``'s resume)."""
+
+    async def finish(self, run: AgentRun) -> tuple[str, bool]:
+        """Record the answer and the turn's remaining tool results; (stop reason, whether
+        the model is called again)."""
+        ...
+
+
+ToolGate = Callable[["AgentRun", ToolUseBlock, dict[str, Any], HookDecision],
+                    Awaitable["ToolResult | None"]]  # fmt: skip
+"""The permission check before a tool runs (after the PreToolUse hooks): None lets it run,
+a result refuses it (the model sees it). It may wait for the user's approval."""
+
+
 @dataclass(frozen=True)
 class RunRequest:
     """One ``agent.message`` to process."""
@@ -91,6 +115,15 @@ class RunRequest:
     content: str | list[dict[str, Any]]
     reasoning_level: ReasoningLevel | None = None
     run_id: str = ""
+    resume: Resume | None = None
+    """First finish the turn a stopped run left waiting for the user (content may be empty)."""
+    allowed_tools: tuple[str, ...] = ()
+    """Permission rules allowed for this run only (a command file's ``allowed-tools``)."""
+    model: str | None = None
+    provider: str | None = None
+    """The model (and its provider) for this run only (a command file's ``model``)."""
+    before: tuple[Draft, ...] = ()
+    """Events recorded in the same commit as, and just before, the user message."""
 
 
 @dataclass
@@ -120,6 +153,8 @@ class TurnDeps:
     concurrent_tools: frozenset[str] = frozenset()
     """Tools whose consecutive calls in one message run together (the Task tool)."""
     max_parallel_tools: int = 4
+    gate: ToolGate | None = None
+    """Permissions and approvals (:mod:`tron_server.interaction`)."""
 
 
 def usage_json(usage: Usage) -> dict[str, Any]:
@@ -140,6 +175,10 @@ def _prompt_text(content: str | list[dict[str, Any]]) -> str:
     return "\n".join(
         str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
     )
+
+
+def _has_text_or_blocks(content: str | list[dict[str, Any]]) -> bool:
+    return bool(content.strip()) if isinstance(content, str) else bool(content)
 
 
 def _with_prompt(content: str | list[dict[str, Any]], prompt: str) -> str | list[dict[str, Any]]:
@@ -186,6 +225,9 @@ class AgentRun:
         self.session_id = request.session_id
         self.progress = TurnProgress()
         self.abort_requested = False
+        #: Stopped while waiting for the user (a server shutdown): nothing more is recorded,
+        #: so the request stays pending in the events and can be answered later.
+        self.suspended = False
         self.working_directory = Path(".")
         self.hooks: HookEngine | None = None
         self._scope: anyio.CancelScope | None = None
@@ -207,6 +249,11 @@ class AgentRun:
         for scope in list(self._tool_scopes):
             scope.cancel()
 
+    def suspend(self) -> None:
+        """Stop like :meth:`abort`, recording nothing more (see ``suspended``)."""
+        self.suspended = True
+        self.abort()
+
     def notify_client(self, method: str, data: dict[str, Any]) -> None:
         """Send a notification about this run's session (never raises)."""
         self._emit(method, data)
@@ -227,7 +274,7 @@ class AgentRun:
         self.hooks = self.deps.hooks_for(self.working_directory)
         content = self.request.content
 
-        if self.hooks is not None:
+        if self.hooks is not None and _has_text_or_blocks(content):
             decision = await self.hooks.run_blocking(
                 HookContext(
                     event="UserPromptSubmit",
@@ -257,12 +304,19 @@ class AgentRun:
                 "config.reasoning_level",
                 {"previousLevel": state.reasoning_level, "newLevel": level},
             )
+        result = RunResult()
+        if self.request.resume is not None:
+            result.stop_reason, go_on = await self.request.resume.finish(self)
+            if self.abort_requested or (not go_on and not _has_text_or_blocks(content)):
+                return result
+            state = await self.deps.store.get_state_at_head(self.session_id)
         turn = state.turn_count + 1
         # Compact (when due) before the new prompt, so the prompt stays verbatim after it.
         await self._before_turn()
-        prompt: Draft | None = ("message.user", {"content": content, "turn": turn})
+        prompt: list[Draft] = []
+        if _has_text_or_blocks(content):
+            prompt = [*self.request.before, ("message.user", {"content": content, "turn": turn})]
 
-        result = RunResult()
         while True:
             if result.turns >= self.max_turns:
                 result.stop_reason = "max_turns"
@@ -270,7 +324,7 @@ class AgentRun:
             if result.turns:
                 await self._before_turn()
             stop, go_on = await self._turn(turn, prompt)
-            prompt = None
+            prompt = []
             result.turns += 1
             result.stop_reason = stop
             if not go_on:
@@ -278,14 +332,14 @@ class AgentRun:
             turn += 1
         return result
 
-    async def _turn(self, turn: int, prompt: Draft | None = None) -> tuple[str, bool]:
+    async def _turn(self, turn: int, prompt: list[Draft] | None = None) -> tuple[str, bool]:
         """One LLM call and its tools; returns (stop reason, whether to call again).
 
         ``prompt`` (the user's message, on a run's first turn) is recorded in
         the same commit as ``stream.turn_start``."""
         self.progress.begin(turn)
         start: Draft = ("stream.turn_start", {"turn": turn})
-        await self.writer.append_many([prompt, start] if prompt is not None else [start])
+        await self.writer.append_many([*(prompt or []), start])
         state = await self.deps.store.get_state_at_head(self.session_id)
         messages = state.messages
         self._emit("agent.turn_start", {"turn": turn})
@@ -304,8 +358,10 @@ class AgentRun:
                 rules=self.rules.loaded if self.rules is not None else (),
             )
         )
+        model = self.request.model or state.model
+        provider_name = self.request.provider or state.provider
         request = LLMRequest(
-            model=state.model,
+            model=model,
             messages=messages,
             system=system,
             tools=self.tools.specs(),
@@ -313,19 +369,19 @@ class AgentRun:
             **({"max_tokens": self.deps.max_tokens} if self.deps.max_tokens else {}),
         )
         try:
-            provider = self.deps.providers(state.provider, state.model)
+            provider = self.deps.providers(provider_name, model)
         except ValueError as exc:  # unknown provider, missing endpoint: a config problem
-            failed = LLMError(str(exc), provider=state.provider)
+            failed = LLMError(str(exc), provider=provider_name)
             stream = _Stream(error=ErrorEvent(error=failed))
         else:
             stream = await self._stream(provider, request)
 
         if stream.error is not None:
-            return await self._finish_failed(turn, state.model, stream)
+            return await self._finish_failed(turn, model, stream)
         message = stream.done.message if stream.done is not None else stream.partial()
         usage = stream.done.usage if stream.done is not None else Usage()
         if stream.done is None or self.abort_requested:
-            return await self._finish_aborted(turn, message, stream, usage, state.model)
+            return await self._finish_aborted(turn, message, stream, usage, model)
 
         done = stream.done
         uses = [b for b in done.message.content if isinstance(b, ToolUseBlock)]
@@ -509,6 +565,8 @@ class AgentRun:
     async def _close_aborted(
         self, turn: int, uses: list[ToolUseBlock], answered: set[str], usage: Usage
     ) -> tuple[str, bool]:
+        if self.suspended:  # the waiting request stays pending; the turn is finished later
+            return "suspended", False
         unanswered = [u for u in uses if u.id not in answered]
         await self._record_error_results(unanswered, ABORTED_RESULT)
         for u in unanswered:  # the card of a call cut while running keeps its output
@@ -691,6 +749,7 @@ class AgentRun:
                 scope.cancel()
             try:
                 arguments = use.input
+                decision = HookDecision()
                 if self.hooks is not None:
                     decision = await self.hooks.run_blocking(
                         HookContext(
@@ -705,8 +764,12 @@ class AgentRun:
                     if decision.action == "block":
                         reason = decision.reason or "blocked by a PreToolUse hook"
                         return ToolResult(content=f"Tool call blocked: {reason}", is_error=True)
-                    if decision.action == "modify" and decision.tool_input is not None:
+                    if decision.action in ("modify", "ask") and decision.tool_input is not None:
                         arguments = decision.tool_input
+                if self.deps.gate is not None:
+                    refused = await self.deps.gate(self, use, arguments, decision)
+                    if refused is not None:
+                        return refused
                 ctx = ToolContext(
                     session_id=self.session_id,
                     working_directory=self.working_directory,

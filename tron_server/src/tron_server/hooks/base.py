@@ -9,7 +9,12 @@ hooks one after another, highest ``priority`` first (registration order breaks t
 - ``block`` — stop at once; the returned decision carries the reason (for PreToolUse the
   runtime hands that reason to the model as the tool result);
 - ``modify`` — the next hook sees the modified ``tool_input`` (PreToolUse) or ``prompt``
-  (UserPromptSubmit); the final decision is ``modify`` with the last values.
+  (UserPromptSubmit); the final decision is ``modify`` with the last values;
+- ``ask`` (PreToolUse) — the user must approve the call (the permission gate of
+  :mod:`tron_server.interaction` asks); later hooks still run and may block; the final
+  decision is ``ask`` (with the modified input, if any). A decision with ``approved`` set
+  (an explicit allow: Claude Code's ``permissionDecision: "allow"``) lets the call skip the
+  approval prompt its mode would ask for; an ``ask`` from any hook wins over it.
 
 Background events (PostToolUse, SessionStart, SessionEnd, Stop, SubagentStop) are fired and
 forgotten: :meth:`HookEngine.fire_background` schedules one task per call (its hooks run in
@@ -122,10 +127,11 @@ class HookContext:
 class HookDecision:
     """A hook's answer. ``None`` from a hook means allow."""
 
-    action: Literal["allow", "block", "modify"] = "allow"
+    action: Literal["allow", "block", "modify", "ask"] = "allow"
     reason: str | None = None
-    tool_input: dict[str, Any] | None = None  # for modify (PreToolUse)
+    tool_input: dict[str, Any] | None = None  # for modify and ask (PreToolUse)
     prompt: str | None = None  # for modify (UserPromptSubmit)
+    approved: bool = False  # an explicit allow: no approval prompt (PreToolUse)
 
 
 HookFn = Callable[[HookContext], Awaitable[HookDecision | None]]
@@ -276,13 +282,22 @@ class HookEngine:
         current = ctx
         modified = False
         reasons: list[str] = []
+        ask_reason: str | None = None
+        asked = approved = False
         for hook in self._select(ctx.event, ctx.tool_name):
             decision = await self._run_one(hook, current, fail_closed=hook.on_error == "block")
             if decision.action == "block":
                 return HookDecision(
                     action="block", reason=decision.reason or f"blocked by hook {hook.name}"
                 )
-            if decision.action == "modify":
+            approved = approved or decision.approved
+            if decision.action == "ask":
+                asked = True
+                ask_reason = ask_reason or decision.reason or f"hook {hook.name} asks"
+                if decision.tool_input is not None:
+                    current = replace(current, tool_input=dict(decision.tool_input))
+                    modified = True
+            elif decision.action == "modify":
                 changed = False
                 if decision.tool_input is not None:
                     current = replace(current, tool_input=dict(decision.tool_input))
@@ -294,9 +309,16 @@ class HookEngine:
                     modified = True
                     if decision.reason:
                         reasons.append(decision.reason)
+        if asked:
+            return HookDecision(
+                action="ask",
+                reason=ask_reason,
+                tool_input=current.tool_input if modified else None,
+            )
         if not modified:
-            return HookDecision(action="allow")
+            return HookDecision(action="allow", approved=approved)
         return HookDecision(
+            approved=approved,
             action="modify",
             reason="; ".join(reasons) or None,
             tool_input=current.tool_input,
@@ -414,7 +436,7 @@ class HookEngine:
             return HookDecision(action="allow")
         if not isinstance(result, HookDecision):
             raise _HookFailure(f"returned {type(result).__name__}, expected HookDecision or None")
-        if result.action not in ("allow", "block", "modify"):
+        if result.action not in ("allow", "block", "modify", "ask"):
             raise _HookFailure(f"returned an unknown action {result.action!r}")
         return result
 

@@ -17,10 +17,13 @@ under their own names when they do not collide). Its answer:
 - exit code 0 and empty stdout (or stdout that is not JSON): allow;
 - exit code 0 and a JSON object on stdout:
   ``{"decision": "block", "reason": "…"}`` blocks (``"deny"`` is accepted too);
-  ``{"decision": "allow"}`` allows; ``"tool_input": {...}`` (PreToolUse) or ``"prompt": "…"``
-  (UserPromptSubmit) modifies the input; Claude Code's
-  ``{"hookSpecificOutput": {"permissionDecision": "deny"|"allow", "permissionDecisionReason",
-  "updatedInput"}}`` and ``{"continue": false, "stopReason": "…"}`` are understood as well;
+  ``{"decision": "ask", "reason": "…"}`` (PreToolUse) makes the user approve the call first;
+  ``{"decision": "allow"}`` (or ``"approve"``) allows, and spares the call the approval
+  prompt its permission mode would ask for (deny and ask rules still apply);
+  ``"tool_input": {...}`` (PreToolUse) or ``"prompt": "…"`` (UserPromptSubmit) modifies the
+  input; Claude Code's ``{"hookSpecificOutput": {"permissionDecision":
+  "deny"|"ask"|"allow", "permissionDecisionReason", "updatedInput"}}`` and
+  ``{"continue": false, "stopReason": "…"}`` are understood as well;
 - exit code 2: block, with stderr as the reason (as in Claude Code);
 - any other exit code, or a JSON value that is not an object: the hook failed.
 
@@ -129,9 +132,16 @@ def _decision_from(answer: dict[str, Any]) -> HookDecision:
         raise CommandHookError("'tool_input' must be a JSON object")
     if prompt is not None and not isinstance(prompt, str):
         raise CommandHookError("'prompt' must be a string")
+    why = reason or specific.get("permissionDecisionReason")
+    why = why if isinstance(why, str) and why else None
+    if decision == "ask" or permission == "ask":
+        return HookDecision(action="ask", reason=why, tool_input=tool_input)
+    approved = decision in ("allow", "approve") or permission == "allow"
     if tool_input is not None or prompt is not None:
-        return HookDecision(action="modify", reason=reason, tool_input=tool_input, prompt=prompt)
-    return HookDecision(action="allow", reason=reason)
+        return HookDecision(
+            action="modify", reason=reason, tool_input=tool_input, prompt=prompt, approved=approved
+        )
+    return HookDecision(action="allow", reason=why if approved else reason, approved=approved)
 
 
 async def _read_capped(stream: ByteReceiveStream | None, sink: bytearray) -> None:

@@ -9,8 +9,9 @@ Two files are read, home first, then project:
 Precedence: user hooks from both files are kept (home hooks run before project hooks for
 the same event). For ``guardrails``, a key set in the project file replaces the home value,
 except the lists (``allowedWritePaths``, ``deniedBashPatterns``, ``disabledBashRules``),
-which are concatenated. Other keys (e.g. Claude Code's ``permissions``) are ignored, so a
-Claude Code settings file can be reused as it is.
+which are concatenated. Other keys are ignored here, so a Claude Code settings file can be
+reused as it is; ``permissions`` is read by :mod:`tron_server.interaction.settings` (from
+these files and Claude Code's ``.claude/settings.json`` / ``settings.local.json``).
 
 A file that is not valid JSON, or a ``hooks``/``guardrails`` value of the wrong shape,
 raises :class:`HookSettingsError` naming the file and the problem: a user's safety hook must
@@ -33,6 +34,7 @@ __all__ = [
     "HookSettingsError",
     "LoadedSettings",
     "load_settings",
+    "read_settings_json",
     "settings_paths",
 ]
 
@@ -108,6 +110,12 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     if not isinstance(data, dict):
         raise HookSettingsError(f"{path} must hold a JSON object, got {type(data).__name__}")
     return data
+
+
+def read_settings_json(path: Path) -> dict[str, Any] | None:
+    """A settings file's object (None when the file does not exist); raises
+    :class:`HookSettingsError` for one that cannot be read or is not a JSON object."""
+    return _read_json(path)
 
 
 def _str_list(value: Any, where: str) -> tuple[str, ...]:

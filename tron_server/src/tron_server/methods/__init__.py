@@ -15,7 +15,11 @@ from . import events, model, session, system, workspace
 log = logging.getLogger("tron_server.methods")
 
 #: Method modules of optional parts, registered when importable.
-OPTIONAL_MODULES = ("tron_server.methods.agent", "tron_server.methods.context")
+OPTIONAL_MODULES = (
+    "tron_server.methods.agent",
+    "tron_server.methods.context",
+    "tron_server.methods.interaction",
+)
 
 
 def build_registry() -> MethodRegistry:

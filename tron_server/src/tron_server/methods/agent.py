@@ -1,4 +1,10 @@
-"""agent.*: send a message (the loop runs in the background), abort, catch up."""
+"""agent.*: send a message (the loop runs in the background), abort, catch up, answer.
+
+``agent.message`` whose text starts with ``/`` is a slash command
+(:mod:`tron_server.commands`). A message to an idle session whose stopped run left a
+question or an approval pending cancels that request first (its turn is closed with
+results saying so). ``agent.respond`` answers a pending request (:mod:`tron_server.interaction`).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from pydantic import Field, model_validator
 
 from ..agent import Orchestrator
 from ..errors import ManagerUnavailableError
+from ..interaction import Interaction
 from ..rpc import MethodRegistry, Params, RpcContext
 
 __all__ = ["register"]
@@ -41,6 +48,22 @@ class SessionParams(Params):
     session_id: str = Field(min_length=1)
 
 
+class RespondParams(Params):
+    """``answer``: text (or a list of texts for a multiSelect question), or for an approval
+    ``{decision: "allow" | "allow_always" | "deny", reason?}``."""
+
+    session_id: str = Field(min_length=1)
+    request_id: str = Field(min_length=1, max_length=100)
+    answer: str | list[str] | dict[str, Any]
+
+
+def _interaction(ctx: RpcContext) -> Interaction:
+    interaction = ctx.services.interaction
+    if interaction is None:
+        raise ManagerUnavailableError("questions and approvals are not available in this server")
+    return interaction
+
+
 def _orchestrator(ctx: RpcContext) -> Orchestrator:
     orchestrator = ctx.services.orchestrator
     if orchestrator is None:  # pragma: no cover - needs=() checks it first
@@ -60,12 +83,18 @@ def register(registry: MethodRegistry) -> None:
         needs=AGENT_NEEDS,
     )
     async def message(ctx: RpcContext, p: AgentMessageParams) -> dict[str, Any]:
-        orchestrator = _orchestrator(ctx)
+        _orchestrator(ctx)  # -32002 before anything else when there is no runtime
         # Subscribe first so the caller sees the very first delta of the turn.
         await ctx.subscribe(p.session_id)
-        return await orchestrator.send_message(
-            p.session_id, p.message(), queue=p.queue, reasoning_level=p.reasoning_level
-        )
+        content = p.message()
+        command = _commands(content)
+        if command is not None:
+            routed: dict[str, Any] = await command(
+                ctx, p.session_id, content, p.queue, p.reasoning_level
+            )
+            return routed
+        return await send(ctx, p.session_id, content, queue=p.queue,
+                          reasoning_level=p.reasoning_level)  # fmt: skip
 
     @registry.method(
         "agent.abort",
@@ -86,4 +115,56 @@ def register(registry: MethodRegistry) -> None:
         store = ctx.services.store
         assert store is not None
         await store.get_session(p.session_id)  # -32000 for an unknown session
-        return _orchestrator(ctx).get_state(p.session_id)
+        state = _orchestrator(ctx).get_state(p.session_id)
+        interaction = ctx.services.interaction
+        state["pendingRequests"] = (
+            await interaction.pending(p.session_id) if interaction is not None else []
+        )
+        return state
+
+    @registry.method(
+        "agent.respond",
+        RespondParams,
+        description="Answer a question or an approval the agent waits for (the first answer "
+        "wins); after a restart, answering continues the turn.",
+        needs=AGENT_NEEDS,
+    )
+    async def respond(ctx: RpcContext, p: RespondParams) -> dict[str, Any]:
+        responder = ctx.connection.id if ctx.connection is not None else None
+        await ctx.subscribe(p.session_id)  # the answerer sees the turn go on
+        return await _interaction(ctx).respond(p.session_id, p.request_id, p.answer, responder)
+
+
+async def send(
+    ctx: RpcContext,
+    session_id: str,
+    content: str | list[dict[str, Any]],
+    *,
+    queue: bool = False,
+    reasoning_level: str | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Start (or queue) a run; a request a stopped run left pending is cancelled first."""
+    orchestrator = _orchestrator(ctx)
+    interaction = ctx.services.interaction
+    resume = await interaction.cancel_pending(session_id) if interaction is not None else None
+    try:
+        return await orchestrator.send_message(
+            session_id, content, queue=queue, reasoning_level=reasoning_level, resume=resume,
+            **options,
+        )  # fmt: skip
+    except BaseException:
+        if resume is not None and interaction is not None:
+            interaction.release(resume.pending.request_id)
+        raise
+
+
+def _commands(content: str | list[dict[str, Any]]) -> Any:
+    """The slash command handler when ``content`` is a command (and commands exist)."""
+    if not isinstance(content, str) or not content.lstrip().startswith("/"):
+        return None
+    try:
+        from ..commands.router import run_command_message
+    except ModuleNotFoundError:  # pragma: no cover - the commands package is part of us
+        return None
+    return run_command_message

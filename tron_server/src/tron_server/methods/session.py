@@ -186,7 +186,10 @@ def register(registry: MethodRegistry) -> None:
     async def get(ctx: RpcContext, p: SessionIdParams) -> dict[str, Any]:
         store = ctx.services.store
         assert store is not None
-        return await session_details(store, await store.get_session(p.session_id))
+        details = await session_details(store, await store.get_session(p.session_id))
+        if ctx.services.interaction is not None:  # the permission mode (issue 19)
+            details["permissionMode"] = await ctx.services.interaction.mode(p.session_id)
+        return details
 
     @registry.method(
         "session.list", SessionListParams, description="Sessions, most recently active first."

@@ -126,6 +126,7 @@ class TronApp(App[None]):
         Binding("ctrl+t", "tree", "Session tree", priority=True, show=False),
         Binding("escape", "escape", "Abort", show=False),
         Binding("ctrl+q", "quit", "Quit", priority=True, show=False),
+        Binding("shift+tab", "cycle_mode", "Permission mode", priority=True, show=False),
     ]
 
     def __init__(
@@ -164,6 +165,7 @@ class TronApp(App[None]):
         self._request_screen: RequestScreen | None = None
         self._pending_requests: dict[str, Request] = {}
         self._restore_files: bool | None = None
+        self._mode_cycle: list[str] | None = None
         # User actions (messages, commands, picks) run one after another in a worker,
         # never inside a message handler: they wait on the network and on mounts.
         self._actions: asyncio.Queue[Callable[[], Awaitable[None]]] = asyncio.Queue()
@@ -284,9 +286,14 @@ class TronApp(App[None]):
             return
         data = n.data if isinstance(n.data, dict) else {}
         method = n.method
+        if method == "session.notification":  # the agent's Notify tool, any session
+            self._show_user_notification(data)
+            return
         if method.startswith("session."):
             session = data.get("session")
             if isinstance(session, dict) and session.get("id") == m.id:
+                if "permissionMode" not in session and "permissionMode" in m.session:
+                    session = {**session, "permissionMode": m.session["permissionMode"]}
                 m.set_session(session, "rewind" if method == "session.rewound" else "snapshot")
                 self._dirty()
             elif method == "session.deleted" and data.get("sessionId") == m.id:
@@ -295,6 +302,8 @@ class TronApp(App[None]):
         if n.session_id != m.id:
             child = n.session_id
             is_child = bool(child) and data.get("parentSessionId") == m.id
+            if is_child and self._maybe_request(method, data):
+                return  # a sub-agent asks: the prompt opens here, answered through us
             if is_child and m.apply_child_notification(method, str(child), data):
                 self._dirty()
             return
@@ -354,7 +363,7 @@ class TronApp(App[None]):
             # context.get reports the model from the session's events (model.switch
             # included); the session row's is the one it started with.
             parts.append((str(self.context.get("model") or m.session.get("model") or ""), 5))
-            mode = m.session.get("mode") or m.session.get("permissionMode")
+            mode = m.session.get("permissionMode") or m.session.get("mode")
             if mode:
                 parts.append((f"mode {mode}", 2))
             percent = self.context.get("percent")
@@ -369,6 +378,8 @@ class TronApp(App[None]):
             parts.append((sessions.money(cost if isinstance(cost, int | float) else None), 4))
         else:
             parts.append(("new session: type a message", 5))
+            if self.permission_mode:
+                parts.append((f"mode {self.permission_mode}", 2))
         if not self.link.online:
             state = "⚠ offline"
         elif m is not None and m.busy:
@@ -459,7 +470,11 @@ class TronApp(App[None]):
     async def _load_commands(self) -> None:
         server: list[cmds.Command] = []
         if self.caps.has("command.list"):
-            params = {"sessionId": self.model.id} if self.model is not None else {}
+            params = (
+                {"sessionId": self.model.id}
+                if self.model is not None
+                else {"workingDirectory": str(self.cwd)}
+            )
             with contextlib.suppress(RpcCallError):
                 server = cmds.parse_server_commands(await self.link.call("command.list", params))
         self.commands = cmds.merge(cmds.client_commands(self.caps), server)
@@ -511,7 +526,9 @@ class TronApp(App[None]):
         elif isinstance(data.get("toolName") or data.get("tool"), str):
             name = str(data.get("toolName") or data.get("tool"))
             request = Request(request_id, "approval", f"Allow {name}?", tool_name=name,
-                              tool_input=data.get("input", data.get("arguments")))  # fmt: skip
+                              tool_input=data.get("input", data.get("arguments")),
+                              reason=str(data.get("reason") or ""),
+                              suggestion=str(data.get("suggestion") or ""))  # fmt: skip
         else:
             return False
         self._pending_requests[request_id] = request
@@ -566,6 +583,10 @@ class TronApp(App[None]):
             if command.source == "client":
                 await self._client_command(name, args)
                 return
+            if command.builtin and self.model is None:
+                self.notify(f"/{name} needs a session: send a message first.",
+                            severity="warning")  # fmt: skip
+                return
         await self._send_message(text)
 
     async def _ensure_session(self, first: str) -> SessionModel:
@@ -594,6 +615,8 @@ class TronApp(App[None]):
             )
             if result.get("queued"):
                 self.notify("Queued: it is sent when the current turn ends.", timeout=4)
+            elif result.get("builtin"):
+                await self._command_result(result)
         except ConnectionLost:
             self.input.load_text(text)
             self.notify(
@@ -603,6 +626,70 @@ class TronApp(App[None]):
             )
         except RpcCallError as exc:
             self.notify(f"Not sent: {exc.message}", severity="error", timeout=8)
+
+    async def _command_result(self, result: dict[str, Any]) -> None:
+        """Show what a server built-in command did (``/fork`` moves to the new session)."""
+        output = str(result.get("output") or "")
+        session = result.get("session")
+        if result.get("command") == "fork" and isinstance(session, dict):
+            await self._switch(session)
+            self.notify(f"Forked: now in {session.get('id')}.")
+        elif "mode" in result and self.model is not None:
+            self.model.session["permissionMode"] = result["mode"]
+            self._render_status()
+            self.notify(output, timeout=4)
+        elif "\n" in output:
+            self.push_screen(InfoScreen(output))
+        elif output:
+            self.notify(output, timeout=6)
+        self._status_soon()
+
+    def _show_user_notification(self, data: dict[str, Any]) -> None:
+        title = str(data.get("title") or "Notification")
+        body = str(data.get("body") or "")
+        high = data.get("urgency") == "high"
+        self.call_later(
+            self.notify,
+            f"{title}\n{body}".strip(),
+            title="tron",
+            severity="warning" if high else "information",
+            timeout=15 if high else 8,
+        )
+        if high:
+            self.call_later(self.bell)
+
+    # -- permission modes (Shift+Tab cycles, as in Claude Code) ------------------------
+
+    def action_cycle_mode(self) -> None:
+        if self.caps.mode_method is None:
+            self.notify("This server has no permission modes.", timeout=3)
+            return
+        self._enqueue(self._cycle_mode)
+
+    async def _cycle_mode(self) -> None:
+        if self._mode_cycle is None:
+            cycle = ["default", "acceptEdits", "plan"]
+            if self.caps.mode_list_method is not None:
+                with contextlib.suppress(RpcCallError):
+                    listed = await self.link.call(self.caps.mode_list_method)
+                    found = [str(m["id"]) for m in listed.get("modes") or []
+                             if isinstance(m, dict) and m.get("cycle")]  # fmt: skip
+                    cycle = found or cycle
+            self._mode_cycle = cycle
+        m = self.model
+        current = (m.session.get("permissionMode") if m is not None else None) or (
+            self.permission_mode or "default"
+        )
+        cycle = self._mode_cycle
+        mode = cycle[(cycle.index(current) + 1) % len(cycle)] if current in cycle else cycle[0]
+        if m is not None:
+            assert self.caps.mode_method is not None
+            result = await self.link.call(self.caps.mode_method, {"sessionId": m.id, "mode": mode})
+            m.session["permissionMode"] = result.get("mode", mode)
+        else:
+            self.permission_mode = mode  # applied when the session is created
+        self._render_status()
+        self.notify(f"Mode: {mode}", timeout=2)
 
     async def _client_command(self, name: str, args: str) -> None:
         try:
@@ -696,6 +783,7 @@ class TronApp(App[None]):
         text.append(
             "  Enter send · Ctrl+J, or \\ then Enter: new line · ↑/↓ history\n"
             "  Esc abort the running turn · Ctrl+C twice quit · Ctrl+T session tree\n"
+            "  Shift+Tab next permission mode (default → acceptEdits → plan)\n"
             "  Tab completes a /command · click or Enter on a tool card: all its output\n\n"
         )
         text.append("Commands\n", style="bold")

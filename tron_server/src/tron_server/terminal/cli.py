@@ -218,6 +218,25 @@ def check_mode_supported(caps: Capabilities, mode: str | None) -> None:
         )
 
 
+async def check_mode_available(client: TronClient, caps: Capabilities, mode: str | None) -> None:
+    """Refuse, before any session is made, a mode the server lists as unavailable (or
+    does not list at all)."""
+    if mode is None or caps.mode_list_method is None:
+        return
+    listed = await client.call(caps.mode_list_method)
+    modes = {m.get("id"): m for m in listed.get("modes") or [] if isinstance(m, dict)}
+    if mode not in modes:
+        known = ", ".join(str(m) for m in modes)
+        raise TerminalError(f"unknown permission mode {mode!r}; this server has {known}.",
+                            EXIT_USAGE)  # fmt: skip
+    if not modes[mode].get("available", True):
+        raise TerminalError(
+            f"this tron-server does not allow the {mode} mode: start it with "
+            "--allow-bypass-permissions (TRON_ALLOW_BYPASS_PERMISSIONS=1) to use it.",
+            EXIT_USAGE,
+        )
+
+
 async def print_mode(opts: Options) -> int:
     from .printmode import run_print
 
@@ -227,6 +246,7 @@ async def print_mode(opts: Options) -> int:
         client = conn.client
         caps = await load(client)
         check_mode_supported(caps, opts.permission_mode)
+        await check_mode_available(client, caps, opts.permission_mode)
         extra: dict[str, Any] = {}
         if opts.args.max_turns is not None:
             if not await accepts_param(client, "agent.message", "maxTurns", opts.args.max_turns):
@@ -261,6 +281,7 @@ async def interactive(opts: Options) -> int:
     try:
         caps = await load(conn.client)
         check_mode_supported(caps, opts.permission_mode)
+        await check_mode_available(conn.client, caps, opts.permission_mode)
         session = await open_session(conn.client, opts, create=False)
         pick: list[dict[str, Any]] | None = None
         if opts.args.resume == "":

@@ -32,6 +32,8 @@ class Command:
     description: str
     source: Source
     argument_hint: str = ""
+    builtin: bool = False
+    """A server built-in (acts on a session), rather than a command file (a prompt)."""
 
 
 #: name, needed method (None: always), argument hint, description.
@@ -72,7 +74,8 @@ def parse_server_commands(result: Any) -> list[Command]:
             continue
         name = str(entry["name"]).lstrip("/")
         hint = entry.get("argumentHint") or entry.get("argument_hint") or ""
-        out.append(Command(name, str(entry.get("description") or ""), "server", str(hint)))
+        builtin = entry.get("source") == "builtin"
+        out.append(Command(name, str(entry.get("description") or ""), "server", str(hint), builtin))
     return out
 
 

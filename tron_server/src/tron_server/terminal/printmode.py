@@ -14,6 +14,11 @@ Output formats:
   ``{type: "notification", method, sessionId, timestamp, data}``, one per line,
   then the ``json`` object as the last line.
 
+Nobody is there to answer, so a question (AskUser) or an approval the server asks for —
+the session's own or a sub-agent's — is answered at once: an approval is denied, a
+question told that no one can answer (the model sees both and carries on). Allow what a
+script needs with permission rules or ``--permission-mode``.
+
 The exit status is 0 when the turn ends normally and 1 when it fails (an
 ``agent.error``, or a stop reason of ``error``, ``aborted``, ``blocked`` or
 ``max_turns``); the reason is printed on stderr.
@@ -30,12 +35,20 @@ from typing import Any, Literal, TextIO
 
 import orjson
 
-from ..client import ConnectionLost, Notification, TronClient
+from ..client import ConnectionLost, Notification, RpcCallError, TronClient
 from .errors import EXIT_NO_SERVER, EXIT_OK, EXIT_TURN_FAILED, TerminalError
 
 OutputFormat = Literal["text", "json", "stream-json"]
 #: Stop reasons that mean the run did not finish its work.
 FAILED_STOPS = frozenset({"error", "aborted", "blocked", "max_turns", "invalid_history"})
+NO_ONE_TO_ASK = (
+    "tron -p runs without a person to ask; allow this with a permissions rule "
+    "(settings.json) or --permission-mode"
+)
+NO_ONE_TO_ANSWER = (
+    "No one can answer: tron -p runs non-interactively. Decide for yourself, and say what "
+    "you assumed."
+)
 
 
 @dataclass
@@ -118,6 +131,21 @@ class RunOutcome:
         }
 
 
+async def _decline(client: TronClient, sid: str, method: str, data: dict[str, Any]) -> None:
+    """Answer a question or an approval at once (see the module docstring)."""
+    request_id = data.get("requestId")
+    if method not in ("agent.question", "agent.approval") or not isinstance(request_id, str):
+        return
+    if method == "agent.approval":
+        answer: Any = {"decision": "deny", "reason": NO_ONE_TO_ASK}
+    else:
+        answer = [] if data.get("multiSelect") else NO_ONE_TO_ANSWER
+    with contextlib.suppress(RpcCallError):  # answered meanwhile, or timed out
+        await client.call(
+            "agent.respond", {"sessionId": sid, "requestId": request_id, "answer": answer}
+        )
+
+
 def _line(obj: Any) -> str:
     return orjson.dumps(obj).decode()
 
@@ -139,11 +167,16 @@ async def run_print(
     outcome = RunOutcome(sid)
     started = time.monotonic()
     params: dict[str, Any] = {"sessionId": sid, "content": prompt, **(extra or {})}
-    async with client.notifications(session_id=sid) as stream:
+    async with client.notifications() as stream:
         try:
             await client.call("agent.message", params)
             while True:
                 n = await stream.next()
+                data = n.data if isinstance(n.data, dict) else {}
+                if n.session_id == sid or data.get("parentSessionId") == sid:
+                    await _decline(client, sid, n.method, data)
+                if n.session_id != sid:
+                    continue
                 if output_format == "stream-json":
                     out.write(
                         _line(

@@ -223,6 +223,10 @@ class Request:
     multi_select: bool = False
     tool_name: str = ""
     tool_input: Any = None
+    reason: str = ""
+    """Why the approval is asked (the rule or mode)."""
+    suggestion: str = ""
+    """The rule "allow always" adds (``Bash(git push:*)``)."""
 
 
 APPROVAL_CHOICES = (
@@ -258,7 +262,12 @@ class RequestScreen(ModalScreen[Any]):
             if r.kind == "approval":
                 yield Static(Text(f"Allow {r.tool_name}?", style="bold"))
                 yield Static(Text(_compact(r.tool_input), style="cyan"))
-                yield OptionList(*(Option(label, id=v) for v, label in APPROVAL_CHOICES))
+                if r.reason:
+                    yield Static(Text(r.reason, style="dim"))
+                labels = dict(APPROVAL_CHOICES)
+                if r.suggestion:
+                    labels["allow_always"] = f"Allow always (this session): {r.suggestion}"
+                yield OptionList(*(Option(label, id=v) for v, label in labels.items()))
                 yield Input(placeholder="reason for denying (optional), Enter", id="reason")
             else:
                 yield Static(Text(r.text, style="bold"))

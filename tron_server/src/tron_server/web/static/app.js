@@ -5,6 +5,7 @@ import { RpcClient, RpcError } from "./rpc.js";
 import { SessionData, contentText } from "./model.js";
 import { Transcript } from "./transcript.js";
 import { TreeView } from "./tree.js";
+import { Interaction } from "./interaction.js";
 import { h, icon, setChildren, fmtTokens, fmtCost, fmtTime, basename, shortId, markedSnippet } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -31,6 +32,13 @@ const transcript = new Transcript($("transcript"), {
   onFork: (id) => forkFrom(id),
   onRewind: (id) => rewindTo(id),
   onOpenSession: (id) => openSession(id),
+});
+// Questions, approvals, the permission mode and slash commands (interaction.js).
+const interaction = new Interaction({
+  rpc,
+  toast: (message, kind) => toast(message, kind),
+  sessionId: () => state.subscribedId,
+  openSession: (id) => openSession(id),
 });
 const tree = new TreeView($("tree"), {
   onSelect: (id) => selectInTree(id),
@@ -309,7 +317,9 @@ async function attach(id) {
     sd.setSession(session, "snapshot");
     state.sessions.set(id, session);
     try {
-      sd.applySnapshot(await rpc.call("agent.getState", { sessionId: id }));
+      const snapshot = await rpc.call("agent.getState", { sessionId: id });
+      sd.applySnapshot(snapshot);
+      interaction.attached(id, session, snapshot);
     } catch (err) {
       if (isNetwork(err)) throw err;
       sd.live.ignoreUntilSnapshot = false;
@@ -336,6 +346,7 @@ rpc.addEventListener("notification", (e) => {
   const { method, params } = e.detail;
   const sessionId = params.sessionId;
   const data = params.data || {};
+  if (interaction.onNotification(method, sessionId, data)) return;
   if (method.startsWith("session.")) return onSessionNotification(method, sessionId, data);
   if (sessionId !== state.subscribedId && data.parentSessionId && data.parentSessionId === state.subscribedId) {
     // A sub-agent of the open session: its progress shows on the Task card.
@@ -494,6 +505,8 @@ async function sendMessage() {
   try {
     if (state.subscribedId !== sd.id) await attach(sd.id);
     const res = await rpc.call("agent.message", { sessionId: sd.id, content: text, queue: sd.busy });
+    interaction.messageResult(res);
+    if (res.builtin) return scheduleRender();
     if (!res.queued) sd.busy = true;
     else toast("Queued: it runs after the current turn.");
     scheduleRender();

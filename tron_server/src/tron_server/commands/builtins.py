@@ -1,0 +1,264 @@
+"""The built-in slash commands.
+
+Each works through the same code as the RPC method behind it (``/fork`` is
+``session.fork``, ``/rewind`` ``session.rewind``, ``/model`` ``model.switch``, ``/compact``
+``context.compact``, ``/mode`` ``session.setMode`` …), so a command and a client calling
+the method get the same result and record the same events. A command's text output is the
+``output`` of ``agent.message``'s result and of the ``agent.command_output`` notification.
+
+============================  ===================================================================
+``/help``                     the commands, with their descriptions
+``/clear``                    a fresh conversation: records ``context.cleared`` (the events stay)
+``/compact [instructions]``   summarize the history now (the instructions guide the summary)
+``/model [name]``             switch the model; without a name, the current one and the list
+``/fork``                     a new session continuing from the head (``session``: the new one)
+``/rewind [N | eventId]``     back to before the N-th last message (default 1), or to an event
+``/cost``                     tokens and cost of the session (and its sub-agents)
+``/context``                  how full the context window is
+``/agents``                   the sub-agents the Task tool can start
+``/permissions``              the mode and every permission rule, with where it comes from
+``/mode [name]``              switch the permission mode; without a name, the current and all
+============================  ===================================================================
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from tron_events import Session
+
+from ..errors import InvalidOperationError, InvalidParams, ManagerUnavailableError
+from ..methods.session import ensure_idle
+
+if TYPE_CHECKING:
+    from ..rpc import RpcContext
+
+__all__ = ["BUILTINS", "Builtin", "CommandContext"]
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    """The call a command runs in, and the session it is for."""
+
+    rpc: RpcContext
+    session: Session
+
+    @property
+    def session_id(self) -> str:
+        return self.session.id
+
+    async def call(self, method: str, params: dict[str, Any]) -> Any:
+        """Run a registered RPC method as if the client had called it."""
+        registry = self.rpc.services.registry
+        spec = registry.get(method) if registry is not None else None
+        if spec is None:
+            raise ManagerUnavailableError(f"this server has no {method} method")
+        spec.check_needs(self.rpc)
+        return await spec.handler(self.rpc, spec.parse_params(params))
+
+
+Run = Callable[[CommandContext, str], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Builtin:
+    name: str
+    description: str
+    run: Run
+    argument_hint: str = ""
+
+
+def _money(value: Any) -> str:
+    return f"${value:.4f}" if isinstance(value, int | float) else "unknown"
+
+
+async def _help(cx: CommandContext, args: str) -> dict[str, Any]:
+    from .router import command_list
+
+    lines = ["Commands:"]
+    for entry in command_list(cx.rpc, Path(cx.session.working_directory)):
+        hint = f" {entry['argumentHint']}" if entry["argumentHint"] else ""
+        lines.append(f"  /{entry['name']}{hint} — {entry['description']}")
+    return {"output": "\n".join(lines)}
+
+
+async def _clear(cx: CommandContext, args: str) -> dict[str, Any]:
+    ensure_idle(cx.rpc, cx.session_id, "clear")
+    orchestrator = cx.rpc.services.orchestrator
+    assert orchestrator is not None
+    await orchestrator.record_event(cx.session_id, "context.cleared", {"reason": "/clear"})
+    return {
+        "output": "Context cleared: the next message starts a fresh conversation "
+        "(the earlier events stay in the session's tree)."
+    }
+
+
+async def _compact(cx: CommandContext, args: str) -> dict[str, Any]:
+    from ..agent.compaction import compact_session
+
+    ensure_idle(cx.rpc, cx.session_id, "compact")
+    orchestrator = cx.rpc.services.orchestrator
+    assert orchestrator is not None
+    result = await compact_session(
+        orchestrator, cx.session_id, record=True, instructions=args or None
+    )
+    data = result.to_json()
+    return {
+        "output": f"Compacted: {data.get('tokensBefore')} → {data.get('tokensAfter')} tokens.",
+        "compaction": data,
+    }
+
+
+async def _model(cx: CommandContext, args: str) -> dict[str, Any]:
+    if args:
+        switched = await cx.call("model.switch", {"sessionId": cx.session_id, "model": args})
+        return {
+            "output": f"Model: {switched['previousModel']} → {switched['newModel']} "
+            f"({switched['provider']}).",
+            "model": switched,
+        }
+    store = cx.rpc.services.store
+    assert store is not None
+    state = await store.get_state_at_head(cx.session_id)
+    listed = await cx.call("model.list", {})
+    lines = [f"Current model: {state.model} ({state.provider}). Known models:"]
+    lines += [f"  {m['id']} ({m['provider']})" for m in listed.get("models") or []]
+    return {"output": "\n".join(lines)}
+
+
+async def _fork(cx: CommandContext, args: str) -> dict[str, Any]:
+    result = await cx.call("session.fork", {"eventId": cx.session.head_event_id})
+    session = result["session"]
+    return {
+        "output": f"Forked: the new session {session['id']} continues from here.",
+        "session": session,
+        "forkEventId": result["forkEventId"],
+    }
+
+
+async def _rewind(cx: CommandContext, args: str) -> dict[str, Any]:
+    store = cx.rpc.services.store
+    assert store is not None
+    target = args.strip()
+    if target.startswith("evt_"):
+        event_id = target
+    else:
+        if target and not re.fullmatch(r"\d+", target):
+            raise InvalidParams("/rewind takes a number of messages (default 1) or an event id")
+        back = int(target or "1")
+        if back < 1:
+            raise InvalidParams("/rewind takes a number of messages of at least 1")
+        path = await store.get_ancestors(cx.session.head_event_id)
+        prompts = [e for e in path if e.type == "message.user"]
+        if len(prompts) < back:
+            raise InvalidOperationError(
+                f"the session has {len(prompts)} message(s) to rewind past, not {back}"
+            )
+        message = prompts[-back]
+        if message.parent_id is None:
+            raise InvalidOperationError("nothing to rewind to before that message")
+        event_id = message.parent_id
+    session = await cx.call("session.rewind", {"sessionId": cx.session_id, "eventId": event_id})
+    return {
+        "output": f"Rewound to {event_id}: later events stay in the tree (fork from them).",
+        "session": session,
+    }
+
+
+async def _cost(cx: CommandContext, args: str) -> dict[str, Any]:
+    s = await cx.call("session.get", {"sessionId": cx.session_id})
+    total = s.get("totalWithChildren") or {}
+    lines = [
+        f"Cost {_money(s.get('cost'))} · input {s.get('inputTokens')} · output "
+        f"{s.get('outputTokens')} · cache read {s.get('cacheReadTokens')} · cache write "
+        f"{s.get('cacheCreationTokens')} tokens · {s.get('turnCount')} turns",
+    ]
+    if total.get("sessions", 1) > 1:
+        lines.append(
+            f"With its {total['sessions'] - 1} sub-agent session(s): {_money(total.get('cost'))}, "
+            f"input {total.get('inputTokens')} · output {total.get('outputTokens')} tokens"
+        )
+    keys = ("cost", "inputTokens", "outputTokens", "cacheReadTokens", "cacheCreationTokens")
+    return {"output": "\n".join(lines), "usage": {k: s.get(k) for k in keys}}
+
+
+async def _context(cx: CommandContext, args: str) -> dict[str, Any]:
+    c = await cx.call("context.get", {"sessionId": cx.session_id})
+    return {
+        "output": f"Model {c['model']}: {c['usedTokens']} of {c['contextWindow']} tokens "
+        f"in use ({c['percent']:.1f}%).",
+        "context": c,
+    }
+
+
+async def _agents(cx: CommandContext, args: str) -> dict[str, Any]:
+    from ..agent.subagents import discover_agents
+
+    home = cx.rpc.services.home
+    found = await anyio.to_thread.run_sync(
+        discover_agents, home, Path(cx.session.working_directory)
+    )
+    lines = ["Sub-agents the Task tool can start:"]
+    for agent in found.values():
+        where = f" [{agent.source}]" if agent.source else " [built-in]"
+        lines.append(f"  {agent.name} — {agent.description}{where}")
+    return {"output": "\n".join(lines), "agents": sorted(found)}
+
+
+async def _permissions(cx: CommandContext, args: str) -> dict[str, Any]:
+    data = await cx.call("permissions.get", {"sessionId": cx.session_id})
+    lines = [f"Mode: {data['mode']}"]
+    if data.get("error"):
+        lines.append(f"Settings error: {data['error']}")
+    for behavior in ("deny", "ask", "allow"):
+        rules = [r for r in data["rules"] if r["behavior"] == behavior]
+        if rules:
+            lines.append(f"{behavior.capitalize()}:")
+            lines += [f"  {r['rule']}  ({r['source']})" for r in rules]
+    if not data["rules"]:
+        lines.append("No rules (settings files: permissions.allow / ask / deny).")
+    return {"output": "\n".join(lines), "permissions": data}
+
+
+async def _mode(cx: CommandContext, args: str) -> dict[str, Any]:
+    if args:
+        changed = await cx.call("session.setMode", {"sessionId": cx.session_id, "mode": args})
+        return {"output": f"Mode: {changed['previousMode']} → {changed['mode']}.", **changed}
+    interaction = cx.rpc.services.interaction
+    if interaction is None:
+        raise ManagerUnavailableError("permission modes are not available in this server")
+    current = await interaction.mode(cx.session_id)
+    lines = [f"Mode: {current}. Modes:"]
+    for m in interaction.modes():
+        if m["available"]:
+            lines.append(f"  {m['id']} — {m['description']}")
+    return {"output": "\n".join(lines), "mode": current}
+
+
+BUILTINS: dict[str, Builtin] = {
+    b.name: b
+    for b in (
+        Builtin("help", "List the commands", _help),
+        Builtin("clear", "Start a fresh conversation (the history stays in the tree)", _clear),
+        Builtin("compact", "Summarize the history now", _compact, "[instructions]"),
+        Builtin("model", "Switch the model, or list them", _model, "[name]"),
+        Builtin("fork", "Continue in a new session forked at the head", _fork),
+        Builtin(
+            "rewind",
+            "Go back to before the last message (or N, or an event)",
+            _rewind,
+            "[N | eventId]",
+        ),
+        Builtin("cost", "Tokens and cost of this session", _cost),
+        Builtin("context", "How much of the context window is in use", _context),
+        Builtin("agents", "The sub-agents the Task tool can start", _agents),
+        Builtin("permissions", "The permission mode and rules", _permissions),
+        Builtin("mode", "Switch the permission mode, or list them", _mode, "[mode]"),
+    )
+}

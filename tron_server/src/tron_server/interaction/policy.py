@@ -1,0 +1,106 @@
+"""The permission decision for one tool call: allow, ask or deny, and why.
+
+In this order (the first that applies decides):
+
+1. a ``deny`` rule matches → deny (every mode, bypassPermissions included);
+2. ``plan`` mode and the tool is not read-only → deny;
+3. an ``ask`` rule matches, or a PreToolUse hook answered "ask" → ask;
+4. an ``allow`` rule matches (settings, this session's "allow always" answers, the running
+   command file's ``allowed-tools``), or a hook answered "allow" → allow;
+5. the mode: bypassPermissions allows; a read-only tool is allowed; acceptEdits allows file
+   edits inside the working directory (or an additional directory); otherwise ask.
+
+Finally ``dontAsk`` turns every "ask" into a deny. The guardrails are a PreToolUse hook
+and have refused what they refuse before this is consulted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .modes import EDIT_TOOLS, NO_APPROVAL_TOOLS, PermissionMode
+from .rules import Behavior, CallFacts, Rule, RuleSet
+
+__all__ = ["Verdict", "decide"]
+
+HookPermission = Literal["ask", "allow"] | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What to do with a call; ``reason`` is said to the user (ask) or the model (deny)."""
+
+    behavior: Behavior
+    reason: str
+    rule: Rule | None = None
+
+
+def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def _source(rule: Rule) -> str:
+    return f" ({rule.source})" if rule.source else ""
+
+
+def decide(
+    call: CallFacts,
+    *,
+    mode: PermissionMode,
+    rules: RuleSet,
+    hook: HookPermission = None,
+    hook_reason: str | None = None,
+    edit_roots: tuple[Path, ...] = (),
+) -> Verdict:
+    """The verdict for ``call`` (see the module docstring). ``edit_roots``: the folders
+    acceptEdits lets the agent write without asking (besides the working directory)."""
+    verdict = _decide(call, mode, rules, hook, hook_reason, edit_roots)
+    if verdict.behavior == "ask" and mode == "dontAsk":
+        return Verdict(
+            "deny",
+            f"{verdict.reason}; the session is in dontAsk mode, which refuses instead of "
+            "asking (allow it with a permissions rule, or switch the mode)",
+            verdict.rule,
+        )
+    return verdict
+
+
+def _decide(
+    call: CallFacts,
+    mode: PermissionMode,
+    rules: RuleSet,
+    hook: HookPermission,
+    hook_reason: str | None,
+    edit_roots: tuple[Path, ...],
+) -> Verdict:
+    tool = call.tool
+    denied = rules.first("deny", call)
+    if denied is not None:
+        return Verdict("deny", f"denied by the rule {denied.text}{_source(denied)}", denied)
+    if mode == "plan" and tool not in NO_APPROVAL_TOOLS:
+        return Verdict(
+            "deny",
+            f"the session is in plan mode: {tool} cannot run. Read the code (Read, Grep, "
+            "Glob) and present your plan; the user switches the mode to carry it out",
+        )
+    asked = rules.first("ask", call)
+    if asked is not None:
+        return Verdict("ask", f"the rule {asked.text}{_source(asked)} asks", asked)
+    if hook == "ask":
+        return Verdict("ask", hook_reason or "a PreToolUse hook asks")
+    allowed = rules.allowing(call)
+    if allowed is not None:
+        return Verdict("allow", f"allowed by the rule {allowed.text}{_source(allowed)}", allowed)
+    if hook == "allow":
+        return Verdict("allow", hook_reason or "allowed by a PreToolUse hook")
+    if mode == "bypassPermissions":
+        return Verdict("allow", "bypassPermissions mode")
+    if tool in NO_APPROVAL_TOOLS:
+        return Verdict("allow", f"{tool} needs no approval")
+    if mode == "acceptEdits" and tool in EDIT_TOOLS and call.paths:
+        roots = (call.working_directory, *edit_roots)
+        if all(_inside(path, roots) for path, _ in call.paths):
+            return Verdict("allow", "acceptEdits mode: a file edit inside the working directory")
+    return Verdict("ask", f"{tool} needs your approval")
