@@ -136,5 +136,5 @@ async def test_model_list_shape_or_unavailable(client: TronClient) -> None:
     for m in result["models"]:
         assert set(m) == {
             "id", "provider", "name", "contextWindow", "maxOutput",
-            "supportsThinking", "supportsImages", "supportsTools",
+            "supportsThinking", "supportsImages", "supportsTools", "available",
         }  # fmt: skip

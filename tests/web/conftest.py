@@ -1,8 +1,12 @@
 """Fixtures for the browser tests: a real tron-server, the scripted LLM, Chromium.
 
-Everything is module-scoped (one server, one browser, one logged-in page) so the
-whole web suite stays well under a minute and a half; the tests of a module run
-in order and build on each other's sessions.
+One Chromium process serves the whole run (starting it is the expensive part);
+everything else is per test: a fresh scripted LLM, a fresh tron-server over a
+fresh home directory and database, and a fresh browser context (its own
+cookies, storage and page). So every test passes alone and in any order: a
+test that needs history builds it itself (``seed``: through the RPC API, as
+any client would, which is fast), and nothing a test leaves behind is seen by
+another.
 """
 
 from __future__ import annotations
@@ -16,12 +20,15 @@ from typing import Any
 
 import pytest
 
-from tests.server.scripted_llm import ScriptedLLM, scripted_llm_thread
+from tests.server.scripted_llm import Response, ScriptedLLM, scripted_llm_thread
+from tests.web._rpc import SyncRpc
 from tests.web._server import WebServer
 
 CHROMIUM = os.environ.get("TRON_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).parent / "artifacts"
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
+#: Generous: the machine may be loaded; a condition that holds is seen at once anyway.
+EXPECT_TIMEOUT_MS = 15_000
 
 
 def chromium_missing() -> str | None:
@@ -53,33 +60,38 @@ class WebEnv:
     server: WebServer
     llm: ScriptedLLM
     workdir: Path
-    notes: dict[str, Any] = field(default_factory=dict)  # shared between the ordered tests
+    user_home: Path
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def rpc(self) -> SyncRpc:
+        """A JSON-RPC client with the current token (use it as a context manager)."""
+        return SyncRpc(self.server.base_url, self.server.token)
+
+    def new_session(self, title: str | None = None, **params: Any) -> str:
+        """Create a session in ``workdir`` through the API; its id."""
+        params.setdefault("workingDirectory", str(self.workdir))
+        if title is not None:
+            params["title"] = title
+        with self.rpc() as client:
+            sid: str = client.call("session.create", **params)["id"]
+        return sid
+
+    def seed(self, session_id: str, prompt: str, *responses: Response) -> None:
+        """Run one user message to completion with ``responses`` (the history a test needs)."""
+        self.llm.add(*responses)
+        with self.rpc() as client:
+            client.call("events.subscribe", sessionId=session_id)
+            client.call("agent.message", sessionId=session_id, content=prompt)
+            client.wait_for("agent.complete", timeout=30)
 
 
-@pytest.fixture(scope="module")
-def web_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebEnv]:
-    _skip_unless_chromium()
-    root = tmp_path_factory.mktemp("web")
-    workdir = root / "project"
-    workdir.mkdir()
-    (workdir / "README.md").write_text("# demo project\n")
-    with pytest.MonkeyPatch.context() as mp:
-        # The Anthropic adapter wants a key; the scripted LLM ignores it.
-        mp.setenv("ANTHROPIC_API_KEY", "test-key")
-        with scripted_llm_thread() as llm:
-            server = WebServer(root / "tron-home", llm.base_url)
-            server.start()
-            try:
-                yield WebEnv(server=server, llm=llm, workdir=workdir)
-            finally:
-                server.stop()
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
+    """One Chromium for the whole run; tests get their own contexts (no shared page state)."""
     _skip_unless_chromium()
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     pw = sync_playwright().start()
     try:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -91,21 +103,68 @@ def browser() -> Iterator[Any]:
         pw.stop()
 
 
-@pytest.fixture(scope="module")
-def page(browser: Any, web_env: WebEnv) -> Iterator[Any]:
-    """A page logged in through the one-time login URL, connected."""
+@pytest.fixture
+def web_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[WebEnv]:
+    """A fresh scripted LLM and tron-server (own home, own SQLite database) for one test."""
+    _skip_unless_chromium()
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    (workdir / "README.md").write_text("# demo project\n")
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    # The Anthropic adapter wants a key; the scripted LLM ignores it. The other
+    # providers have none: the model picker must say so.
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    for var in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(user_home))
+    with scripted_llm_thread() as llm:
+        server = WebServer(tmp_path / "tron-home", llm.base_url)
+        server.start()
+        try:
+            yield WebEnv(server=server, llm=llm, workdir=workdir, user_home=user_home)
+        finally:
+            server.stop()
+
+
+def new_page(browser: Any, env: WebEnv, *, width: int = 1440, height: int = 900) -> Any:
+    """A new browser context and page, logged in through the login URL and connected."""
     from playwright.sync_api import expect
 
-    expect.set_options(timeout=10_000)
-    context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme="light")
+    # Reduced motion: drawers open without a transition, so a measurement never sees one half-way.
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, color_scheme="light", reduced_motion="reduce"
+    )
     p = context.new_page()
-    errors: list[str] = []
-    p.on("pageerror", lambda exc: errors.append(str(exc)))
-    p.goto(web_env.server.login_url)
+    p.page_errors = []  # type: ignore[attr-defined]
+    p.on("pageerror", lambda exc: p.page_errors.append(str(exc)))  # type: ignore[attr-defined]
+    p.goto(env.server.login_url)
     expect(p.get_by_test_id("conn-status")).to_have_attribute("data-state", "connected")
-    yield p
-    context.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
+    return p
+
+
+@pytest.fixture
+def page(browser: Any, web_env: WebEnv) -> Iterator[Any]:
+    """A page of its own (fresh context) logged in through the login URL, connected."""
+    p = new_page(browser, web_env)
+    try:
+        yield p
+        assert not p.page_errors, f"uncaught errors in the page: {p.page_errors}"
+    finally:
+        p.context.close()
+
+
+def open_session(page: Any, session_id: str) -> None:
+    """Show ``session_id`` in ``page`` (as following a #s= link does) and wait for it."""
+    from playwright.sync_api import expect
+
+    page.evaluate(f"location.hash = '#s={session_id}'")
+    page.wait_for_function(
+        "(id) => { const s = window.tron.state; const sd = s.data.get(id);"
+        " return s.currentId === id && sd && sd.loaded && s.subscribedId === id; }",
+        arg=session_id,
+    )
+    expect(page.get_by_test_id("conn-status")).to_have_attribute("data-synced", "true")
 
 
 def shot(page: Any, name: str) -> Path:

@@ -1,15 +1,14 @@
 """The web chat in a real browser (Chromium via Playwright) against a real tron-server
 and the scripted LLM (the real Anthropic adapter end to end).
 
-The tests run in order and share one server and one logged-in page: log in,
-chat with streaming text and a tool call, fork, rewind, search and jump, abort
-with Esc, a dropped socket mid-stream, and a server restart (new token: the page
-asks to log in again, then catches up with nothing lost or repeated).
+Log in, chat with streaming text and a tool call, fork, rewind, search and jump,
+abort with Esc, a dropped socket mid-stream, and a server restart (new token: the
+page asks to log in again, then catches up with nothing lost or repeated). Each
+test has its own server, database and page, and seeds the history it needs.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -17,7 +16,7 @@ from playwright.sync_api import Page, expect
 
 from tests.server.scripted_llm import Response, Text, Thinking, ToolUse
 from tests.web._rpc import SyncRpc, path_events
-from tests.web.conftest import DOCS_SCREENSHOT, WebEnv, shot
+from tests.web.conftest import WebEnv, open_session, shot
 
 #: Stored event types the transcript draws as their own element (with data-event-id).
 DRAWN = {
@@ -40,6 +39,20 @@ DRAWN = {
 
 def rpc(env: WebEnv) -> SyncRpc:
     return SyncRpc(env.server.base_url, env.server.token)
+
+
+def seed_echo_demo(env: WebEnv) -> str:
+    """A session whose first reply runs a Bash command and whose second ends the exchange."""
+    sid = env.new_session("Echo demo")
+    env.seed(
+        sid,
+        "Say hi from the shell",
+        Response([Thinking("The user wants a greeting from the shell, so I will run echo."),
+                  Text("Let me run **echo** for you in the shell."),
+                  ToolUse("Bash", {"command": "echo hi; echo bye"})]),
+        Response([Text("The command printed `hi` and then `bye`. All done here.")]),
+    )  # fmt: skip
+    return sid
 
 
 def current_session(page: Page) -> str:
@@ -163,13 +176,16 @@ def test_login_create_and_stream_a_tool_call(page: Page, web_env: WebEnv) -> Non
     # Token use and cost per turn, and per session.
     usage = page.get_by_test_id("turn-usage")
     expect(usage).to_have_count(2)
-    expect(usage.first).to_contain_text("Turn 1")
+    # "turns" are named for what they count: one prompt took two model calls.
+    expect(usage.first).to_contain_text("Model call 1")
     expect(usage.first).to_contain_text("in 10")
-    expect(page.get_by_test_id("session-usage")).to_have_attribute("data-turns", "2")
-    expect(page.get_by_test_id("session-usage")).to_contain_text("out 10")
+    header = page.get_by_test_id("session-usage")
+    expect(header).to_have_attribute("data-prompts", "1")
+    expect(header).to_have_attribute("data-calls", "2")
+    expect(header).to_contain_text("1 prompt · 2 model calls")
+    expect(header).to_contain_text("out 10")
 
     assert_transcript_matches_store(page, env)
-    env.notes["session"] = current_session(page)
     shot(page, "02-chat")
 
 
@@ -178,7 +194,8 @@ def test_login_create_and_stream_a_tool_call(page: Page, web_env: WebEnv) -> Non
 
 def test_fork_from_the_first_reply_and_rewind(page: Page, web_env: WebEnv) -> None:
     env = web_env
-    original = env.notes["session"]
+    original = seed_echo_demo(env)
+    open_session(page, original)
     first_reply = assistant(page, "Let me run").first
     first_reply_id = first_reply.get_attribute("data-event-id")
     first_reply.hover()
@@ -188,7 +205,6 @@ def test_fork_from_the_first_reply_and_rewind(page: Page, web_env: WebEnv) -> No
         f"window.tron.state.currentId && window.tron.state.currentId !== '{original}'"
     )
     fork = current_session(page)
-    env.notes["fork"] = fork
     expect(page.get_by_test_id("sys-session-fork")).to_have_count(1)
     # The fork inherits the history up to the first reply, and not the final answer.
     expect(assistant(page, "Let me run")).to_have_count(1)
@@ -232,15 +248,12 @@ def test_fork_from_the_first_reply_and_rewind(page: Page, web_env: WebEnv) -> No
     branch_point = tree_panel.locator(f"[data-testid=tree-node][data-event-id='{final_id}']")
     expect(branch_point).to_have_attribute("data-branches", "2")
     assert_transcript_matches_store(page, env)
-    # The thinking block open, the tool card visible: the picture for the README.
     page.get_by_test_id("thinking").locator("summary").click()
     page.get_by_test_id("transcript").evaluate("el => el.scrollTop = 0")
     page.evaluate("document.getElementById('toasts').replaceChildren()")
     page.mouse.move(0, 0)
     page.wait_for_timeout(300)  # the hover actions fade out
-    path = shot(page, "03-fork-rewind-tree")
-    if os.environ.get("TRON_UPDATE_SCREENSHOT"):
-        DOCS_SCREENSHOT.write_bytes(path.read_bytes())
+    shot(page, "03-fork-rewind-tree")
     page.emulate_media(color_scheme="dark")
     shot(page, "04-dark")
     page.emulate_media(color_scheme="light")
@@ -251,10 +264,16 @@ def test_fork_from_the_first_reply_and_rewind(page: Page, web_env: WebEnv) -> No
 
 def test_search_jumps_to_the_event(page: Page, web_env: WebEnv) -> None:
     env = web_env
-    original = env.notes["session"]
+    original = seed_echo_demo(env)
+    env.seed(original, "Tell me about mango", Response([Text("A second answer about mango.")]))
+    with rpc(env) as client:
+        path = path_events(client.call("session.getTree", sessionId=original))
+        done = next(e for e in path if "All done here" in str(e["payload"]))
+        client.call("session.rewind", sessionId=original, eventId=done["id"])
+    env.seed(original, "Something else then", Response([Text("After the rewind: papaya.")]))
+    other = env.new_session("Elsewhere")
     # Start from another session so the jump has to switch sessions.
-    page.locator(f"[data-testid=session-item][data-session-id='{env.notes['fork']}']").click()
-    page.wait_for_function(f"window.tron.state.currentId === '{env.notes['fork']}'")
+    open_session(page, other)
     page.get_by_test_id("search-input").fill("papaya")
     result = page.get_by_test_id("search-result")
     expect(result.first).to_be_visible()
@@ -282,6 +301,7 @@ def test_search_jumps_to_the_event(page: Page, web_env: WebEnv) -> None:
 
 def test_escape_aborts_the_running_turn(page: Page, web_env: WebEnv) -> None:
     env = web_env
+    open_session(page, env.new_session("Abort me"))
     box = page.get_by_test_id("composer-input")
     box.fill("first line")
     box.press("Shift+Enter")
@@ -307,9 +327,18 @@ def test_escape_aborts_the_running_turn(page: Page, web_env: WebEnv) -> None:
 
 def test_model_switch_and_model_output_is_escaped(page: Page, web_env: WebEnv) -> None:
     env = web_env
+    sid = env.new_session("Models")
+    open_session(page, sid)
     page.get_by_test_id("model-select").select_option("anthropic::claude-haiku-4-5")
     expect(page.get_by_test_id("sys-model-switch")).to_contain_text("claude-haiku-4-5")
     expect(page.get_by_test_id("model-select")).to_have_value("anthropic::claude-haiku-4-5")
+    item = page.locator(f"[data-testid=session-item][data-session-id='{sid}']")
+    expect(item.locator(".session-meta")).to_contain_text("claude-haiku-4-5")
+    # After a reload the picker and the list still show the model the next turn uses.
+    page.reload()
+    expect(page.get_by_test_id("conn-status")).to_have_attribute("data-synced", "true")
+    expect(page.get_by_test_id("model-select")).to_have_value("anthropic::claude-haiku-4-5")
+    expect(item.locator(".session-meta")).to_contain_text("claude-haiku-4-5")
 
     hostile = (
         '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script> '
@@ -329,6 +358,7 @@ def test_model_switch_and_model_output_is_escaped(page: Page, web_env: WebEnv) -
     expect(links).to_have_count(1)
     expect(links).to_have_attribute("href", "https://example.com/x")
     assert page.evaluate("window.pwned") is None
+    assert env.llm.requests[-1]["model"] == "claude-haiku-4-5"
 
     # A failing tool: the card shows the error.
     missing = env.workdir / "missing.txt"
@@ -351,6 +381,7 @@ def test_model_switch_and_model_output_is_escaped(page: Page, web_env: WebEnv) -
 
 def test_dropped_socket_mid_stream_loses_and_repeats_nothing(page: Page, web_env: WebEnv) -> None:
     env = web_env
+    open_session(page, env.new_session("Flaky network"))
     words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
     env.llm.add(Response([Text(words)], delay=0.15))
     send(page, "Spell the alphabet")
@@ -394,7 +425,8 @@ def test_dropped_socket_mid_stream_loses_and_repeats_nothing(page: Page, web_env
 
 def test_server_restart_log_in_again_and_catch_up(page: Page, web_env: WebEnv) -> None:
     env = web_env
-    sid = env.notes["session"]
+    sid = seed_echo_demo(env)
+    open_session(page, sid)
     status = page.get_by_test_id("conn-status")
 
     # Stop the server in the middle of a streamed answer: the shutdown aborts the
@@ -460,6 +492,8 @@ def test_server_restart_log_in_again_and_catch_up(page: Page, web_env: WebEnv) -
 
 def test_a_page_without_login_asks_for_the_token(browser: Any, web_env: WebEnv) -> None:
     env = web_env
+    env.new_session("One")
+    env.new_session("Two")
     context = browser.new_context()
     try:
         page = context.new_page()

@@ -640,6 +640,13 @@ class Recorder(abc.ABC):
             ),
         )  # fmt: skip
 
+    def set_session_model(self, cur: Cursor, session_id: str, model: str, provider: str) -> None:
+        """The model and provider of the session's head (what its next turn uses)."""
+        cur.execute(
+            self.sql("UPDATE sessions SET model = ?, provider = ? WHERE id = ?"),
+            (model, provider, session_id),
+        )
+
     def set_head(self, cur: Cursor, session_id: str, head_event_id: str, when: str) -> None:
         cur.execute(
             self.sql("UPDATE sessions SET head_event_id = ?, last_activity_at = ? WHERE id = ?"),

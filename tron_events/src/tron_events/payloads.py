@@ -334,6 +334,8 @@ class WorktreeReleased(Payload):
     path: str
     branch: str
     branch_deleted: bool = False
+
+
 PermissionModeName = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
 
 

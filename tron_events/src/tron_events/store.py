@@ -421,6 +421,7 @@ class EventStore:
         elif (
             parent_id is None
             and type != "message.deleted"
+            and type not in HEAD_MODEL_TYPES
             and self._rec.has_append_at_head
             and findable(session_id)
             and (expected_head is None or findable(expected_head))
@@ -621,7 +622,23 @@ class EventStore:
         for event, position in zip(events, self._rec.insert_events(cur, rows), strict=True):
             event.position = position
         self._rec.apply_session_delta(cur, session.id, delta)
+        self._follow_model(cur, session, parent, events)
         return events
+
+    def _follow_model(
+        self, cur: Cursor, session: Session, parent: Event, events: Sequence[Event]
+    ) -> None:
+        """Keep the session row's model and provider those of its new head (what
+        ``get_state_at_head`` says the next turn uses): they change with a
+        ``config.model_switch``, and with a branch off an earlier event."""
+        if parent.id == session.head_event_id and all(
+            e.type not in HEAD_MODEL_TYPES for e in events
+        ):
+            return
+        model, provider = _model_and_provider_at([*self._rec.get_path(cur, parent), *events])
+        model, provider = model or session.model, provider or session.provider
+        if (model, provider) != (session.model, session.provider):
+            self._rec.set_session_model(cur, session.id, model, provider)
 
     def _check_deletion(self, cur: Cursor, parent: Event, data: dict[str, Any]) -> None:
         target_id = data["targetEventId"]
@@ -837,7 +854,8 @@ class EventStore:
             source = self._rec.get_session(cur, source_event.session_id)
             assert source is not None
             path = self._rec.get_path(cur, source_event)
-            fork_model = model or _model_at(path) or source.model
+            model_at, provider_at = _model_and_provider_at(path)
+            fork_model = model or model_at or source.model
             payload: dict[str, Any] = {
                 "sourceSessionId": source.id,
                 "sourceEventId": source_event.id,
@@ -861,7 +879,7 @@ class EventStore:
             session = Session(
                 id=session_id, workspace_id=source.workspace_id, root_event_id=row.id,
                 head_event_id=row.id, status="active", model=fork_model,
-                provider=_provider_at(path) or source.provider,
+                provider=provider_at or source.provider,
                 working_directory=working_directory or source.working_directory,
                 title=name or source.title,
                 parent_session_id=source.id, fork_from_event_id=source_event.id,
@@ -887,7 +905,7 @@ class EventStore:
         from ``to_event_id``.
         """
         with self._rec.write() as cur:
-            _, head = self._active_session(cur, session_id)
+            session, head = self._active_session(cur, session_id)
             target = self._rec.get_event(cur, to_event_id)
             if target is None:
                 raise InvalidRewind(f"rewind target {to_event_id!r} does not exist")
@@ -900,6 +918,10 @@ class EventStore:
                     "it is not the head or one of its ancestors"
                 )
             self._rec.set_head(cur, session_id, target.id, now())
+            # The row shows the model of the new head (a rewind past a switch undoes it).
+            model, provider = _model_and_provider_at(self._rec.get_path(cur, target))
+            if model and provider and (model, provider) != (session.model, session.provider):
+                self._rec.set_session_model(cur, session_id, model, provider)
             updated = self._rec.get_session(cur, session_id)
             assert updated is not None
             return updated
@@ -1293,21 +1315,25 @@ def _count(delta: SessionDelta, type: str, data: dict[str, Any]) -> None:
             delta.cost += cost
 
 
-def _model_at(path: Sequence[Event]) -> str | None:
+#: Events that change the model (and provider) the next turn uses.
+HEAD_MODEL_TYPES = frozenset({"config.model_switch"})
+
+
+def _model_and_provider_at(path: Iterable[Event]) -> tuple[str | None, str | None]:
+    """The model and provider at the end of ``path`` (root first), folded as
+    reconstruction does (``session.start``, a fork's ``model``/``provider``,
+    ``config.model_switch``'s ``newModel`` and optional ``provider``)."""
     model: str | None = None
+    provider: str | None = None
     for e in path:
-        if e.type == "session.start":
-            model = e.payload.get("model", model)
-        elif e.type == "session.fork" and e.payload.get("model"):
-            model = e.payload["model"]
+        if e.type in ("session.start", "session.fork"):
+            model = _str(e.payload.get("model"), model)
+            provider = _str(e.payload.get("provider"), provider)
         elif e.type == "config.model_switch":
-            model = e.payload.get("newModel", model)
-    return model
+            model = _str(e.payload.get("newModel"), model)
+            provider = _str(e.payload.get("provider"), provider)
+    return model, provider
 
 
-def _provider_at(path: Sequence[Event]) -> str | None:
-    for e in path:
-        if e.type == "session.start":
-            provider: str | None = e.payload.get("provider")
-            return provider
-    return None
+def _str(value: Any, default: str | None) -> str | None:
+    return value if isinstance(value, str) and value else default

@@ -28,7 +28,7 @@ from ..errors import (
 from ..models import Event, Session, Workspace
 from ..payloads import validate_payload
 from ..search_text import search_text
-from ..store import ALL_EVENTS, EventStore, _count
+from ..store import ALL_EVENTS, HEAD_MODEL_TYPES, EventStore, _count, _model_and_provider_at
 from .format import (
     EventRecord,
     NoticeRecord,
@@ -424,6 +424,8 @@ class _SessionImport:
         self.workspace_from_record = False
         #: A fork's fork point (the parent of its session.fork root).
         self.fork_parent: Event | None = None
+        #: The session has a config.model_switch (its row's model is the head's, see _finish).
+        self.switched = False
 
     def q(self, sql: str) -> str:
         return self.rec.sql(sql)
@@ -486,6 +488,8 @@ class _SessionImport:
             ),
             (head, "ended" if ended else "active", ended_at, last_activity, *counters, srec.id),
         )
+        if self.switched or self.fork_parent is not None:
+            self._follow_model(cur, head)
         if not self.workspace_from_record and self.workspace_id not in self.imp.from_records:
             # As create_session does: a new session is activity in its workspace.
             created = srec.created_at or self.root_timestamp
@@ -496,6 +500,24 @@ class _SessionImport:
                 ),
                 (created, self.workspace_id, created),
             )
+
+    def _follow_model(self, cur: Cursor, head: str) -> None:
+        """The row's model and provider are its head's, as appends keep them (a
+        record may carry the session's first model). Walked one event at a time:
+        rows of this uncommitted transaction must not reach the path cache."""
+        path: list[Event] = []
+        seen: set[str] = set()
+        event_id: str | None = head
+        while event_id is not None and event_id not in seen:
+            seen.add(event_id)
+            event = self.rec.get_event(cur, event_id)
+            if event is None:
+                break
+            path.append(event)
+            event_id = event.parent_id
+        model, provider = _model_and_provider_at(reversed(path))
+        if model and provider:
+            self.rec.set_session_model(cur, self.srec.id, model, provider)
 
     # -- events --------------------------------------------------------------
 
@@ -551,6 +573,8 @@ class _SessionImport:
             self.depths.clear()
         self.depths[ev.id] = depth
         _count(self.delta, ev.type, data)
+        if ev.type in HEAD_MODEL_TYPES:
+            self.switched = True
         if ev.type == "session.end":
             self.end_timestamp = ev.timestamp
         self.count += 1

@@ -2,6 +2,11 @@
 
 A client resumes by ``events.subscribe`` first, then ``events.sync`` from its
 last sequence until ``hasMore`` is false, dropping ``events.new`` it already has.
+
+``events.search`` gives one hit per place a user would go to: a tool call's
+arguments are indexed twice (the assistant message's ``tool_use`` block and the
+``tool.call`` event), so when both match, the assistant message's hit stands for
+both and names the ``tool.call`` in its ``alsoIn``.
 """
 
 from __future__ import annotations
@@ -9,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import Field, model_validator
+
+from tron_events import AsyncEventStore, SearchHit
 
 from ..read_ahead import ReadAhead
 from ..rpc import JsonText, MethodRegistry, Params, RpcContext, events_json
@@ -86,15 +93,18 @@ def register(registry: MethodRegistry) -> None:
         "events.search", EventsSearchParams, description="Full-text search, best match first."
     )
     async def search(ctx: RpcContext, p: EventsSearchParams) -> dict[str, Any]:
-        assert ctx.services.store is not None
-        hits = await ctx.services.store.search(
+        store = ctx.services.store
+        assert store is not None
+        # Ask for more than the limit: collapsing tool calls may take some away.
+        hits = await store.search(
             p.query,
             workspace_id=p.workspace_id,
             session_id=p.session_id,
             types=p.types,
-            limit=p.limit,
+            limit=min(2 * p.limit, 1000),
             include_descendants=p.include_descendants,
         )
+        also = await _tool_calls_in_messages(store, hits)
         return {
             "hits": [
                 {
@@ -106,9 +116,11 @@ def register(registry: MethodRegistry) -> None:
                     "sequence": h.sequence,
                     "snippet": h.snippet,
                     "score": h.score,
+                    "alsoIn": also.get(h.event_id, []),
                 }
                 for h in hits
-            ]
+                if h.event_id not in also["absorbed"]
+            ][: p.limit]
         }
 
     @registry.method(
@@ -132,3 +144,29 @@ def register(registry: MethodRegistry) -> None:
 
 
 __all__ = ["register"]
+
+
+async def _tool_calls_in_messages(store: AsyncEventStore, hits: list[SearchHit]) -> dict[str, Any]:
+    """For hits on a ``tool.call`` whose assistant message (the one holding its
+    ``tool_use`` block) is also a hit: message hit id -> [{eventId, type}] of the
+    calls it stands for, and under ``"absorbed"`` the set of those calls' ids."""
+    out: dict[str, Any] = {"absorbed": set()}
+    messages = [h for h in hits if h.type == "message.assistant"]
+    calls = [h for h in hits if h.type == "tool.call"]
+    if not messages or not calls:
+        return out
+    owner: dict[tuple[str, str], str] = {}  # (session, tool_use id) -> message event id
+    for h in messages:
+        event = await store.get_event(h.event_id)
+        content = event.payload.get("content") if event is not None else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                owner[(h.session_id, str(block.get("id")))] = h.event_id
+    for h in calls:
+        event = await store.get_event(h.event_id)
+        call_id = event.payload.get("toolCallId") if event is not None else None
+        message = owner.get((h.session_id, str(call_id)))
+        if message is not None:
+            out.setdefault(message, []).append({"eventId": h.event_id, "type": h.type})
+            out["absorbed"].add(h.event_id)
+    return out

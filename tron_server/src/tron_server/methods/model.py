@@ -1,15 +1,19 @@
-"""model.*: list the known models, switch a session's model (records config.model_switch)."""
+"""model.*: list the known models and which providers are configured, switch a
+session's model (records config.model_switch)."""
 
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 from pydantic import Field
 
 from ..errors import ManagerUnavailableError
 from ..rpc import MethodRegistry, NoParams, Params, RpcContext
+from ..settings import Settings
 from .session import ensure_idle
+from .system import _PROVIDER_KEYS as PROVIDER_KEYS
 
 
 class ModelSwitchParams(Params):
@@ -29,6 +33,30 @@ def _catalog() -> Any:
         ) from None
 
 
+def provider_status(settings: Settings) -> list[dict[str, Any]]:
+    """Each provider the server can use: whether it is configured (an API key in the
+    environment, or an endpoint set) and, if not, what to set."""
+    out = []
+    for name, (env_keys, url_field) in PROVIDER_KEYS.items():
+        key = next((k for k in env_keys if os.environ.get(k)), None)
+        endpoint = getattr(settings, url_field)
+        option = "--" + url_field.replace("_", "-")
+        if env_keys:
+            hint = f"set {' or '.join(env_keys)} in tron-server's environment"
+        else:
+            hint = f"start tron-server with {option} (or TRON_{url_field.upper()})"
+        out.append(
+            {
+                "id": name,
+                "configured": bool(key or endpoint),
+                "keyEnv": list(env_keys),
+                "baseUrl": endpoint,
+                "hint": None if key or endpoint else hint,
+            }
+        )
+    return out
+
+
 def model_json(info: Any) -> dict[str, Any]:
     return {
         "id": info.id,
@@ -45,9 +73,24 @@ def model_json(info: Any) -> dict[str, Any]:
 def register(registry: MethodRegistry) -> None:
     """Add the model.* methods to ``registry``."""
 
-    @registry.method("model.list", NoParams, description="The known models.", needs=())
+    @registry.method(
+        "model.list",
+        NoParams,
+        description="The known models, and which providers are configured.",
+        needs=(),
+    )
     async def list_(ctx: RpcContext, p: NoParams) -> dict[str, Any]:
-        return {"models": [model_json(m) for m in _catalog().list_models()]}
+        providers = provider_status(ctx.services.settings)
+        configured = {p["id"] for p in providers if p["configured"]}
+        models = []
+        for m in _catalog().list_models():
+            item = model_json(m)
+            # The catalog's "openai" models also run on openai-responses.
+            item["available"] = m.provider in configured or (
+                m.provider == "openai" and "openai-responses" in configured
+            )
+            models.append(item)
+        return {"models": models, "providers": providers}
 
     @registry.method(
         "model.switch",
@@ -82,4 +125,4 @@ def _known_model(model: str) -> Any | None:
         return None
 
 
-__all__ = ["model_json", "register"]
+__all__ = ["model_json", "provider_status", "register"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from ..rpc import MethodRegistry, NoParams, RpcContext
@@ -53,6 +54,8 @@ def register(registry: MethodRegistry) -> None:
             "defaultModel": settings.default_model,
             "defaultProvider": settings.default_provider,
             "home": str(settings.home),
+            # Where a new session may start when the user has none yet (the web chat's default).
+            "userHome": str(Path.home()),
             "agent": services.orchestrator is not None,
             "methods": services.registry.names() if services.registry is not None else [],
         }

@@ -1,12 +1,24 @@
 // The Tron web chat: wires the RPC client, the session list, the transcript,
 // the tree, search and the composer together. No build step, no dependencies.
+//
+// Features are modules: features.js installs each with `app` (below), the
+// page's API — the RPC client and state, the open session, named slots in
+// index.html (data-slot) to put UI in, notification and composer-key hooks,
+// and the actions (send, abort, fork, rewind, …), which a feature may wrap.
 
 import { RpcClient, RpcError } from "./rpc.js";
 import { SessionData, contentText } from "./model.js";
 import { Transcript } from "./transcript.js";
 import { TreeView } from "./tree.js";
+import { Layout } from "./layout.js";
+import { SessionList, sessionTitle } from "./sessions.js";
+import { Search } from "./search.js";
+import { NewSessionDialog } from "./newsession.js";
+import { renderModelPicker } from "./modelpicker.js";
+import { toast } from "./toast.js";
+import { installFeatures } from "./features.js";
 import { Interaction } from "./interaction.js";
-import { h, icon, setChildren, fmtTokens, fmtCost, fmtTime, basename, shortId, markedSnippet } from "./dom.js";
+import { setChildren, fmtTokens, fmtCost, shortId } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -17,6 +29,8 @@ const state = {
   data: new Map(),
   currentId: null,
   models: [],
+  /** model.list's providers: [{id, configured, keyEnv, baseUrl, hint}] */
+  providers: [],
   info: null,
   /** the session we are subscribed to (one at a time) */
   subscribedId: null,
@@ -25,13 +39,27 @@ const state = {
 
 const wsUrl = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/rpc`;
 const rpc = new RpcClient(wsUrl);
+const layout = new Layout($("app"), { sidebar: $("sidebar"), tree: $("tree-panel"), main: $("chat"), scrim: $("scrim") });
 // Exposed for debugging from the console and for the browser tests.
-window.tron = { rpc, state };
+window.tron = { rpc, state, layout };
+
+/** What the page does; features may wrap an action (e.g. a dialog before a rewind). */
+const actions = {
+  send: (content) => sendMessage(content),
+  abort: () => abortTurn(),
+  fork: (eventId) => forkFrom(eventId),
+  rewind: (eventId) => rewindTo(eventId),
+  retry: (errorEventId, opts) => retryFailed(errorEventId, opts),
+  open: (sessionId, opts) => openSession(sessionId, opts),
+  switchModel: (provider, model) => switchModel(provider, model),
+};
 
 const transcript = new Transcript($("transcript"), {
-  onFork: (id) => forkFrom(id),
-  onRewind: (id) => rewindTo(id),
-  onOpenSession: (id) => openSession(id),
+  onFork: (id) => actions.fork(id),
+  onRewind: (id) => actions.rewind(id),
+  onOpenSession: (id) => actions.open(id),
+  onRetry: (id, opts) => actions.retry(id, opts),
+  titleOf: (id) => (state.sessions.has(id) ? sessionTitle(state.sessions.get(id)) : null),
 });
 // Questions, approvals, the permission mode and slash commands (interaction.js).
 const interaction = new Interaction({
@@ -41,9 +69,42 @@ const interaction = new Interaction({
   openSession: (id) => openSession(id),
 });
 const tree = new TreeView($("tree"), {
-  onSelect: (id) => selectInTree(id),
-  onFork: (id) => forkFrom(id),
-  onRewind: (id) => rewindTo(id),
+  onSelect: (id) => {
+    layout.picked("tree");
+    selectInTree(id);
+  },
+  onFork: (id) => {
+    layout.picked("tree");
+    actions.fork(id);
+  },
+  onRewind: (id) => {
+    layout.picked("tree");
+    actions.rewind(id);
+  },
+});
+const sessionList = new SessionList($("session-list"), state);
+const search = new Search({
+  input: $("search"),
+  box: $("search-results"),
+  rpc,
+  sessions: () => state.sessions,
+  refreshSessions: () => refreshSessions(),
+  onOpen: (sessionId, eventId) => {
+    layout.picked("sidebar");
+    actions.open(sessionId, { eventId });
+  },
+});
+const newSession = new NewSessionDialog({
+  rpc,
+  state,
+  current,
+  recentSessions: () => sessionList.sorted(),
+  onCreated: async (session) => {
+    state.sessions.set(session.id, session);
+    renderSessions();
+    await openSession(session.id);
+    $("composer-input").focus();
+  },
 });
 
 // ---------------------------------------------------------------------------
@@ -68,10 +129,13 @@ function renderCurrent() {
   const has = Boolean(sd);
   $("empty").hidden = has;
   $("composer").hidden = !has;
-  document.querySelector(".chat-header").hidden = !has;
+  $("chat").dataset.hasSession = String(has);
   $("transcript").hidden = !has;
   if (!sd) {
     setChildren($("tree"));
+    $("session-title").textContent = "tron";
+    $("tree-stats").textContent = "";
+    document.title = "Tron";
     return;
   }
   transcript.render();
@@ -80,74 +144,49 @@ function renderCurrent() {
   renderComposerState(sd);
 }
 
-function sessionTitle(session, sd) {
-  if (session.title) return session.title;
-  if (sd) {
-    const first = sd.path().find((e) => e.type === "message.user");
-    if (first) return contentText(first.payload.content).slice(0, 80) || "New session";
-  }
-  return `New session · ${fmtTime(session.createdAt)}`;
-}
-
 function renderHeader(sd) {
   const s = sd.session;
-  $("session-title").textContent = sessionTitle(s, sd);
+  const title = sessionTitle(s);
+  $("session-title").textContent = title;
+  $("session-title").title = title;
+  document.title = `${title} · Tron`;
   $("session-cwd").textContent = s.workingDirectory || "";
+  $("session-cwd").title = s.workingDirectory || "";
   const status = $("session-status");
   status.textContent = s.status === "ended" ? "ended" : sd.busy ? "working" : "";
   status.hidden = !status.textContent;
   status.dataset.state = s.status === "ended" ? "ended" : sd.busy ? "busy" : "idle";
   const usage = $("session-usage");
   const t = sd.usageTotals();
-  // Totals from the session's own turns; the Session row's counters when no turn recorded usage.
-  const input = t.turns ? t.input : s.inputTokens;
-  const output = t.turns ? t.output : s.outputTokens;
-  const parts = [`in ${fmtTokens(input)}`, `out ${fmtTokens(output)}`];
+  // Prompts (the user's messages) and model calls (a prompt may take several, with
+  // tools between); tokens and cost from the session's own calls, the Session
+  // row's counters when no call recorded usage.
+  const parts = [`${t.prompts} prompt${t.prompts === 1 ? "" : "s"}`];
+  if (t.turns !== t.prompts) parts.push(`${t.turns} model call${t.turns === 1 ? "" : "s"}`);
+  parts.push(`in ${fmtTokens(t.turns ? t.input : s.inputTokens)}`, `out ${fmtTokens(t.turns ? t.output : s.outputTokens)}`);
   const cacheRead = t.turns ? t.cacheRead : s.cacheReadTokens;
   if (cacheRead) parts.push(`cache ${fmtTokens(cacheRead)}`);
   parts.push(t.turns ? (t.costKnown || t.cost ? fmtCost(t.cost) : "cost unknown") : fmtCost(s.cost));
-  parts.push(`${t.turns} turn${t.turns === 1 ? "" : "s"}`);
   // session.get reports the session with all its sub-agents; keep the last one seen.
   if (s.totalWithChildren) sd.totalWithChildren = s.totalWithChildren;
   const all = sd.totalWithChildren;
   if (all && all.sessions > 1) parts.push(`with sub-agents ${fmtCost(all.cost)}`);
   usage.textContent = parts.join(" · ");
   usage.dataset.cost = String(t.cost);
-  usage.dataset.turns = String(t.turns);
-  renderModelSelect(s);
+  usage.dataset.prompts = String(t.prompts);
+  usage.dataset.calls = String(t.turns);
+  renderModelPicker($("model-select"), s, state.models, state.providers);
   const branches = [...sd.events.values()].filter((e) => e.type === "message.user" || e.type === "message.assistant").length;
   $("tree-stats").textContent = `${branches} messages · head …${shortId(sd.headId)}`;
 }
 
-function renderModelSelect(session) {
-  const sel = $("model-select");
-  const key = `${session.provider}::${session.model}`;
-  const sig = `${key}|${state.models.length}`;
-  if (sel.dataset.sig === sig) return;
-  sel.dataset.sig = sig;
-  const byProvider = new Map();
-  for (const m of state.models) {
-    if (!byProvider.has(m.provider)) byProvider.set(m.provider, []);
-    byProvider.get(m.provider).push(m);
-  }
-  if (!state.models.some((m) => m.id === session.model && m.provider === session.provider)) {
-    if (!byProvider.has(session.provider)) byProvider.set(session.provider, []);
-    byProvider.get(session.provider).unshift({ id: session.model, provider: session.provider, name: session.model });
-  }
-  const groups = [];
-  for (const [provider, models] of byProvider) {
-    groups.push(h("optgroup", { label: provider }, models.map((m) => h("option", { value: `${m.provider}::${m.id}` }, m.name && m.name !== m.id ? `${m.name}` : m.id))));
-  }
-  setChildren(sel, groups);
-  sel.value = key;
-}
-
 function renderComposerState(sd) {
   const ended = sd.session.status === "ended";
+  const narrow = layout.mode === "narrow";
   $("composer-input").disabled = ended;
   $("composer-input").placeholder = ended
-    ? "This session has ended: fork it from any message to continue"
-    : "Message the agent — Enter to send, Shift+Enter for a new line, Esc to abort";
+    ? narrow ? "Ended: fork it to continue" : "This session has ended: fork it from any message to continue"
+    : narrow ? "Message the agent" : "Message the agent — Enter to send, Shift+Enter for a new line, Esc to abort";
   $("abort-btn").hidden = !sd.busy;
   $("abort-btn").disabled = !rpc.connected;
   $("send-btn").textContent = sd.busy ? "Queue" : "Send";
@@ -155,80 +194,16 @@ function renderComposerState(sd) {
   $("send-btn").disabled = ended || !rpc.connected;
 }
 
-// ---------------------------------------------------------------------------
-// Session list (grouped by working directory)
+layout.addEventListener("change", () => {
+  const sd = current();
+  if (sd) renderComposerState(sd);
+});
 
-function isChild(s) {
-  return Boolean(s.parentSessionId) && !s.forkFromEventId && state.sessions.has(s.parentSessionId);
-}
+// ---------------------------------------------------------------------------
+// Session list
 
 function renderSessions() {
-  const groups = new Map();
-  const sessions = [...state.sessions.values()].sort((a, b) => String(b.lastActivityAt).localeCompare(String(a.lastActivityAt)));
-  // Sub-agent sessions are listed under their parent (oldest first), not on their own.
-  const children = new Map();
-  for (const s of [...sessions].reverse()) {
-    if (!isChild(s)) continue;
-    if (!children.has(s.parentSessionId)) children.set(s.parentSessionId, []);
-    children.get(s.parentSessionId).push(s);
-  }
-  for (const s of sessions) {
-    if (isChild(s)) continue;
-    const key = s.workingDirectory || "(unknown)";
-    if (!groups.has(key)) groups.set(key, []);
-    groups.get(key).push(s);
-  }
-  const nodes = [];
-  for (const [dir, list] of groups) {
-    nodes.push(
-      h(
-        "section",
-        { class: "workspace", testid: "workspace-group", dataset: { path: dir } },
-        h("header", { class: "workspace-name", title: dir }, h("span", { class: "folder" }, "▸"), basename(dir), h("span", { class: "muted path" }, dir)),
-        list.map((s) => sessionTree(s, children, 0)),
-      ),
-    );
-  }
-  if (!nodes.length) nodes.push(h("p", { class: "muted small pad" }, "No sessions yet."));
-  setChildren($("session-list"), nodes);
-}
-
-function sessionTree(s, children, depth, seen = new Set()) {
-  const kids = seen.has(s.id) ? [] : children.get(s.id) || [];
-  seen.add(s.id);
-  const item = sessionItem(s, depth);
-  if (!kids.length) return item;
-  return h(
-    "div",
-    { class: "session-family", testid: "session-family", dataset: { sessionId: s.id } },
-    item,
-    h("div", { class: "session-children", testid: "session-children" }, kids.map((k) => sessionTree(k, children, depth + 1, seen))),
-  );
-}
-
-function sessionItem(s, depth = 0) {
-  const sd = state.data.get(s.id);
-  const active = s.id === state.currentId;
-  const meta = [s.model, fmtTime(s.lastActivityAt)];
-  if (s.cost) meta.push(fmtCost(s.cost));
-  return h(
-    "a",
-    {
-      class: `session-item ${active ? "active" : ""} ${s.status === "ended" ? "ended" : ""} ${depth ? "child" : ""}`,
-      href: `#s=${s.id}`,
-      testid: "session-item",
-      dataset: { sessionId: s.id, kind: s.kind || "", parentSessionId: s.parentSessionId || "" },
-      "aria-current": active ? "page" : null,
-    },
-    h(
-      "span",
-      { class: "session-title" },
-      s.forkFromEventId ? h("span", { class: "fork-mark", title: "a fork" }, icon("fork")) : null,
-      isChild(s) ? h("span", { class: "child-mark", title: "a sub-agent session (opened from its parent's Task call)" }, "↳ ") : null,
-      sessionTitle(s, sd),
-    ),
-    h("span", { class: "session-meta muted" }, meta.filter(Boolean).join(" · ")),
-  );
+  sessionList.render();
 }
 
 let sessionsRefreshTimer = null;
@@ -342,8 +317,21 @@ async function syncEvents(sd) {
 // ---------------------------------------------------------------------------
 // Notifications
 
+const notificationHooks = [];
+
 rpc.addEventListener("notification", (e) => {
   const { method, params } = e.detail;
+  handleNotification(method, params);
+  for (const hook of notificationHooks) {
+    try {
+      hook(method, params);
+    } catch (err) {
+      console.error("tron: a notification hook failed", err);
+    }
+  }
+});
+
+function handleNotification(method, params) {
   const sessionId = params.sessionId;
   const data = params.data || {};
   if (interaction.onNotification(method, sessionId, data)) return;
@@ -361,10 +349,18 @@ rpc.addEventListener("notification", (e) => {
     if (sd.addEvent(data, { live: true })) scheduleRender();
     return;
   }
+  // agent.error: the stored failure's card (or, for a failure that stores
+  // nothing, the live error line) shows it, once.
   if (sd.applyNotification(method, data)) scheduleRender();
-  if (method === "agent.error") toast(data.message || "The agent failed", "error");
   if (method === "agent.turn_end" || method === "agent.complete") refreshSessionSoon(sd.id);
-});
+  // A failed run ends with agent.error, then agent.complete (stop reason "error"): the failure stays said.
+  if (method === "agent.complete" && data.stopReason !== "error") announce(data.stopReason === "aborted" ? "The agent stopped (aborted)." : "The agent finished.");
+  else if (method === "agent.error") announce(`The turn failed: ${data.message || "an error"}`);
+}
+
+function announce(text) {
+  $("announcer").textContent = text;
+}
 
 function onSessionNotification(method, sessionId, data) {
   const session = data.session;
@@ -451,7 +447,10 @@ rpc.addEventListener("open", async () => {
   // The server may have restarted: everything below is idempotent.
   const [info, models] = await Promise.allSettled([rpc.call("system.info"), rpc.call("model.list")]);
   if (info.status === "fulfilled") state.info = info.value;
-  if (models.status === "fulfilled") state.models = models.value.models || [];
+  if (models.status === "fulfilled") {
+    state.models = models.value.models || [];
+    state.providers = models.value.providers || [];
+  }
   await refreshSessions();
   const target = state.currentId || hashState().sessionId;
   if (target) {
@@ -495,26 +494,38 @@ $("login-form").addEventListener("submit", async (e) => {
 // ---------------------------------------------------------------------------
 // Actions
 
-async function sendMessage() {
+/** Send the composer's text (or `content`: a string or content blocks). */
+async function sendMessage(content = null) {
   const sd = current();
   const input = $("composer-input");
-  const text = input.value;
-  if (!sd || !text.trim()) return;
-  input.value = "";
-  autosize();
+  const fromComposer = content === null;
+  const text = fromComposer ? input.value : content;
+  if (!sd || (typeof text === "string" && !text.trim())) return false;
+  if (fromComposer) {
+    input.value = "";
+    autosize();
+  }
   try {
     if (state.subscribedId !== sd.id) await attach(sd.id);
     const res = await rpc.call("agent.message", { sessionId: sd.id, content: text, queue: sd.busy });
     interaction.messageResult(res);
-    if (res.builtin) return scheduleRender();
+    if (res.builtin) {
+      scheduleRender();
+      return true;
+    }
     if (!res.queued) sd.busy = true;
     else toast("Queued: it runs after the current turn.");
+    sd.live.error = null;
     scheduleRender();
+    return true;
   } catch (err) {
-    input.value = text; // nothing is lost
-    autosize();
+    if (fromComposer) {
+      input.value = text; // nothing is lost
+      autosize();
+    }
     if (err instanceof RpcError && err.code === -32003) toast("The agent is busy: wait for it or abort (Esc).", "error");
     else toast(`Not sent: ${err.message}`, "error");
+    return false;
   }
 }
 
@@ -536,7 +547,7 @@ async function forkFrom(eventId) {
     state.sessions.set(session.id, session);
     renderSessions();
     await openSession(session.id);
-    toast(`Forked into a new session from ${sd ? "this message" : "the event"}.`);
+    toast(`Forked into “${sessionTitle(session)}” from ${sd ? "this message" : "the event"}.`);
   } catch (err) {
     toast(`Fork failed: ${err.message}`, "error");
   }
@@ -544,23 +555,50 @@ async function forkFrom(eventId) {
 
 async function rewindTo(eventId) {
   const sd = current();
-  if (!sd) return;
-  if (sd.busy) return toast("Abort the running turn before rewinding.", "error");
+  if (!sd) return false;
+  if (sd.busy) {
+    toast("Abort the running turn before rewinding.", "error");
+    return false;
+  }
   try {
     const session = await rpc.call("session.rewind", { sessionId: sd.id, eventId });
     sd.setSession(session, "rewind");
     state.sessions.set(session.id, session);
     scheduleRender();
     renderSessions();
+    return true;
   } catch (err) {
     toast(`Rewind failed: ${err.message}`, "error");
+    return false;
   }
 }
 
-async function switchModel(value) {
+/**
+ * After a failed turn: go back to before the prompt that failed (the attempt
+ * stays in the tree, off the path), then send it again, or put it in the
+ * composer to edit first.
+ */
+async function retryFailed(errorEventId, { edit = false } = {}) {
   const sd = current();
   if (!sd) return;
-  const [provider, model] = value.split("::");
+  const prompt = sd.promptBefore(errorEventId);
+  if (!prompt || !prompt.parentId) return toast("The message that failed is not on this branch any more.", "error");
+  const content = prompt.payload.content;
+  if (!(await actions.rewind(prompt.parentId))) return;
+  if (edit) {
+    const input = $("composer-input");
+    input.value = contentText(content);
+    autosize();
+    input.focus();
+    input.setSelectionRange(input.value.length, input.value.length);
+    return;
+  }
+  await sendMessage(content);
+}
+
+async function switchModel(provider, model) {
+  const sd = current();
+  if (!sd) return;
   try {
     await rpc.call("model.switch", { sessionId: sd.id, model, provider });
     refreshSessionSoon(sd.id);
@@ -587,6 +625,7 @@ function highlightTreeNode(eventId) {
   node.classList.add("highlight");
   setTimeout(() => node.classList.remove("highlight"), 3000);
   node.dataset.highlighted = "true";
+  if (!layout.visible("tree")) layout.open("tree");
   node.scrollIntoView({ block: "center" });
   return true;
 }
@@ -602,174 +641,62 @@ function jumpToEvent(eventId) {
 }
 
 // ---------------------------------------------------------------------------
-// Search
-
-let searchTimer = null;
-let searchSeq = 0;
-$("search").addEventListener("input", () => {
-  clearTimeout(searchTimer);
-  searchTimer = setTimeout(runSearch, 200);
-});
-$("search").addEventListener("keydown", (e) => {
-  if (e.key === "Escape") {
-    e.stopPropagation();
-    closeSearch();
-  } else if (e.key === "Enter") {
-    e.preventDefault();
-    clearTimeout(searchTimer);
-    const first = $("search-results").querySelector("[data-testid=search-result]");
-    if (first) first.click();
-    else runSearch();
-  }
-});
-
-function closeSearch() {
-  $("search").value = "";
-  $("search-results").hidden = true;
-  setChildren($("search-results"));
-}
-
-async function runSearch() {
-  const query = $("search").value.trim();
-  const box = $("search-results");
-  if (!query) return closeSearch();
-  const seq = ++searchSeq;
-  let hits;
-  try {
-    hits = (await rpc.call("events.search", { query, limit: 30 })).hits || [];
-  } catch (err) {
-    if (seq !== searchSeq) return;
-    setChildren(box, h("div", { class: "muted pad small" }, `Search failed: ${err.message}`));
-    box.hidden = false;
-    return;
-  }
-  if (seq !== searchSeq) return;
-  const rows = hits.map((hit) => {
-    const s = state.sessions.get(hit.sessionId);
-    return h(
-      "button",
-      {
-        type: "button",
-        class: "search-result",
-        testid: "search-result",
-        dataset: { eventId: hit.eventId, sessionId: hit.sessionId },
-        onclick: () => {
-          closeSearch();
-          openSession(hit.sessionId, { eventId: hit.eventId });
-        },
-      },
-      h("span", { class: "hit-meta muted" }, `${typeLabel(hit.type)} · ${s ? sessionTitle(s, state.data.get(s.id)) : `session …${shortId(hit.sessionId)}`} · ${fmtTime(hit.timestamp)}`),
-      h("span", { class: "hit-snippet" }, markedSnippet(hit.snippet)),
-    );
-  });
-  setChildren(box, rows.length ? rows : h("div", { class: "muted pad small", testid: "search-empty" }, `No match for “${query}”.`));
-  box.hidden = false;
-}
-
-function typeLabel(type) {
-  return { "message.user": "you", "message.assistant": "agent", "tool.call": "tool call", "tool.result": "tool result" }[type] || type;
-}
-
-// ---------------------------------------------------------------------------
-// New session dialog
-
-function openNewSessionDialog() {
-  const dlg = $("new-session-dialog");
-  const info = state.info || {};
-  const providers = [...new Set([...(info.providers || []), ...state.models.map((m) => m.provider)])];
-  const cur = current();
-  const defaultProvider = cur?.session.provider || info.defaultProvider || providers[0] || "anthropic";
-  if (!providers.includes(defaultProvider)) providers.unshift(defaultProvider);
-  setChildren($("ns-provider"), providers.map((p) => h("option", { value: p }, p)));
-  $("ns-provider").value = defaultProvider;
-  fillModels(defaultProvider, cur?.session.model || info.defaultModel);
-  $("ns-cwd").value = cur?.session.workingDirectory || localStorage.getItem("tron.cwd") || "";
-  $("ns-title").value = "";
-  $("ns-error").hidden = true;
-  dlg.showModal();
-  $("ns-cwd").focus();
-  $("ns-cwd").select();
-}
-
-function fillModels(provider, preferred) {
-  const models = state.models.filter((m) => m.provider === provider);
-  setChildren($("ns-models"), models.map((m) => h("option", { value: m.id }, m.name || m.id)));
-  const info = state.info || {};
-  const fallback = provider === info.defaultProvider ? info.defaultModel : models[0]?.id;
-  $("ns-model").value = preferred && (models.some((m) => m.id === preferred) || !models.length) ? preferred : fallback || "";
-}
-
-$("ns-provider").addEventListener("change", () => fillModels($("ns-provider").value));
-$("ns-cancel").addEventListener("click", () => $("new-session-dialog").close());
-$("new-session-form").addEventListener("submit", async (e) => {
-  e.preventDefault();
-  const params = {
-    workingDirectory: $("ns-cwd").value.trim(),
-    provider: $("ns-provider").value,
-    model: $("ns-model").value.trim(),
-  };
-  const title = $("ns-title").value.trim();
-  if (title) params.title = title;
-  try {
-    const session = await rpc.call("session.create", params);
-    localStorage.setItem("tron.cwd", params.workingDirectory);
-    state.sessions.set(session.id, session);
-    $("new-session-dialog").close();
-    renderSessions();
-    await openSession(session.id);
-    $("composer-input").focus();
-  } catch (err) {
-    const details = err.data?.errors ? ` (${err.data.errors.map((x) => x.msg || x.message || JSON.stringify(x)).join("; ")})` : "";
-    $("ns-error").textContent = `${err.message}${details}`;
-    $("ns-error").hidden = false;
-  }
-});
-
-// ---------------------------------------------------------------------------
 // Composer and keyboard
 
 const input = $("composer-input");
+const composerKeyHooks = [];
 function autosize() {
   input.style.height = "auto";
   input.style.height = `${Math.min(input.scrollHeight, 240)}px`;
 }
 input.addEventListener("input", autosize);
 input.addEventListener("keydown", (e) => {
+  // A feature (e.g. command completion) may take the key first.
+  for (const hook of composerKeyHooks) if (hook(e) === true || e.defaultPrevented) return;
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();
-    sendMessage();
+    actions.send();
   }
 });
 $("composer").addEventListener("submit", (e) => {
   e.preventDefault();
-  sendMessage();
+  actions.send();
 });
-$("abort-btn").addEventListener("click", abortTurn);
-$("new-session").addEventListener("click", openNewSessionDialog);
-$("empty-new").addEventListener("click", openNewSessionDialog);
-$("model-select").addEventListener("change", (e) => switchModel(e.target.value));
-$("tree-toggle").addEventListener("click", () => $("app").classList.toggle("tree-open"));
+$("abort-btn").addEventListener("click", () => actions.abort());
+$("new-session").addEventListener("click", () => {
+  layout.picked("sidebar");
+  newSession.open();
+});
+$("empty-new").addEventListener("click", () => newSession.open());
+$("model-select").addEventListener("change", (e) => {
+  const [provider, model] = e.target.value.split("::");
+  actions.switchModel(provider, model);
+});
+for (const btn of document.querySelectorAll("[data-toggles]")) {
+  btn.addEventListener("click", () => layout.toggle(btn.dataset.toggles, btn));
+}
+for (const btn of document.querySelectorAll("[data-closes]")) btn.addEventListener("click", () => layout.close());
 
 document.addEventListener("keydown", (e) => {
-  if (e.key === "Escape" && !$("new-session-dialog").open) {
+  if (e.defaultPrevented) return;
+  if (e.key === "Escape" && !document.querySelector("dialog[open]")) {
     if (current()?.busy) {
       e.preventDefault();
-      abortTurn();
+      actions.abort();
     }
   } else if (e.key === "/" && document.activeElement === document.body) {
     e.preventDefault();
+    if (!layout.visible("sidebar")) layout.open("sidebar");
     $("search").focus();
   }
-});
-document.addEventListener("click", (e) => {
-  if (!e.target.closest(".search")) $("search-results").hidden = true;
 });
 
 $("session-list").addEventListener("click", (e) => {
   const a = e.target.closest("[data-session-id]");
   if (!a) return;
   e.preventDefault();
-  openSession(a.dataset.sessionId);
+  layout.picked("sidebar");
+  actions.open(a.dataset.sessionId);
 });
 
 function hashState() {
@@ -778,27 +705,48 @@ function hashState() {
 }
 window.addEventListener("hashchange", () => {
   const { sessionId, eventId } = hashState();
-  if (sessionId && sessionId !== state.currentId) openSession(sessionId, { eventId });
+  if (sessionId && sessionId !== state.currentId) actions.open(sessionId, { eventId });
 });
-
-// ---------------------------------------------------------------------------
-// Toasts
-
-function toast(message, kind = "info") {
-  const el = h("div", { class: `toast ${kind}`, testid: "toast", role: kind === "error" ? "alert" : "status" }, message);
-  $("toasts").append(el);
-  setTimeout(() => el.classList.add("leaving"), 5000);
-  setTimeout(() => el.remove(), 5400);
-}
 
 function isNetwork(err) {
   return err instanceof RpcError && (err.code === -32099 || err.code === -32098);
 }
 
 // ---------------------------------------------------------------------------
+// The API features get (see features.js)
+
+const app = {
+  rpc,
+  state,
+  layout,
+  actions,
+  toast,
+  current,
+  render: scheduleRender,
+  /** The element of a named slot in index.html (data-slot="…"). */
+  slot: (name) => document.querySelector(`[data-slot="${CSS.escape(name)}"]`),
+  /** `fn(method, params)` after the page handled each notification. */
+  onNotification: (fn) => notificationHooks.push(fn),
+  /** `fn(keydownEvent)` before the composer handles a key; return true (or preventDefault) to take it. */
+  onComposerKey: (fn) => composerKeyHooks.push(fn),
+  composer: { input, autosize },
+};
+installFeatures(app);
+
+// ---------------------------------------------------------------------------
 
 // The login URL as this server prints it (the token itself only the user has).
 $("login-url-hint").textContent = `${location.origin}/login?token=…`;
+
+// Other sessions change without notifying this page (only the open one is
+// subscribed): the list is refreshed when the page comes back into view, and
+// every minute while it is visible.
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible" && rpc.connected) refreshSessionsSoon();
+});
+setInterval(() => {
+  if (document.visibilityState === "visible" && rpc.connected) refreshSessions();
+}, 60_000);
 
 // Running tools show their elapsed time.
 setInterval(() => {

@@ -1,9 +1,13 @@
 // A small, safe Markdown renderer: it builds DOM nodes from text (never HTML
 // strings), so model output cannot inject markup. Supported: fenced code
-// blocks, headings, lists, block quotes, paragraphs, `code`, **bold**,
-// *italic* and http(s) links. Anything else stays as literal text.
+// blocks (highlighted, with a copy button), tables (GitHub's syntax),
+// headings, lists, block quotes, paragraphs, `code`, **bold**, *italic* and
+// http(s) links. Anything else stays as literal text.
 
 import { h } from "./dom.js";
+import { highlight, languageOf } from "./highlight.js";
+
+const TABLE_DELIMITER = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
 
 /** Render Markdown `text` into a DocumentFragment. */
 export function renderMarkdown(text) {
@@ -29,10 +33,20 @@ export function renderMarkdown(text) {
       const closing = new RegExp(`^\\s*${close[0] === "`" ? "`" : "~"}{${close.length},}\\s*$`);
       while (i < lines.length && !closing.test(lines[i])) body.push(lines[i++]);
       i++; // the closing fence (or the end of an unfinished, streaming block)
-      const code = h("code", {}, body.join("\n"));
-      if (fence[2]) code.dataset.lang = fence[2];
-      frag.append(h("pre", { class: "code" }, code));
+      frag.append(codeBlock(body.join("\n"), fence[2]));
       continue;
+    }
+    if (line.includes("|") && i + 1 < lines.length && TABLE_DELIMITER.test(lines[i + 1]) && lines[i + 1].includes("-")) {
+      const head = cells(line);
+      const align = cells(lines[i + 1]).map((c) => (/^:-+:$/.test(c) ? "center" : /^-+:$/.test(c) ? "right" : /^:-+$/.test(c) ? "left" : ""));
+      if (head.length === align.length && (head.length > 1 || /^\s*\|/.test(line))) {
+        flushPara();
+        i += 2;
+        const rows = [];
+        while (i < lines.length && lines[i].includes("|") && lines[i].trim() !== "") rows.push(cells(lines[i++]));
+        frag.append(table(head, align, rows));
+        continue;
+      }
     }
     const heading = line.match(/^(#{1,6})\s+(.*)$/);
     if (heading) {
@@ -76,6 +90,66 @@ export function renderMarkdown(text) {
   }
   flushPara();
   return frag;
+}
+
+/** The cells of a table row: split on unescaped pipes, the outer pipes dropped. */
+function cells(line) {
+  let s = line.trim();
+  if (s.startsWith("|")) s = s.slice(1);
+  if (s.endsWith("|") && !s.endsWith("\\|")) s = s.slice(0, -1);
+  return s.split(/(?<!\\)\|/).map((c) => c.trim().replace(/\\\|/g, "|"));
+}
+
+function table(head, align, rows) {
+  const cell = (tag, text, i) => h(tag, { class: align[i] ? `align-${align[i]}` : null }, inline(text));
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      {},
+      h("thead", {}, h("tr", {}, head.map((c, i) => cell("th", c, i)))),
+      rows.length ? h("tbody", {}, rows.map((r) => h("tr", {}, head.map((_, i) => cell("td", r[i] ?? "", i))))) : null,
+    ),
+  );
+}
+
+/** A fenced code block: highlighted when the language is known, with a copy button. */
+export function codeBlock(text, lang) {
+  const code = h("code", {}, languageOf(lang) ? highlight(text, lang) : text);
+  if (lang) code.dataset.lang = lang;
+  const copy = h("button", { type: "button", class: "copy-btn", testid: "copy-code", "aria-label": "Copy the code", title: "Copy" });
+  copy.addEventListener("click", () => copyText(text, copy));
+  // The language and the button's label are drawn by CSS (attr(), ::before) so that
+  // selecting and copying the message copies the code only.
+  return h(
+    "div",
+    { class: "codeblock" },
+    h("div", { class: "codeblock-head" }, h("span", { class: "code-lang", dataset: { lang: lang || "" } }), copy),
+    h("pre", { class: "code" }, code),
+  );
+}
+
+async function copyText(text, button) {
+  let ok = false;
+  try {
+    await navigator.clipboard.writeText(text);
+    ok = true;
+  } catch {
+    // No clipboard API (an insecure context): copy through a selected textarea.
+    const area = h("textarea", { class: "sr-only", "aria-hidden": "true" });
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    try {
+      ok = document.execCommand("copy");
+    } catch {
+      ok = false;
+    }
+    area.remove();
+  }
+  button.dataset.copied = ok ? "true" : "failed";
+  setTimeout(() => delete button.dataset.copied, 1500);
 }
 
 const INLINE = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([\s\S]+?)\*\*|(?<![\w*])\*(?!\s)([^*\n]+?)\*(?![\w*])|\[([^\]\n]+)\]\((https?:\/\/[^\s)]+)\)/g;

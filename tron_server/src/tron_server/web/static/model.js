@@ -168,6 +168,32 @@ export class SessionData {
     return new Set(this.path().map((e) => e.id));
   }
 
+  /**
+   * The stored failure that ended the latest prompt on the path (an error.provider,
+   * error.agent or turn.failed after the last message.user), or null.
+   */
+  failedTail() {
+    const path = this.path();
+    for (let i = path.length - 1; i >= 0; i--) {
+      const t = path[i].type;
+      if (t === "message.user") return null;
+      if (t === "error.provider" || t === "error.agent") return path[i].id;
+      if (t === "turn.failed") {
+        const parent = this.events.get(path[i].parentId);
+        return parent && (parent.type === "error.provider" || parent.type === "error.agent") ? parent.id : path[i].id;
+      }
+    }
+    return null;
+  }
+
+  /** The prompt (message.user) a stored failure answered: the last one before it on the path. */
+  promptBefore(eventId) {
+    const path = this.path();
+    const at = path.findIndex((e) => e.id === eventId);
+    for (let i = at - 1; i >= 0; i--) if (path[i].type === "message.user") return path[i];
+    return null;
+  }
+
   /** Apply a live notification. Returns true when something changed. */
   applyNotification(method, data) {
     const live = this.live;
@@ -177,6 +203,7 @@ export class SessionData {
         live.turn = data.turn;
         live.text = "";
         live.thinking = "";
+        live.error = null;
         break;
       case "agent.text_delta":
         if (live.ignoreUntilSnapshot) return false;
@@ -309,7 +336,8 @@ export class SessionData {
    * turns that ended live and are not stored yet.
    */
   usageTotals() {
-    const total = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, costKnown: true, turns: 0 };
+    // turns: model calls; prompts: the user's messages (both on every branch: all were paid for).
+    const total = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, costKnown: true, turns: 0, prompts: 0 };
     const add = (usage, cost) => {
       const u = normalizeUsage(usage);
       total.input += u.input;
@@ -321,7 +349,9 @@ export class SessionData {
       total.turns += 1;
     };
     for (const ev of this.events.values()) {
-      if (ev.type === "stream.turn_end" && ev.sessionId === this.id) add(ev.payload.tokenUsage || ev.payload.usage, ev.payload.cost);
+      if (ev.sessionId !== this.id) continue;
+      if (ev.type === "stream.turn_end") add(ev.payload.tokenUsage || ev.payload.usage, ev.payload.cost);
+      else if (ev.type === "message.user") total.prompts += 1;
     }
     for (const u of this.liveUsage.values()) add(u.usage, u.cost);
     return total;

@@ -6,11 +6,13 @@
 import { h, icon, reconcile, setChildren, fmtTokens, fmtCost, fmtDuration, fmtTime, shortId } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { contentText, normalizeUsage } from "./model.js";
+import { argsSummary, renderArgs } from "./toolviews.js";
 
 export class Transcript {
   /**
    * @param {HTMLElement} container  the scrolling element
-   * @param {{onFork: (id: string) => void, onRewind: (id: string) => void, onOpenSession: (id: string) => void}} actions
+   * @param {{onFork: (id: string) => void, onRewind: (id: string) => void, onOpenSession: (id: string) => void,
+   *          onRetry: (errorEventId: string, opts: {edit: boolean}) => void}} actions
    */
   constructor(container, actions) {
     this.container = container;
@@ -52,7 +54,12 @@ export class Transcript {
     this._updateLive();
     wanted.push(this.live.root);
     reconcile(this.list, wanted);
-    for (const [id, card] of this.cards) updateToolCard(card, sd.tools.get(id));
+    for (const [id, card] of this.cards) updateToolCard(card, sd.tools.get(id), sd);
+    // Retry and Edit-and-resend are offered on the failure that ended the latest prompt only.
+    const failed = sd.failedTail();
+    for (const el of this.list.querySelectorAll("[data-testid=error-card]")) {
+      el.dataset.actionable = String(el.dataset.eventId === failed && sd.session.status !== "ended" && !sd.busy);
+    }
     this.renderedVersion = sd.version;
     if (forceScroll || nearBottom) el.scrollTop = el.scrollHeight;
   }
@@ -111,8 +118,9 @@ export class Transcript {
         ]);
       }
       case "session.fork": {
-        const link = h("a", { href: `#s=${p.sourceSessionId}`, onclick: (e) => { e.preventDefault(); this.actions.onOpenSession(p.sourceSessionId); } }, `session …${shortId(p.sourceSessionId)}`);
-        return systemLine(ev, "session-fork", ["Forked from ", link, p.name ? ` · ${p.name}` : ""]);
+        const source = (this.actions.titleOf && this.actions.titleOf(p.sourceSessionId)) || `session …${shortId(p.sourceSessionId)}`;
+        const link = h("a", { href: `#s=${p.sourceSessionId}`, testid: "fork-source", onclick: (e) => { e.preventDefault(); this.actions.onOpenSession(p.sourceSessionId); } }, source);
+        return systemLine(ev, "session-fork", ["Forked from ", link, p.name ? ` as “${p.name}”` : ""]);
       }
       case "stream.turn_end": {
         const usage = p.usage || p.tokenUsage;
@@ -136,16 +144,41 @@ export class Transcript {
         return systemLine(ev, "system-message", [contentText(p.content)]);
       case "error.agent":
       case "error.provider":
-      case "error.tool":
+        return this._errorCard(ev);
       case "turn.failed": {
-        const msg = p.message || p.error || p.reason || JSON.stringify(p);
-        const line = systemLine(ev, "error", [`${ev.type === "turn.failed" ? "Turn failed" : "Error"}: ${msg}`]);
+        // Recorded right after the error.* event it sums up: the failure is shown once.
+        const parent = this.sd.events.get(ev.parentId);
+        if (parent && (parent.type === "error.provider" || parent.type === "error.agent")) return null;
+        return this._errorCard(ev);
+      }
+      case "error.tool": {
+        const line = systemLine(ev, "error", [`Tool error: ${p.message || p.error || JSON.stringify(p)}`]);
         line.classList.add("error");
         return line;
       }
       default:
         return null;
     }
+  }
+
+  /** A failed turn, once, with Retry and Edit-and-resend (both go back to before its prompt). */
+  _errorCard(ev) {
+    const p = ev.payload || {};
+    const msg = p.message || p.error || p.reason || "the turn failed";
+    const what = ev.type === "error.provider" || p.category === "provider" ? "The model provider failed" : ev.type === "error.agent" ? "The agent failed" : "The turn failed";
+    const details = [p.provider, p.statusCode, p.errorType || (p.category !== "provider" ? p.category : null)].filter((x) => x !== undefined && x !== null && x !== "");
+    return h(
+      "div",
+      { class: "error-card", testid: "error-card", dataset: { eventId: ev.id, actionable: "false", retryable: String(Boolean(p.retryable ?? p.recoverable)) } },
+      h("div", { class: "error-title" }, what, details.length ? h("span", { class: "muted" }, ` · ${details.join(" ")}`) : null),
+      h("div", { class: "error-message", testid: "error-message" }, msg),
+      h(
+        "div",
+        { class: "error-actions" },
+        h("button", { type: "button", class: "primary", testid: "retry-btn", title: "Send the same message again (the failed attempt stays in the tree)", onclick: () => this.actions.onRetry(ev.id, { edit: false }) }, "Retry"),
+        h("button", { type: "button", testid: "edit-resend-btn", title: "Go back to before the failed message and edit it", onclick: () => this.actions.onRetry(ev.id, { edit: true }) }, "Edit and resend"),
+      ),
+    );
   }
 
   _message(ev, role, body) {
@@ -239,8 +272,10 @@ export class Transcript {
     reconcile(L.usage, usageNodes);
     L.working.hidden = !sd.busy;
     L.msg.hidden = !(live.text || live.thinking || liveTools.length || sd.busy);
-    L.error.textContent = live.error ? `Error: ${live.error}` : "";
-    L.error.hidden = !live.error;
+    // Once the failure is stored, its card shows it: the live line would say it twice.
+    const shown = live.error && !sd.failedTail();
+    L.error.textContent = shown ? `Error: ${live.error}` : "";
+    L.error.hidden = !shown;
   }
 }
 
@@ -256,10 +291,11 @@ function usageLine(key, turn, usage, cost, stopReason) {
   if (u.cacheRead) parts.push(`cache ${fmtTokens(u.cacheRead)}`);
   parts.push(fmtCost(cost));
   if (stopReason && !["end_turn", "tool_use", "stop_sequence"].includes(stopReason)) parts.push(stopReason.replace("_", " "));
+  // A "turn" of the runtime is one model call (a prompt may take several, with tools between).
   return h(
     "div",
-    { class: "usage-line", testid: "turn-usage", dataset: { key, turn: turn ?? "" } },
-    turn !== undefined && turn !== null ? `Turn ${turn} · ` : "",
+    { class: "usage-line", testid: "turn-usage", title: "This model call's tokens and cost", dataset: { key, turn: turn ?? "" } },
+    turn !== undefined && turn !== null ? `Model call ${turn} · ` : "",
     parts.join(" · "),
   );
 }
@@ -280,33 +316,25 @@ function userContent(content) {
   return parts;
 }
 
-/** A one-line summary of a tool call's arguments (the command, the path, …). */
-export function argsSummary(name, args) {
-  if (!args || typeof args !== "object") return "";
-  for (const key of ["command", "file_path", "path", "pattern", "query", "url", "skill"]) {
-    if (typeof args[key] === "string") return args[key];
-  }
-  const first = Object.values(args).find((v) => typeof v === "string");
-  return first || "";
-}
-
 function buildToolCard(id, actions) {
   const name = h("span", { class: "tool-name", testid: "tool-name" });
   const summary = h("span", { class: "tool-summary", testid: "tool-summary" });
   const status = h("span", { class: "tool-status", testid: "tool-status" });
   const duration = h("span", { class: "tool-duration", testid: "tool-duration" });
-  const args = h("pre", { class: "tool-args", testid: "tool-args" });
+  const args = h("div", { class: "tool-args", testid: "tool-args" });
+  const raw = h("pre", { class: "tool-args-raw", testid: "tool-args-raw" });
+  const rawBox = h("details", { class: "raw-args" }, h("summary", {}, "Raw arguments"), raw);
   const output = h("pre", { class: "tool-output", testid: "tool-output" });
   const result = h("pre", { class: "tool-result", testid: "tool-result" });
   const outLabel = h("div", { class: "tool-label" });
-  const body = h("div", { class: "tool-body" }, h("div", { class: "tool-label" }, "Arguments"), args, outLabel, output, result);
+  const body = h("div", { class: "tool-body" }, args, rawBox, outLabel, output, result);
   const head = h("button", { class: "tool-head", type: "button", "aria-expanded": "true" }, h("span", { class: "chevron" }), name, summary, h("span", { class: "spacer" }), duration, status);
   // A Task call's sub-agent: a link to its session and its latest activity (shown for Task only).
   const childLink = h("a", { class: "task-child", testid: "task-open-child", href: "#" });
   const activity = h("div", { class: "task-activity", testid: "task-activity", hidden: true });
   const taskBar = h("div", { class: "task-bar", hidden: true }, childLink, activity);
   const root = h("div", { class: "tool-card", testid: "tool-card", dataset: { toolCallId: id, status: "pending" } }, head, taskBar, body);
-  const card = { root, name, summary, status, duration, args, output, result, outLabel, body, taskBar, childLink, activity, childId: null, userToggled: false, last: "" };
+  const card = { root, name, summary, status, duration, args, raw, output, result, outLabel, body, taskBar, childLink, activity, childId: null, userToggled: false, last: "", lastArgs: null };
   childLink.addEventListener("click", (e) => {
     e.preventDefault();
     if (card.childId && actions) actions.onOpenSession(card.childId);
@@ -328,21 +356,26 @@ function toolContentText(content) {
   return JSON.stringify(content, null, 2);
 }
 
-function updateToolCard(card, t) {
+function updateToolCard(card, t, sd) {
   if (!t) return;
   if (t.status === "running" && t.startedAt && t.durationMs === undefined) {
     card.duration.textContent = fmtDuration(Math.floor((Date.now() - t.startedAt) / 100) * 100);
   }
-  let argsText = t.arguments === undefined ? "" : JSON.stringify(t.arguments);
-  if (argsText.length > 100) argsText = JSON.stringify(t.arguments, null, 2);
+  const argsText = t.arguments === undefined ? "" : JSON.stringify(t.arguments);
   const resultText = toolContentText(t.result);
   const key = [t.name, t.status, argsText, t.output.length, resultText.length, t.durationMs, t.isError, t.child?.sessionId, t.child?.status, t.childLive?.version].join("|");
   if (key === card.last) return;
   card.last = key;
   updateTaskBar(card, t);
   card.name.textContent = t.name || "tool";
-  card.summary.textContent = argsSummary(t.name, t.arguments);
-  card.args.textContent = argsText;
+  const viewCtx = { sd, id: t.id, cwd: sd?.session.workingDirectory };
+  card.summary.textContent = argsSummary(t.name, t.arguments, viewCtx);
+  const argsKey = `${t.name}|${argsText}|${t.status === "done"}`;
+  if (argsKey !== card.lastArgs) {
+    card.lastArgs = argsKey;
+    setChildren(card.args, renderArgs(t.name, t.arguments, viewCtx));
+    card.raw.textContent = t.arguments === undefined ? "" : JSON.stringify(t.arguments, null, 2);
+  }
   card.root.dataset.status = t.status;
   card.root.classList.toggle("error", t.status === "error");
   card.status.textContent = { pending: "queued", running: "running", done: "done", error: "error" }[t.status] || t.status;

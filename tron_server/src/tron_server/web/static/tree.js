@@ -5,6 +5,7 @@
 
 import { h, icon as svgIcon, setChildren, shortId } from "./dom.js";
 import { MESSAGE_TYPES, contentText } from "./model.js";
+import { argsSummary } from "./toolviews.js";
 
 const NODE_TYPES = new Set([...MESSAGE_TYPES, "session.start", "session.fork"]);
 
@@ -83,7 +84,10 @@ export class TreeView {
     } else if (ev.type === "message.assistant") {
       icon = "◆";
       const text = contentText(p.content);
-      const tools = (Array.isArray(p.content) ? p.content : []).filter((b) => b && b.type === "tool_use").map((b) => b.name);
+      const ctx = { cwd: this.sd?.session.workingDirectory };
+      const tools = (Array.isArray(p.content) ? p.content : [])
+        .filter((b) => b && b.type === "tool_use")
+        .map((b) => `${b.name} ${argsSummary(b.name, b.input, ctx)}`.trim());
       label = text || (tools.length ? `[${tools.join(", ")}]` : "(no text)");
     } else if (ev.type === "session.fork") {
       icon = svgIcon("fork");
