@@ -16,15 +16,25 @@ The stored side (contents by hash, changes between events, diffs) is tron_events
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
-from tron_events import AsyncEventStore, FileDiff, InvalidRewind, Session
+from tron_events import (
+    AsyncEventStore,
+    FileDiff,
+    FileTransition,
+    InvalidRewind,
+    MissingContent,
+    Session,
+)
+from tron_events.files import file_diff
 
 from ..tools._paths import PathPolicy
+from .disk import OnDisk
 from .errors import FileProblem, FilesConflict, MergeConflict, NotAGitRepository, WorkspaceError
 from .recorder import DEFAULT_MAX_FILE_BYTES, CommandWatch, Content, FileRecorder
 from .restore import RewindOutcome, check_files, rewind_with_files, target_on_tree
@@ -139,25 +149,45 @@ class Workspace:
         self, session_id: str, event_id: str, *, policy: PathPolicy | None = None
     ) -> dict[str, Any]:
         """What a rewind with files to ``event_id`` would write, and what stops it: each
-        file's diff (from now to the target) with ``problem`` (``changed``,
-        ``not_stored`` or None). Nothing is written."""
+        file's diff from what is on disk now to its state at the target (for a file
+        the agent left as it is, the same as the recorded diff), with ``problem``
+        (``changed``, ``not_stored``, ``refused`` or None). Nothing is written."""
         session = await self.store.get_session(session_id)
         await self._check_worktree_rule(session, event_id)
         await target_on_tree(self.store, session, event_id)
         diffs = await self.store.diff(session.head_event_id, event_id)
-        changes = await self.store.file_transitions(session.head_event_id, event_id)
+        changes = {t.path: t for t in await self.store.file_transitions(
+            session.head_event_id, event_id
+        )}  # fmt: skip
         policy = policy or PathPolicy(Path(session.working_directory))
+        found: dict[str, OnDisk] = {}
         try:
-            _, problems = await anyio.to_thread.run_sync(
-                check_files, policy, changes, self.max_file_bytes
+            found, problems = await anyio.to_thread.run_sync(
+                check_files, policy, list(changes.values()), self.max_file_bytes
             )
         except WorkspaceError as exc:
             problems = [FileProblem(path, exc.reason) for path in exc.data.get("files", [])]
         by_path: dict[str, str] = {}
         for p in problems:
             by_path.setdefault(p.path, p.reason)
+        files = []
+        for d in diffs:
+            disk = found.get(d.path)
+            if by_path.get(d.path) == "changed" and disk is not None:
+                d = await self._disk_diff(changes[d.path], disk)
+            files.append({**d.to_json(), "problem": by_path.get(d.path)})
         return {
             "headEventId": session.head_event_id,
-            "files": [{**d.to_json(), "problem": by_path.get(d.path)} for d in diffs],
+            "files": files,
             "conflicts": [p.to_json() for p in problems],
         }
+
+    async def _disk_diff(self, change: FileTransition, disk: OnDisk) -> FileDiff:
+        """The diff from what is on disk (changed outside the agent) to the target."""
+        contents: dict[str, bytes] = {}
+        if disk.state is not None and disk.data is not None:
+            contents[disk.state.hash] = disk.data
+        if change.after is not None and change.after.stored:
+            with contextlib.suppress(MissingContent):
+                contents.update(await self.store.get_blobs([change.after.hash]))
+        return file_diff(FileTransition(change.path, disk.state, change.after), contents)
