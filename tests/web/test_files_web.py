@@ -35,6 +35,7 @@ def test_edit_diffs_and_the_rewind_dialog(page: Page, web_env: WebEnv) -> None:
     expect(edit.get_by_test_id("diff-add")).to_have_text(["2+TWO"])
     expect(recorded.nth(0).get_by_test_id("diff-add")).to_have_count(3)  # a new file
 
+    final = page.locator("[data-testid=msg-assistant]", has_text="written and fixed")
     ready = page.locator("[data-testid=msg-assistant]", has_text="Ready when you are").first
     ready_id = ready.get_attribute("data-event-id")
 
@@ -47,7 +48,7 @@ def test_edit_diffs_and_the_rewind_dialog(page: Page, web_env: WebEnv) -> None:
     expect(dialog.get_by_test_id("rewind-file")).to_contain_text("notes.txt")
     dialog.get_by_test_id("rewind-cancel").click()
     expect(dialog).to_have_count(0)
-    expect(page.locator("[data-testid=msg-assistant]", has_text="written and fixed")).to_have_count(1)
+    expect(final).to_have_count(1)
     assert notes.read_text() == "one\nTWO\nthree\n"
 
     # An outside change: the dialog says so, and files are restored only when told to.
@@ -66,7 +67,7 @@ def test_edit_diffs_and_the_rewind_dialog(page: Page, web_env: WebEnv) -> None:
     dialog.get_by_test_id("rewind-force").check()
     dialog.get_by_test_id("rewind-confirm").click()
     expect(dialog).to_have_count(0)
-    expect(page.locator("[data-testid=msg-assistant]", has_text="written and fixed")).to_have_count(0)
+    expect(final).to_have_count(0)
     page.wait_for_function("(p) => !window.tron.state.data.get(p[0]).busy", arg=[sid])
     assert not notes.exists()  # the file did not exist at that point
     with env.rpc() as client:
