@@ -4,6 +4,8 @@ diffs listed, an outside change refused until "restore anyway")."""
 
 from __future__ import annotations
 
+import time
+
 from playwright.sync_api import Page, expect
 
 from tests.server.scripted_llm import Response, Text, ToolUse
@@ -78,3 +80,13 @@ def test_edit_diffs_and_the_rewind_dialog(page: Page, web_env: WebEnv) -> None:
     # The outside change is kept in the record.
     [change] = head["payload"]["changes"]
     assert change["path"] == str(notes.resolve()) and head["payload"]["forced"] == [change["path"]]
+    # Undo, from the toast: back to the old head, with files.
+    undo = page.get_by_test_id("toast").get_by_role("button", name="Undo")
+    undo.click()
+    expect(final).to_have_count(1)
+    page.wait_for_function("(p) => !window.tron.state.data.get(p[0]).busy", arg=[sid])
+    for _ in range(400):  # the answer came after the files were written: a guard only
+        if notes.exists():
+            break
+        time.sleep(0.05)
+    assert notes.read_text() == "one\nTWO\nthree\n"  # as the agent left it

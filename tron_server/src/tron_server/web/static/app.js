@@ -564,7 +564,6 @@ async function rewindTo(eventId, { restoreFiles = false, force = false } = {}) {
     // restoreFiles: the files the agent changed go back too (files.js asks first).
     const params = restoreFiles ? { sessionId: sd.id, eventId, restoreFiles, force } : { sessionId: sd.id, eventId };
     const session = await rpc.call("session.rewind", params);
-    if (session.restore) toast(`Rewound the conversation and ${session.restore.files.length} file(s).`);
     sd.setSession(session, "rewind");
     state.sessions.set(session.id, session);
     scheduleRender();

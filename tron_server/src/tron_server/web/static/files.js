@@ -9,8 +9,9 @@
 //   offers "conversation only" or "conversation and files", lists the files with
 //   their diffs, and says which ones were changed outside the agent since (a
 //   conflict: the rewind with files refuses them unless "restore them anyway" is
-//   ticked). Nothing changes until Rewind is pressed. When no file would change, the
-//   rewind happens as before, without a dialog.
+//   ticked). Nothing changes until Rewind is pressed; then a toast offers Undo (a
+//   rewind with files back to the old head). When no file would change, the rewind
+//   happens as before, without a dialog.
 
 import { h, setChildren } from "./dom.js";
 import { parseUnifiedDiff, renderDiff } from "./diff.js";
@@ -134,7 +135,16 @@ export function install(app) {
     const choice = await rewindDialog(preview, sd.session.workingDirectory);
     if (!choice) return false;
     if (!choice.restoreFiles) return rewindPlain(eventId);
-    return rewindPlain(eventId, { restoreFiles: true, force: choice.force });
+    const before = sd.session.headEventId;
+    const done = await rewindPlain(eventId, { restoreFiles: true, force: choice.force });
+    if (done) {
+      // The old head is a branch of this session now: going back there with files undoes it.
+      app.toast(`Rewound the conversation and ${preview.files.length} file${preview.files.length === 1 ? "" : "s"}.`, "info", {
+        label: "Undo",
+        run: () => app.actions.rewind(before, { restoreFiles: true }),
+      });
+    }
+    return done;
   };
 }
 
