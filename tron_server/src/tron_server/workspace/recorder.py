@@ -23,7 +23,7 @@ import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,7 @@ class Content:
 
     data: bytes
     executable: bool = False
-    kind: str = "file"
+    kind: FileKind = "file"
 
 
 @dataclass
@@ -70,7 +70,6 @@ class CommandWatch:
     tree: str | None
     error: str | None = None
     changed: int = 0
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 class FileRecorder:
