@@ -10,6 +10,7 @@ import pty
 import select
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 import tempfile
@@ -233,6 +234,14 @@ def test_a_read_only_database_is_refused_at_start() -> None:
         )
         assert cli.returncode == 2 and "read-only" in cli.stderr, cli.stderr
         assert "Traceback" not in cli.stderr
+        # A downgrade is refused before it asks or writes its backup.
+        before = sorted(folder.iterdir())
+        cli = subprocess.run(
+            [*prefix, TRON_DB, "downgrade", "base", "--yes", "-d", str(db)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert cli.returncode == 2 and "read-only" in cli.stderr, cli.stderr
+        assert "backup" not in cli.stderr and sorted(folder.iterdir()) == before
     finally:
         shutil.rmtree(folder)
 
@@ -264,6 +273,42 @@ def test_downgrade_that_drops_data_needs_yes_and_backs_up_first(
         conn = sqlite3.connect(backup)
         assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (2,)
         conn.close()
+
+
+def test_the_backup_is_no_more_readable_than_the_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "private.db"
+    populated(str(db))
+    db.chmod(0o600)
+    old = os.umask(0o022)  # the usual umask: SQLite alone would make the copy 0644
+    try:
+        assert main(["downgrade", "base", "--yes", "-d", str(db)]) == 0
+    finally:
+        os.umask(old)
+    [backup] = tmp_path.glob("private.db.pre-downgrade-*")
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+    assert f"backup written: {backup}" in capsys.readouterr().err
+
+
+def test_a_new_database_is_user_only_whatever_the_umask(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "new" / "deeper" / "x.db"
+    old = os.umask(0)
+    try:
+        assert main(["upgrade", "-d", f"sqlite:///{db}?timeout=5"]) == 0  # a query is no name
+        with EventStore.open(str(db)) as store:  # its WAL and SHM files exist while open
+            store.create_session(working_directory="/w", model="m", provider="p")
+            made = [db, *db.parent.glob("x.db*")]
+            modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in made}
+    finally:
+        os.umask(old)
+    assert {"x.db", "x.db-wal", "x.db-shm", "x.db.migrate.lock"} == set(modes), modes
+    assert set(modes.values()) == {0o600}, modes
+    for folder in (tmp_path / "new", db.parent):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    capsys.readouterr()
 
 
 @pytest.mark.parametrize(("answer", "status"), [(b"no\n", 2), (b"yes\n", 0)])
@@ -364,6 +409,24 @@ def test_import_of_another_format_says_which_source_to_use(
     assert "unknown source 'nosuch': the sources are" in capsys.readouterr().err
 
 
+def test_an_export_that_cannot_start_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unknown workspace, or an output folder that does not exist: one line saying
+    so, and nothing on stdout (not even the header a pipe would take for an export)."""
+    src = str(tmp_path / "src.db")
+    populated(src)
+    capsys.readouterr()
+    assert main(["export", "--workspace", "/nowhere", "-d", src]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "no workspace '/nowhere'" in err
+    missing = tmp_path / "no-such-folder" / "x.jsonl"
+    assert main(["export", "--all", "-o", str(missing), "-d", src]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"cannot write {missing}: No such file or directory" in err
+    assert "unexpected" not in err and not missing.parent.exists()
+
+
 def test_export_piped_into_import(tmp_path: Path) -> None:
     src = str(tmp_path / "src.db")
     populated(src)
@@ -435,3 +498,19 @@ def test_import_of_a_folder_of_exports(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["import", str(folder), "-d", str(tmp_path / "dst.db")]) == 1  # partial
     out = capsys.readouterr().out
     assert "imported 2 session(s), 6 event(s)" in out and "notes.jsonl" in out
+
+
+def test_another_agents_session_from_stdin(tmp_path: Path) -> None:
+    """``--from claude-code -`` reads the transcript from stdin; its session gets the
+    ids the file itself gives (Claude Code names the file by its sessionId), so
+    importing the file afterwards finds it present."""
+    main = (
+        Path(__file__).parent / "fixtures" / "importers" / "claude-code" / "projects"
+        / "-srv-app" / "7f8e9d0c-1b2a-4c3d-8e4f-5a6b7c8d9e0f.jsonl"
+    )  # fmt: skip
+    db = str(tmp_path / "x.db")
+    piped = tron_db("import", "--from", "claude-code", "-", "-d", db, stdin=main.read_bytes())
+    assert piped.returncode == 0 and "imported 3 session(s)" in piped.stdout, piped.stderr
+    again = tron_db("import", "--from", "claude-code", str(main), "-d", db)
+    assert again.returncode == 0 and "imported 0 session(s)" in again.stdout, again.stdout
+    assert "3 session(s) already present" in again.stdout  # the main one and its sidechains

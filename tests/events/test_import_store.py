@@ -96,24 +96,91 @@ def test_a_dry_run_reports_and_writes_nothing(store: EventStore) -> None:
     assert count_sessions(store) == 0
 
 
-def test_a_file_that_grew_since_its_import_is_refused_with_the_reason(
-    store: EventStore, tmp_path: Path
-) -> None:
+def test_a_file_that_grew_since_its_import_is_extended(store: EventStore, tmp_path: Path) -> None:
+    """The agent went on in its own tool: importing the file again adds what is new to
+    the stored session (the same ids, so the next import finds it all present)."""
     copy = tmp_path / PI_TREE.name
     shutil.copy(PI_TREE, copy)
-    import_records(store, IMPORTERS["pi"](copy))
+    [main_id] = import_records(store, IMPORTERS["pi"](copy)).imported[:1]
+    before = store.get_session(main_id)
     with copy.open("a") as out:
         out.write(
             '{"type":"message","id":"e0000099","parentId":"e0000026",'
             '"timestamp":"2026-03-03T09:00:00.000Z","message":{"role":"user",'
-            '"content":"One more thing"}}\n'
+            '"content":"One more thing about the launch"}}\n'
         )
     summary = import_records(store, IMPORTERS["pi"](copy))
-    refused = dict(summary.refused)
-    [main_id] = [s for s in refused]
-    assert "already in the database with other content" in refused[main_id] or (
-        "different version" in refused[main_id]
-    )
+    assert summary.refused == [] and summary.imported == []
+    assert summary.extended == [(main_id, 1)] and summary.events_imported == 1
+    assert "extended 1 session(s) already here with 1 new event(s)" in summary.describe()
+    after = store.get_session(main_id)
+    assert after.event_count == before.event_count + 1
+    assert after.message_count == before.message_count + 1
+    assert after.head_event_id != before.head_event_id
+    head = store.get_event(after.head_event_id)
+    assert head is not None and head.sequence == before.event_count
+    assert check_history(store.get_messages_at(after.head_event_id)) is None
+    assert store.search("launch", session_id=main_id)
+    again = import_records(store, IMPORTERS["pi"](copy))
+    assert again.extended == [] and main_id in again.already_present
+
+
+def _cut_before_the_second_prompt(path: Path, into: Path) -> list[str]:
+    """The transcript as it was when its agent had finished its first answer (the
+    lines before the second prompt); the whole file's lines."""
+    lines = path.read_text().splitlines(keepends=True)
+    prompts = [
+        i for i, line in enumerate(lines)
+        if '"type":"user"' in line.replace(" ", "") and '"tool_result"' not in line
+        and '"isMeta":true' not in line.replace(" ", "")
+    ]  # fmt: skip
+    into.write_text("".join(lines[: prompts[1]]))
+    return lines
+
+
+def test_a_claude_code_session_that_went_on_is_extended_unless_it_went_on_here(
+    store: EventStore, tmp_path: Path
+) -> None:
+    copy = tmp_path / CLAUDE_MAIN.name
+    lines = _cut_before_the_second_prompt(CLAUDE_MAIN, copy)
+    [main_id] = [
+        s for s in import_records(store, IMPORTERS["claude-code"](copy)).imported
+        if store.get_session(s).fork_from_event_id is None
+        and store.get_session(s).parent_session_id is None
+    ]  # fmt: skip
+    copy.write_text("".join(lines))
+    summary = import_records(store, IMPORTERS["claude-code"](copy))
+    assert summary.refused == [], summary.refused
+    assert main_id in dict(summary.extended)
+    head = store.get_session(main_id).head_event_id
+    assert check_history(store.get_messages_at(head)) is None
+    fresh = tmp_path / "fresh.db"
+    with EventStore.open(f"sqlite:///{fresh}") as whole:
+        import_records(whole, IMPORTERS["claude-code"](copy))
+        # Extended or imported at once: the same session.
+        assert [e.id for e in whole.get_ancestors(whole.get_session(main_id).head_event_id)] == [
+            e.id for e in store.get_ancestors(head)
+        ]
+
+    # The session went on under Tron too: the file's new part cannot follow it.
+    store.append(main_id, "message.user", {"content": "a Tron turn", "turn": 99})
+    with copy.open("a") as out:
+        out.write(lines[-1])  # the source grew again (a repeated line is still new)
+    refused = dict(import_records(store, IMPORTERS["claude-code"](copy)).refused)
+    assert "neither repeats nor continues" in refused[main_id]
+
+
+def test_an_ended_session_is_not_extended(store: EventStore, tmp_path: Path) -> None:
+    copy = tmp_path / PI_TREE.name
+    lines = PI_TREE.read_text().splitlines(keepends=True)
+    copy.write_text("".join(lines[:-1]))
+    [main_id] = import_records(store, IMPORTERS["pi"](copy)).imported[:1]
+    store.end_session(main_id)  # its session.end is not in the file
+    count = store.get_session(main_id).event_count
+    copy.write_text("".join(lines))
+    refused = dict(import_records(store, IMPORTERS["pi"](copy)).refused)
+    assert "neither repeats nor continues" in refused[main_id]
+    assert store.get_session(main_id).event_count == count
 
 
 # --- bad input ------------------------------------------------------------------------------

@@ -72,11 +72,47 @@ def test_check_reports_drift(store_url: str) -> None:
     engine = create_engine(store_url)
     with engine.begin() as conn:
         conn.execute(text("DROP INDEX ix_events_parent"))
+        conn.execute(text("CREATE TABLE stray (x integer)"))
+        conn.execute(text("ALTER TABLE sessions ADD COLUMN bogus text"))
     engine.dispose()
     result = migrate.check(store_url)
-    assert not result.ok and any("ix_events_parent" in d for d in result.differences)
+    assert not result.ok
+    assert set(result.differences) == {
+        "index ix_events_parent on events (parent_id): missing (the models have it)",
+        "table stray: not in the models",
+        "column sessions.bogus: not in the models",
+    }
     cli = tron_db("check", "--database-url", store_url)
     assert cli.returncode == 1 and "ix_events_parent" in cli.stdout
+    # Words, not SQLAlchemy's reprs.
+    for raw in ("Table(", "Column(", "Index(", "MetaData(", "('add_", "('remove_"):
+        assert raw not in cli.stdout, cli.stdout
+
+
+def test_check_of_a_database_behind_head_says_upgrade_in_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tron_events.cli import main
+
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")  # SQLite's empty database
+    assert main(["check", "--database-url", str(empty)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("database is at base (empty), head is ") and "upgrade" in lines[0]
+    assert len(lines) == 2 and "difference(s) from the models until then" in lines[1]
+
+
+def test_differences_of_column_types_in_words() -> None:
+    from sqlalchemy import String, Text
+
+    modified = [("modify_type", None, "sessions", "model", {}, Text(), String(64))]
+    assert migrate.describe_difference(modified) == (
+        "column sessions.model: type is TEXT, the models say VARCHAR(64)"
+    )
+    nullable = ("modify_nullable", None, "events", "type", {}, True, False)
+    assert migrate.describe_difference(nullable) == (
+        "column events.type: nullable is True, the models say False"
+    )
 
 
 def test_every_command_has_help() -> None:

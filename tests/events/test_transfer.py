@@ -261,15 +261,16 @@ def test_a_file_of_another_format_is_refused_before_writing(
 
 def test_imported_payloads_are_normalized_as_an_append_would(store: EventStore) -> None:
     big = {"text": "y" * 6000}
+    t = "2026-01-01T00:00:0{}Z".format
     records: list[dict[str, Any]] = [
         {"kind": "session", "id": "sess_norm"},
-        {"kind": "event", "id": "evt_n0", "type": "session.start", "timestamp": "t0",
+        {"kind": "event", "id": "evt_n0", "type": "session.start", "timestamp": t(0),
          "payload": {"workingDirectory": "/n", "model": "m", "provider": "p"}},
-        {"kind": "event", "id": "evt_nu", "type": "message.user", "timestamp": "t1",
+        {"kind": "event", "id": "evt_nu", "type": "message.user", "timestamp": t(1),
          "payload": {"content": "write it"}},
-        {"kind": "event", "id": "evt_n1", "type": "message.assistant", "timestamp": "t1",
+        {"kind": "event", "id": "evt_n1", "type": "message.assistant", "timestamp": t(1),
          "payload": {"content": [{"type": "tool_use", "id": "u", "name": "w", "input": big}]}},
-        {"kind": "event", "id": "evt_n2", "type": "tool.call", "timestamp": "t2",
+        {"kind": "event", "id": "evt_n2", "type": "tool.call", "timestamp": t(2),
          "payload": {"toolCallId": "u", "name": "w", "arguments": big}},
     ]  # fmt: skip
     summary = import_records(store, records)
@@ -292,3 +293,43 @@ def test_dry_run_reports_everything_and_writes_nothing(
     assert summary.ok and summary.sessions_imported == 3 and not summary.changed
     assert "would import 3 session(s), 11 event(s)" in summary.describe()
     assert rows_of(other) == before
+
+
+def test_a_time_that_is_no_time_refuses_its_session(store: EventStore, other: EventStore) -> None:
+    """Timestamps are restored exactly, but only times: one that is not would sort
+    and display as nonsense (and become the session's last activity)."""
+    ids = sample(store)
+    records = [orjson.loads(line) for line in export_bytes(store, all=True).splitlines()]
+    fork_events = [r for r in records if r.get("kind") == "event" and r["sessionId"] == ids["fork"]]
+    fork_events[1]["timestamp"] = "not a time"
+    summary = import_records(other, records)
+    refused = dict(summary.refused)
+    assert "'not a time' is not an ISO 8601 time" in refused[ids["fork"]]
+    assert ids["main"] in summary.imported
+    assert ids["fork"] not in {s.id for s in other.list_sessions()}
+
+
+def test_a_later_export_of_a_session_extends_it(store: EventStore, other: EventStore) -> None:
+    """The session went on (here: rewound and went on) after an export was imported
+    elsewhere: importing a later export adds the new events, and the session is then
+    row for row what the source has. A session rewound on the importing side is not
+    moved on under the user."""
+    ids = sample(store)
+    main = ids["main"]
+    first = import_jsonl(other, io.BytesIO(export_bytes(store, session_id=main)))
+    assert first.imported == [main]
+    user = next(e for e in store.get_events(main) if e.type == "message.user")
+    store.rewind(main, user.id)
+    store.append(main, "message.user", {"content": "a third branch with a walrus", "turn": 2})
+    later = export_bytes(store, session_id=main)
+    summary = import_jsonl(other, io.BytesIO(later))
+    assert summary.extended == [(main, 1)] and summary.imported == [] and summary.ok
+    assert other.get_session(main) == store.get_session(main)
+    assert other.get_events(main) == store.get_events(main)
+    assert [h.event_id for h in other.search("walrus")] == [store.get_session(main).head_event_id]
+    assert import_jsonl(other, io.BytesIO(later)).already_present == [main]
+
+    store.append(main, "message.user", {"content": "and one more", "turn": 3})
+    other.rewind(main, user.id)
+    refused = dict(import_jsonl(other, io.BytesIO(export_bytes(store, session_id=main))).refused)
+    assert "was rewound here" in refused[main]

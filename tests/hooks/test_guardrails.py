@@ -73,6 +73,66 @@ def test_configured_extra_allowed_path(workdir: Path, home: Path, tmp_path: Path
     assert g.check_write(str(tmp_path / "other" / "x")) is not None
 
 
+async def test_the_programs_hooks_run_are_protected_like_their_settings(
+    workdir: Path, home: Path
+) -> None:
+    """Rewriting the script a hook runs switches the hook off as surely as editing
+    settings.json: Write and Edit refuse it, through any spelling."""
+    from tron_server.hooks.guardrails import path_policy
+    from tron_server.tools import ToolContext, default_tools
+
+    (workdir / ".tron" / "hooks").mkdir(parents=True)
+    check = workdir / ".tron" / "check.sh"
+    guard_py = workdir / ".tron" / "hooks" / "guard.py"
+    for program in (check, guard_py):
+        program.write_text("exit 0\n")
+    (workdir / "src").mkdir()
+    (workdir / "src" / "app.py").write_text("x = 1\n")
+    (home / "bin").mkdir()
+    (home / "bin" / "audit").write_text("exit 0\n")
+    hooks = [
+        {"type": "command", "command": "./.tron/check.sh"},
+        {"type": "command", "command": "python3 .tron/hooks/guard.py --strict"},
+        {"type": "command", "command": f'"$TRON_PROJECT_DIR"/missing.sh; {home}/bin/audit'},
+        {"type": "command", "command": "black src/app.py"},  # an argument: data
+    ]
+    settings = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": hooks}]}}
+    (workdir / ".tron" / "settings.json").write_text(json.dumps(settings))
+    engine = build_hook_engine(workdir, home)
+    policy = path_policy(engine, workdir)
+    ctx = ToolContext("s", workdir, "t", paths=policy)
+    tools = default_tools()
+    for raw in (
+        ".tron/check.sh",
+        "./.tron/../.tron/check.sh",
+        str(guard_py),
+        str(home / "bin/audit"),
+    ):
+        decision = await engine.run_blocking(
+            HookContext(
+                event="PreToolUse", session_id="s", working_directory=workdir,
+                tool_name="Write", tool_input={"file_path": raw, "content": "exit 0"},
+            )
+        )  # fmt: skip
+        assert decision.action == "block" and "a program your hooks run" in str(decision.reason)
+        for tool, args in (
+            ("Write", {"content": "exit 0"}),
+            ("Edit", {"old_string": "exit 0", "new_string": "true"}),
+        ):
+            result = await tools.execute(tool, {"file_path": raw, **args}, ctx)
+            assert result.is_error and "a program your hooks run" in str(result.content), raw
+    assert check.read_text() == guard_py.read_text() == "exit 0\n"
+    # Other files in .tron stay writable, and files a hook takes as arguments; without
+    # the protection, so are the programs.
+    assert policy.refusal(".tron/hooks/notes.md") is None
+    assert policy.refusal("src/app.py") is None
+    unprotected = Guardrails(
+        GuardrailSettings(protect_settings_files=False),
+        working_directory=workdir, home=home, hook_commands=["./.tron/check.sh"],
+    )  # fmt: skip
+    assert unprotected.check_write(".tron/check.sh") is None
+
+
 def test_settings_files_are_protected(workdir: Path, home: Path) -> None:
     g = guard(workdir, home)
     reason = g.check_write(".tron/settings.json")
@@ -110,6 +170,16 @@ REFUSED = [
     "shutdown -h now",
     "sudo reboot",
     "systemctl poweroff",
+    # The home directory written out, and commands run through other wrappers.
+    "rm -rf {home}",
+    "rm -rf {home}/",
+    "rm -rf {home}/*",
+    "timeout 5 rm -rf /",
+    "timeout -s KILL 10 rm -rf ~",
+    "setsid rm -rf /",
+    "stdbuf -o L rm -rf /",
+    "ionice -c 3 rm -rf /",
+    "busybox rm -rf /",
 ]
 
 ALLOWED = [
@@ -128,11 +198,15 @@ ALLOWED = [
     "chmod -R 755 ./scripts",
     "ls -la /",
     "mkdir -p build && cd build && cmake ..",
+    "rm -rf {home}/project/build",
+    "timeout 60 pytest -x",
+    "timeout 5 rm -rf ./build",
 ]
 
 
 @pytest.mark.parametrize("command", REFUSED)
 def test_destructive_commands_are_refused(command: str, workdir: Path, home: Path) -> None:
+    command = command.replace("{home}", os.path.expanduser("~"))
     reason = guard(workdir, home).check_bash(command)
     assert reason is not None, command
     assert "disabledBashRules" in reason
@@ -140,6 +214,7 @@ def test_destructive_commands_are_refused(command: str, workdir: Path, home: Pat
 
 @pytest.mark.parametrize("command", ALLOWED)
 def test_ordinary_commands_pass(command: str, workdir: Path, home: Path) -> None:
+    command = command.replace("{home}", os.path.expanduser("~"))
     assert guard(workdir, home).check_bash(command) is None
 
 

@@ -194,3 +194,72 @@ async def test_session_end_runs_before_the_session_ends(
     assert types[-3:] == [
         ("hook.triggered", "SessionEnd"), ("hook.completed", "SessionEnd"), ("session.end", None)
     ]  # fmt: skip
+
+
+async def test_claude_codes_project_settings_work_unchanged(
+    server: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """Hooks in Claude Code's own ``.claude/settings.json`` and ``settings.local.json``
+    run as they do there: ``$CLAUDE_PROJECT_DIR`` in the command, and SessionStart's
+    matcher selecting the source."""
+    workdir = (tmp_path / "cc-project").resolve()
+    hooks_dir = workdir / ".claude" / "hooks"
+    hooks_dir.mkdir(parents=True)
+    script = hooks_dir / "log.sh"
+    script.write_text('#!/bin/sh\n{ cat; echo; } >> "$CLAUDE_PROJECT_DIR/$1.log"\n')
+    script.chmod(0o755)
+
+    def hook(name: str) -> dict[str, Any]:
+        command = f'"$CLAUDE_PROJECT_DIR"/.claude/hooks/log.sh {name}'
+        return {"type": "command", "command": command, "timeout": 10}
+
+    shared = {"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [hook("startup")]},
+                                         {"matcher": "resume", "hooks": [hook("resume")]}]},
+              "permissions": {"allow": ["Bash(git status:*)"]}}  # fmt: skip
+    local = {"hooks": {"Stop": [{"hooks": [hook("stop")]}]}}
+    (workdir / ".claude" / "settings.json").write_text(json.dumps(shared))
+    (workdir / ".claude" / "settings.local.json").write_text(json.dumps(local))
+
+    def entries(name: str) -> list[dict[str, Any]]:
+        path = workdir / f"{name}.log"
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [json.loads(line) for line in lines if line.strip()]
+
+    llm.add(Response([Text("one")]), Response([Text("two")]))
+    async with server.connect() as client:
+        sid = await create(client, workdir)
+        await run(client, sid, "hello")
+        await wait_recorded(client, sid, "Stop")
+    server.restart()
+    async with server.connect() as client:
+        await run(client, sid, "after the restart")
+    server.stop()  # drains background hooks
+    assert [e["source"] for e in entries("startup")] == ["startup"]
+    assert [e["source"] for e in entries("resume")] == ["resume"]
+    assert [e["session_id"] for e in entries("stop")] == [sid, sid]
+    assert entries("startup")[0]["cwd"] == str(workdir)
+
+
+async def test_a_hook_added_while_the_server_runs_is_used_by_the_next_run(
+    server: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """Settings are read again when a file changes: no restart needed, and a file broken
+    meanwhile stops the turn (rather than running without the user's hooks)."""
+    workdir = (tmp_path / "live").resolve()
+    workdir.mkdir()
+    log = workdir / "stop.log"
+    command = f"{sys.executable} -c \"import sys; open({str(log)!r}, 'a').write('x\\\\n')\""
+    llm.add(Response([Text("one")]), Response([Text("two")]), Response([Text("three")]))
+    async with server.connect() as client:
+        sid = await create(client, workdir)
+        await run(client, sid, "no hooks yet")
+        (workdir / ".tron").mkdir()
+        settings = workdir / ".tron" / "settings.json"
+        settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [{"command": command}]}]}}))
+        await run(client, sid, "now with a Stop hook")
+        await wait_recorded(client, sid, "Stop")
+        settings.write_text("{not json")
+        failed = await run(client, sid, "broken settings")
+        assert failed["stopReason"] == "error"
+    server.stop()
+    assert log.read_text() == "x\n"  # the second run's Stop only

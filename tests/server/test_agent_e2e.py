@@ -173,3 +173,33 @@ async def test_abort_over_rpc_then_compaction(
         assert types[-2:] == ["compact.boundary", "compact.summary"]
         state = await client.call("session.getState", {"sessionId": sid})
         assert state["messages"][0]["content"][0]["text"].endswith("The summary, recorded.")
+
+
+async def test_max_turns_limits_one_message(
+    server: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """``maxTurns`` caps the LLM calls of its own message: a queued message behind it
+    runs with the server's limit, and the history stays valid after the cut."""
+    (tmp_path / "a.txt").write_text("alpha\n")
+    read = ToolUse("Read", {"file_path": "a.txt"})
+    llm.add(
+        Response([read], delay=0.02),
+        Response([read]),
+        Response([Text("Read it twice.")]),
+    )
+    async with server.connect() as client:
+        sid = (await new_session(client, tmp_path))["id"]
+        with pytest.raises(RpcCallError) as info:
+            await client.call("agent.message", {"sessionId": sid, "prompt": "x", "maxTurns": 0})
+        assert info.value.code == -32602 and info.value.data["errors"][0]["field"] == "maxTurns"
+        stream = client.notifications(["agent.complete"], session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "prompt": "once", "maxTurns": 1})
+        queued = await client.call(
+            "agent.message", {"sessionId": sid, "prompt": "twice", "queue": True}
+        )
+        assert queued["queued"] is True
+        first = await stream.next(timeout=20)
+        second = await stream.next(timeout=20)
+    assert (first.data["stopReason"], first.data["turns"]) == ("max_turns", 1)
+    assert (second.data["stopReason"], second.data["turns"]) == ("end_turn", 2)
+    assert len(llm.requests) == 3 and llm.violations(2) == []

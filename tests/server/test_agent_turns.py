@@ -5,6 +5,7 @@ model receives on the next call, forks."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -270,6 +271,49 @@ async def test_the_provider_factory_uses_settings_and_caches_per_endpoint(tmp_pa
     with pytest.raises(ValueError, match="unknown provider"):
         factory("nope", "m")
     await factory.aclose()
+
+
+async def test_an_openai_compatible_server_gets_its_own_key_never_openais(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenRouter needs a key and Ollama none: TRON_OPENAI_COMPATIBLE_API_KEY is sent
+    there when set, OPENAI_API_KEY (meant for api.openai.com) never."""
+    from tests.llm._serve import serve_asgi
+    from tron_events.messages import Message, TextBlock
+    from tron_llm import Done, LLMRequest
+    from tron_server.providers import ProviderFactory
+    from tron_server.settings import Settings
+
+    seen: list[dict[str, str]] = []
+    chunk = (
+        b'data: {"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,'
+        b'"delta":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}\n\n'
+        b"data: [DONE]\n\n"
+    )
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append({k.decode(): v.decode() for k, v in scope["headers"]})
+        while (await receive()).get("more_body"):
+            pass
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": chunk})
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-must-not-leave")
+    request = LLMRequest(model="m", messages=[Message(role="user", content=[TextBlock(text="x")])])
+    async with serve_asgi(app) as base_url:
+        for key in (None, "sk-or-router-key"):
+            monkeypatch.delenv("TRON_OPENAI_COMPATIBLE_API_KEY", raising=False)
+            if key is not None:
+                monkeypatch.setenv("TRON_OPENAI_COMPATIBLE_API_KEY", key)
+            settings = Settings(home=tmp_path, openai_compatible_base_url=f"{base_url}/v1")
+            factory = ProviderFactory(settings)
+            events = [e async for e in factory("openai-compatible", "m").stream(request)]
+            assert isinstance(events[-1], Done), events[-1]
+            await factory.aclose()
+    assert "authorization" not in seen[0]
+    assert seen[1]["authorization"] == "Bearer sk-or-router-key"
+    assert all("sk-openai" not in str(headers) for headers in seen)
 
 
 async def test_a_broken_hooks_settings_file_refuses_the_turn_and_says_why(

@@ -119,7 +119,7 @@ def test_help_names_every_option_and_the_provider_variables() -> None:
         "--allow-remote", "--rotate-token", "--version",
         "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
         "TRON_ANTHROPIC_BASE_URL", "TRON_OPENAI_BASE_URL", "TRON_GOOGLE_BASE_URL",
-        "TRON_OPENAI_COMPATIBLE_BASE_URL", "logs/tron-server.log",
+        "TRON_OPENAI_COMPATIBLE_BASE_URL", "TRON_OPENAI_COMPATIBLE_API_KEY", "logs/tron-server.log",
     ):  # fmt: skip
         assert option in result.stdout, option
 
@@ -154,6 +154,57 @@ def test_options_override_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert settings.allow_remote is False
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("TRON_PORT", "abc", "TRON_PORT='abc': Input should be a valid integer"),
+        ("TRON_ALLOW_REMOTE", "maybe", "TRON_ALLOW_REMOTE='maybe': Input should be a valid"),
+        ("TRON_LOG_LEVEL", "verbose", "TRON_LOG_LEVEL='verbose': Input should be 'critical'"),
+        ("TRON_LOG_FORMAT", "xml", "TRON_LOG_FORMAT='xml': Input should be 'json' or 'text'"),
+        ("TRON_SUBAGENT_MAX_DEPTH", "-1", "TRON_SUBAGENT_MAX_DEPTH='-1': Input should be greater"),
+    ],
+)
+def test_a_bad_environment_variable_is_named_in_one_line(
+    variable: str,
+    value: str,
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv(variable, value)
+    # A host that is no address of this machine: were the value accepted, the start
+    # would still stop (at the host check or the bind) instead of serving.
+    assert main(["--home", str(tmp_path / "h"), "--host", "192.0.2.1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tron-server: {expected}") and err.count("\n") == 1, err
+    assert "pydantic" not in err and "Traceback" not in err
+    assert not (tmp_path / "h").exists()  # refused before anything was written
+
+
+def test_the_log_level_variable_is_case_insensitive(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRON_LOG_LEVEL", "DEBUG")
+    monkeypatch.setenv("TRON_LOG_FORMAT", "Text")
+    settings = settings_from_args(build_parser().parse_args([]))
+    assert (settings.log_level, settings.log_format) == ("debug", "text")
+
+
+def test_the_database_is_shown_where_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tron_server.cli import database_shown
+
+    monkeypatch.chdir(tmp_path)
+    for url, shown in (
+        ("sqlite:///tmp/x.db", str(tmp_path / "tmp" / "x.db")),  # relative: where it went
+        ("sqlite:////var/x.db", "/var/x.db"),
+        (
+            "postgresql+psycopg://tron:s3cret-pw@db/tron",
+            "postgresql+psycopg://tron:[redacted]@db/tron",
+        ),
+    ):
+        args = build_parser().parse_args(["--database-url", url])
+        assert database_shown(settings_from_args(args)) == shown
+
+
 def test_login_url() -> None:
     args = build_parser().parse_args(["--port", "8500"])
     assert login_url(settings_from_args(args), "tok") == "http://127.0.0.1:8500/login?token=tok"
@@ -172,6 +223,7 @@ def test_listening_is_said_once_it_accepts_and_a_second_server_breaks_nothing(
         record = json.loads((home / "server.json").read_text())
         assert record["pid"] == first.proc.pid and record["url"] == f"ws://127.0.0.1:{port}/rpc"
         url = first.wait_for_line("open in a browser").split()[-1]
+        assert f"  database: {home / 'database' / 'prod.db'}\n" in first.out
         token = (home / "server-token").read_text()
         before = {p: p.read_bytes() for p in (home / "server-token", home / "server.json")}
 

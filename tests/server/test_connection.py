@@ -143,3 +143,54 @@ def test_pending_bytes_never_exceed_the_budget_but_for_one_frame(
                 break
 
     anyio.run(run)
+
+
+def _characters_memory(text: str) -> int:
+    """The bytes CPython stores a string's characters in (1, 2 or 4 per character)."""
+    widest = max(map(ord, text), default=0)
+    return len(text) * (1 if widest < 0x100 else 2 if widest < 0x10000 else 4)
+
+
+@settings(deadline=None)
+@given(
+    texts=st.lists(st.text(min_size=1, max_size=400), min_size=1, max_size=30),
+    budget=st.integers(1, 20_000),
+)
+def test_frames_count_by_the_memory_they_hold_whatever_their_characters(
+    texts: list[str], budget: int
+) -> None:
+    """Text beyond ASCII (a page of emoji, CJK) counts by what it holds in memory, not
+    by its length: the budget bounds memory. Every byte counted comes back as the
+    frames are sent."""
+
+    async def run() -> None:
+        sock = Socket()
+        conn = connection(sock, budget=budget, pause=budget + 1)
+        held: list[str] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(conn.run_writer)
+            for text in texts:
+                if conn.enqueue(text):
+                    held.append(text)
+                else:
+                    break
+                assert conn.pending_bytes >= sum(map(_characters_memory, held))
+                if len(held) > 1:  # only a lone frame may be larger than the budget
+                    assert conn.pending_bytes <= budget
+            if not conn.closing:
+                for _ in held:
+                    sock.gate.release()
+                await until(lambda: len(sock.sent) == len(held))
+                await until(lambda: conn.pending_bytes == 0)
+                assert sock.sent == held
+            conn.close_soon(1000, "done")
+
+    anyio.run(run)
+
+
+async def test_a_page_of_emoji_is_closed_at_the_budget_its_memory_reaches() -> None:
+    sock = Socket()
+    conn = connection(sock, budget=10_000, pause=10_000)
+    assert conn.enqueue("x")  # something waits: no frame may go over the budget now
+    assert not conn.enqueue("😀" * 2_600)  # 2,600 characters, 10,400 bytes of memory
+    assert conn.close_code == CLOSE_TOO_SLOW

@@ -207,6 +207,7 @@ class RawClient:
         self.sock.connect(("127.0.0.1", port))
         self.proto = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/rpc"))
         self.token = token
+        self.texts: list[str] = []
 
     def _flush(self) -> None:
         for data in self.proto.data_to_send():
@@ -228,11 +229,17 @@ class RawClient:
         self._flush()
 
     def recv_text(self) -> str:
-        while True:
-            for event in self.proto.events_received():
-                if isinstance(event, Frame) and event.opcode is Opcode.TEXT:
-                    return bytes(event.data).decode()
-            self._read()
+        # One read may bring several frames (a notification and a reply together,
+        # more often under load): keep the ones not returned yet.
+        while not self.texts:
+            self.texts.extend(
+                bytes(event.data).decode()
+                for event in self.proto.events_received()
+                if isinstance(event, Frame) and event.opcode is Opcode.TEXT
+            )
+            if not self.texts:
+                self._read()
+        return self.texts.pop(0)
 
     def read_until_close(self) -> int | None:
         """Read everything the server sent; the close code it sent (None if none)."""

@@ -138,3 +138,40 @@ async def test_model_list_shape_or_unavailable(client: TronClient) -> None:
             "id", "provider", "name", "contextWindow", "maxOutput",
             "supportsThinking", "supportsImages", "supportsTools", "available",
         }  # fmt: skip
+
+
+async def test_list_by_working_directory(
+    running_server: RunningServer, client: TronClient, tmp_path: Path
+) -> None:
+    """``workingDirectory`` lists one folder's sessions however many others are more
+    recent, as session.create names the folder (symlinks resolved), writing nothing."""
+    here, there, unused = tmp_path / "here", tmp_path / "there", tmp_path / "unused"
+    for folder in (here, there, unused):
+        folder.mkdir()
+    (tmp_path / "link").symlink_to(here)
+    mine = await client.call("session.create", {"workingDirectory": str(here)})
+    others = [
+        (await client.call("session.create", {"workingDirectory": str(there)}))["id"]
+        for _ in range(3)
+    ]
+    for spelling in (str(here), str(tmp_path / "link"), str(here) + "/"):
+        listed = await client.call("session.list", {"workingDirectory": spelling, "limit": 1})
+        assert [s["id"] for s in listed["sessions"]] == [mine["id"]], spelling
+    listed = await client.call("session.list", {"workingDirectory": str(there), "limit": 2})
+    assert [s["id"] for s in listed["sessions"]] == others[::-1][:2]  # most recent first
+    assert (await client.call("session.list", {"workingDirectory": str(unused)}))["sessions"] == []
+    # Combined with a workspace: both must agree.
+    both = {"workingDirectory": str(here), "workspaceId": mine["workspaceId"]}
+    assert len((await client.call("session.list", both))["sessions"]) == 1
+    both["workspaceId"] = "ws_other"
+    assert (await client.call("session.list", both))["sessions"] == []
+    with pytest.raises(RpcCallError) as info:
+        await client.call("session.list", {"workingDirectory": "relative/dir"})
+    assert info.value.code == -32602
+    assert info.value.data["errors"][0]["field"] == "workingDirectory"
+    # Listing an unused folder created no workspace for it.
+    store = running_server.services.store
+    assert store is not None
+    assert await running_server.run(lambda: store.find_workspace(str(unused))) is None
+    found = await running_server.run(lambda: store.find_workspace(str(here)))
+    assert found is not None and found.id == mine["workspaceId"]

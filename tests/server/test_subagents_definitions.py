@@ -141,3 +141,21 @@ def test_model_aliases_and_ids(
     choice = resolve_model(requested, provider=provider, model=model)
     assert (choice.provider, choice.model) == expected
     assert (choice.note is not None) == (requested == "sonnet" and provider != "anthropic")
+
+
+def test_a_bom_and_crlf_file_and_rules_on_a_tool(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file saved by a Windows editor reads the same; a rule on a tool (Claude Code's
+    ``Bash(git *)``) withholds the tool, and says so, rather than grant it unrestricted."""
+    path = tmp_path / "win.md"
+    path.write_bytes(
+        b"\xef\xbb\xbf---\r\nname: win\r\ndescription: saved on Windows\r\n"
+        b"tools: Read, Bash(git *)\r\n---\r\nPrompt.\r\n"
+    )
+    with caplog.at_level("WARNING", logger="tron_server.agent.subagents"):
+        definition = parse_agent_file(path, "claude")
+    assert definition.name == "win" and definition.prompt == "Prompt."
+    assert definition.allowed_tools(["Read", "Bash", "Write"]) == ["Read"]
+    assert "Bash(git *): rules on a tool are not supported" in caplog.text
+    assert "the agent does not get Bash" in caplog.text

@@ -317,12 +317,6 @@ def test_tool_card_expands_on_enter(env: TronEnv) -> None:
 def test_a_task_call_is_a_sub_agent_card(env: TronEnv) -> None:
     """Issue 18: the Task card names the child session, shows its activity and result,
     and the status line's cost includes the child's."""
-    import importlib.util
-
-    import pytest
-
-    if importlib.util.find_spec("tron_server.agent.subagents") is None:
-        pytest.skip("this server has no Task tool yet (the sub-agent work, issue 18)")
     from tests.server.scripted_llm import ToolUse
 
     project = env.project("pilot-task")

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import orjson
+import pytest
 
 from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import Response, Text, ToolUse, Usage, error_response
@@ -83,6 +84,28 @@ def test_stream_json_is_one_object_per_notification(env: TronEnv) -> None:
     ends = [n["data"] for n in notes if n["method"] == "agent.tool_end"]
     assert "streamed-out" in json.dumps(ends)
     assert result["turns"] == 2
+
+
+def test_stream_json_includes_sub_agents_and_ends_with_the_parent(env: TronEnv) -> None:
+    """A Task's child streams its own agent.* lines (its sessionId, its parent named);
+    its agent.complete does not end the parent's output."""
+    project = env.project("stream-task")
+    task = {"description": "look", "prompt": "Say what you see."}
+    env.llm.add(
+        Response([ToolUse("Task", task, id="toolu_stream")]),
+        Response([Text("I see nothing.")]),  # the child
+        Response([Text("The helper saw nothing.")]),
+    )
+    proc = env.tron("-p", "delegate", "--output-format", "stream-json", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    *notes, result = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    parent = result["sessionId"]
+    assert result["result"] == "The helper saw nothing." and result["turns"] == 2
+    children = [n for n in notes if n["sessionId"] != parent]
+    assert children and all(n["data"]["parentSessionId"] == parent for n in children)
+    assert {n["data"]["parentToolCallId"] for n in children} == {"toolu_stream"}
+    assert "agent.complete" in [n["method"] for n in children]
+    assert notes[-1]["method"] == "agent.complete" and notes[-1]["sessionId"] == parent
 
 
 def test_prompt_from_stdin(env: TronEnv) -> None:
@@ -164,12 +187,20 @@ def test_fork_from_an_event(env: TronEnv) -> None:
     assert bad.returncode == 4 and "Cannot fork from 'evt_nope'" in bad.stderr
 
 
-def test_flags_the_server_does_not_support_are_refused_clearly(env: TronEnv) -> None:
-    project = env.project("flags")
-    proc = env.tron("-p", "x", "--max-turns", "3", cwd=project)
-    assert proc.returncode == 2 and "--max-turns" in proc.stderr
-    # Nothing ran and no session was left behind.
-    assert [s for s in env.store("list_sessions") if s.working_directory == str(project)] == []
+def test_max_turns_stops_the_run(env: TronEnv) -> None:
+    project = env.project("maxturns")
+    (project / "a.txt").write_text("alpha\n")
+    env.llm.add(
+        Response([ToolUse("Read", {"file_path": "a.txt"})]),
+        Response([ToolUse("Read", {"file_path": "a.txt"})]),
+    )
+    before = len(env.llm.requests)
+    proc = env.tron("-p", "read it", "--max-turns", "1", "--output-format", "json", cwd=project)
+    assert proc.returncode == 1, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["stopReason"] == "max_turns" and result["turns"] == 1
+    assert result["isError"] is True and "max_turns" in proc.stderr
+    assert len(env.llm.requests) == before + 1  # one LLM call, not two
     _no_traceback(proc)
 
 
@@ -254,9 +285,15 @@ def test_connection_errors_say_what_to_do(env: TronEnv, tmp_path: Path) -> None:
     )
     assert proc.returncode == 3
     assert "refused the token" in proc.stderr and "--home" in proc.stderr
-    proc = env.tron("-p", "x", "--server", "http//oops", server=False, cwd=project)
-    assert proc.returncode == 3 and "ws://HOST:PORT/rpc" in proc.stderr
-    _no_traceback(proc)
+    # The right server, a wrong path: the token is not to blame.
+    wrong = env.server.ws_url.replace("/rpc", "/")
+    proc = env.tron("-p", "x", "--server", wrong, server=False, cwd=project)
+    assert proc.returncode == 3 and "endpoint is ws://HOST:PORT/rpc" in proc.stderr, proc.stderr
+    assert "token" not in proc.stderr
+    for bad in ("http//oops", "ws://127.0.0.1:99999/rpc", "ws://[::1/rpc"):
+        proc = env.tron("-p", "x", "--server", bad, server=False, cwd=project)
+        assert proc.returncode == 3 and "ws://HOST:PORT/rpc" in proc.stderr, proc.stderr
+        _no_traceback(proc)
 
 
 def test_print_mode_on_a_tty(env: TronEnv) -> None:
@@ -321,6 +358,7 @@ def test_starts_a_server_in_the_background_when_none_answers(env: TronEnv, tmp_p
         timeout=90,
         env=extra,
         stdin=subprocess.DEVNULL,
+        umask=0o022,  # a usual umask: what tron creates must be user-only anyway
     )
     record = read_server_record(home)
     try:
@@ -328,6 +366,10 @@ def test_starts_a_server_in_the_background_when_none_answers(env: TronEnv, tmp_p
         assert first.stdout == "from a fresh server\n"
         assert "Started tron-server in the background" in first.stderr
         assert str(home / "logs" / "tron-server-output.log") in first.stderr
+        # The server's output (paths, prompts) is as private as the rest of the home.
+        for path, mode in ((home, 0o700), (home / "logs", 0o700),
+                           (home / "logs" / "tron-server-output.log", 0o600)):  # fmt: skip
+            assert path.stat().st_mode & 0o777 == mode, (path, oct(path.stat().st_mode))
         assert record is not None and process_exists(record.pid)  # it outlived the client
         second = subprocess.run(
             [*TRON, "--home", str(home), "-p", "again"],
@@ -394,3 +436,34 @@ def test_usage_errors(env: TronEnv) -> None:
         proc = env.tron(*args, cwd=project)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
         _no_traceback(proc)
+
+
+def test_this_folders_sessions_however_many_others_are_newer(
+    env: TronEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-c``/``-r`` ask the server for this folder's sessions, rather than filter its
+    most recent ones (one page of them: here, one)."""
+    import asyncio
+
+    from tron_server.terminal import sessions
+
+    here, there = env.project("folder-here").resolve(), env.project("folder-there").resolve()
+
+    def create(folder: Path) -> str:
+        session = env.store(
+            "create_session", working_directory=str(folder), model="m", provider="anthropic"
+        )
+        return str(session.id)
+
+    mine = create(here)
+    create(there)
+    create(there)
+    monkeypatch.setattr(sessions, "LIST_LIMIT", 1)
+
+    async def main() -> tuple[list[dict[str, object]], dict[str, object]]:
+        async with env.server.connect() as client:
+            found = await sessions.folder_sessions(client, here)
+            return found, await sessions.latest_session(client, here)
+
+    found, latest = asyncio.run(main())
+    assert [s["id"] for s in found] == [mine] and latest["id"] == mine

@@ -307,7 +307,8 @@ def test_narrow_terminal_and_no_color(tmux: Tmux, env: TronEnv) -> None:
     screen = term.wait("sixty column")
     screen = idle(term)
     assert "narrow-ok" in screen and "✓ Bash" in screen
-    assert all(len(line) <= 60 for line in screen.splitlines())
+    # The reply (wider than the screen) wraps rather than being cut at the edge.
+    assert re.search(r"sixty\s*\n?\s*column\s*\n?\s*screen\.", screen), screen
     status = screen.rstrip().splitlines()[-1]
     assert "ready" in status and "claude-sonnet-4-5" in status
     raw = term.tmux.run("capture-pane", "-e", "-p", "-t", term.name)

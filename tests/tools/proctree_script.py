@@ -11,6 +11,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+#: How long a kill may take in a test. The promise (every process gone within 1 s) is
+#: measured in ``benchmarks/bench_tools.py``: asserted at 1 s here, it fails on a loaded
+#: machine (0.81 s was seen at load 10). This bound still fails when a kill waits for a
+#: process that ignores SIGTERM (2.3 s before the fix) instead of killing it after the
+#: 0.4 s grace.
+KILL_DEADLINE = 1.9
+
 TREE_SCRIPT = r"""
 echo "root $$"
 bash -c 'trap "" TERM; echo "ignorer $$"; exec sleep 1000' &

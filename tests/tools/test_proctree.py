@@ -15,6 +15,7 @@ import pytest
 
 from tests.tools.conftest import Recorder
 from tests.tools.proctree_script import (
+    KILL_DEADLINE,
     alive,
     complete,
     survivors,
@@ -47,7 +48,7 @@ def test_subreaper_tracking_is_available_here() -> None:
     assert _proctree.subreaper_supported()
 
 
-async def test_kill_ends_the_whole_tree_within_a_second(tmp_path: Path) -> None:
+async def test_kill_ends_the_whole_tree_after_the_grace(tmp_path: Path) -> None:
     script = write_tree_script(tmp_path)
     tree = await ProcessTree.start(["bash", str(script)], cwd=tmp_path)
     pids = await read_until_complete(tree)
@@ -60,7 +61,7 @@ async def test_kill_ends_the_whole_tree_within_a_second(tmp_path: Path) -> None:
     elapsed = time.monotonic() - started
     assert survivors(pids) == {}
     assert tree.members() == []
-    assert elapsed < 1.0, f"the tree took {elapsed:.2f} s to die"
+    assert elapsed < KILL_DEADLINE, f"the tree took {elapsed:.2f} s to die"
     assert tree.returncode is not None  # the root is reaped
     tree.close()
     await tree.kill()  # a second call is harmless
@@ -90,7 +91,7 @@ async def test_abort_of_bash_ends_the_tree(
     elapsed = time.monotonic() - cancelled_at
     assert scope.cancel_called and pids
     assert survivors(pids) == {}  # nothing alive the moment the tool returns
-    assert elapsed < 1.0, f"abort took {elapsed:.2f} s"
+    assert elapsed < KILL_DEADLINE, f"abort took {elapsed:.2f} s"
 
 
 async def test_timeout_ends_the_tree(ctx: ToolContext, recorder: Recorder, workdir: Path) -> None:

@@ -11,6 +11,7 @@ import fcntl
 import os
 import re
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -73,9 +74,30 @@ def migrations_dir() -> Path:
 
 
 def make_engine(url: str) -> Engine:
-    if url.startswith("sqlite:///"):
-        Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+    path = sqlite_file(url)  # without the URL's query (?timeout=…)
+    if path and not path.startswith(":memory:"):
+        create_private_file(Path(path))
     return create_engine(url, poolclass=NullPool)
+
+
+def create_private_file(path: Path) -> None:
+    """Create ``path`` empty (SQLite's empty database) readable by its owner only
+    (0600), and the folders missing above it 0700, whatever the umask; nothing
+    if it exists. Sessions are private: SQLite would make the file 0644, and it
+    gives its journal, WAL and SHM files the database's own mode."""
+    missing: list[Path] = []
+    folder = path.parent
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for new in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(new, 0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:  # another process created it first, or it was there
+        return
+    os.close(fd)
 
 
 def alembic_config(url: str, connection: Connection | None = None) -> Config:
@@ -97,13 +119,16 @@ def head_revision() -> str:
 def _migration_lock(url: str, conn: Connection) -> Iterator[None]:
     """Only one process migrates a database at a time."""
     if url.startswith("sqlite:///"):
-        lock_path = url[len("sqlite:///") :] + ".migrate.lock"
-        with open(lock_path, "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+        lock_path = (sqlite_file(url) or "") + ".migrate.lock"
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 yield
             finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
     else:
         conn.execute(text("SELECT pg_advisory_lock(7262700001)"))
         conn.commit()
@@ -221,6 +246,10 @@ def backup_sqlite(path: str | Path, label: str = "backup") -> Path:
     while target.exists():
         n += 1
         target = source.with_name(f"{source.name}.{label}-{stamp}-{n}")
+    # The copy holds every session: user-only while it is written, then no more
+    # readable than the database itself (SQLite would create it 0644).
+    mode = stat.S_IMODE(source.stat().st_mode)
+    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
     src = sqlite3.connect(readonly_uri(str(source)), uri=True)
     try:
         dst = sqlite3.connect(target)
@@ -228,7 +257,8 @@ def backup_sqlite(path: str | Path, label: str = "backup") -> Path:
             src.backup(dst)
         finally:
             dst.close()
-    except sqlite3.Error as exc:
+        os.chmod(target, mode & 0o7777)
+    except (sqlite3.Error, OSError) as exc:
         target.unlink(missing_ok=True)
         raise StorageIOError(f"could not back up {source} to {target}: {exc}") from None
     finally:
@@ -309,7 +339,7 @@ def check(url: str) -> CheckResult:
                 },
             )
             current = ctx.get_current_revision()
-            diffs = [repr(d) for d in compare_metadata(ctx, metadata)]
+            diffs = [describe_difference(d) for d in compare_metadata(ctx, metadata)]
             tables = set(inspect(conn).get_table_names())
             search = "events_fts" if engine.dialect.name == "sqlite" else "events_search"
             if current is not None and search not in tables:
@@ -319,6 +349,33 @@ def check(url: str) -> CheckResult:
     finally:
         engine.dispose()
     return CheckResult(current=current, head=head_revision(), differences=diffs)
+
+
+def describe_difference(diff: Any) -> str:
+    """One of Alembic's ``compare_metadata`` differences in words (its own form is a
+    tuple of SQLAlchemy objects whose reprs no user should have to read)."""
+    if isinstance(diff, list):  # the column modifications of one column, grouped
+        return "; ".join(describe_difference(d) for d in diff)
+    kind = diff[0] if isinstance(diff, tuple) and diff else "?"
+    missing, extra = "missing (the models have it)", "not in the models"
+    if kind in ("add_table", "remove_table"):
+        return f"table {diff[1].name}: {missing if kind == 'add_table' else extra}"
+    if kind in ("add_column", "remove_column"):
+        where = f"column {diff[2]}.{diff[3].name}"
+        return f"{where}: {missing if kind == 'add_column' else extra}"
+    if kind in ("add_index", "remove_index"):
+        index = diff[1]
+        columns = ", ".join(c.name for c in index.columns)
+        table = index.table.name if index.table is not None else "?"
+        where = f"index {index.name} on {table} ({columns})"
+        return f"{where}: {missing if kind == 'add_index' else extra}"
+    if kind.startswith("modify_") and len(diff) >= 7:
+        what = kind.removeprefix("modify_")
+        return f"column {diff[2]}.{diff[3]}: {what} is {diff[5]!s}, the models say {diff[6]!s}"
+    obj = diff[1] if isinstance(diff, tuple) and len(diff) > 1 else None
+    name = getattr(obj, "name", None) or type(obj).__name__
+    table = getattr(getattr(obj, "table", None), "name", None)
+    return f"{kind.replace('_', ' ')} {name}" + (f" on {table}" if table else "")
 
 
 def _include_name(name: str | None, type_: str, parent_names: Any) -> bool:

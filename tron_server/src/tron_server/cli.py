@@ -70,6 +70,7 @@ environment:
     ANTHROPIC_API_KEY                 anthropic (Messages API)
     OPENAI_API_KEY                    openai, openai-responses
     GEMINI_API_KEY or GOOGLE_API_KEY  google (Gemini)
+    TRON_OPENAI_COMPATIBLE_API_KEY    openai-compatible, when its server wants one (OpenRouter)
   provider endpoints (base URLs):
     TRON_ANTHROPIC_BASE_URL, TRON_OPENAI_BASE_URL, TRON_GOOGLE_BASE_URL,
     TRON_OPENAI_COMPATIBLE_BASE_URL   (required for openai-compatible: Ollama, vLLM …)
@@ -186,6 +187,20 @@ def login_url(settings: Settings, code: str) -> str:
     return f"http://{host}:{settings.port}/login?token={code}"
 
 
+def settings_error(exc: ValidationError) -> str:
+    """What is wrong with the settings, naming the variable (or option) to fix, one
+    line per setting (the options are checked by the parser: a bad value here came
+    from a ``TRON_*`` variable)."""
+    lines = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else "?"
+        name = f"TRON_{field.upper()}"
+        value = error.get("input")
+        shown = f"={value!r}" if isinstance(value, str | int | float) else ""
+        lines.append(f"{name}{shown}: {error['msg']}")
+    return "; ".join(lines)
+
+
 class CannotStart(Exception):
     """The server cannot start; the message says why and what to do (one line)."""
 
@@ -283,6 +298,17 @@ def sqlite_path(url: str) -> Path | None:
     if "://" in url:
         return None
     return Path(url).expanduser()
+
+
+def database_shown(settings: Settings) -> str:
+    """The database as a user should see it: a SQLite file's absolute path (so that
+    ``sqlite:///tmp/x.db``, a path relative to the current folder, shows where it
+    went), else the URL without its password."""
+    from .logging import REDACTOR
+
+    url = settings.resolved_database_url()
+    path = sqlite_path(url)
+    return str(path.absolute()) if path is not None else REDACTOR.redact(url)
 
 
 def tighten(settings: Settings) -> None:
@@ -419,6 +445,7 @@ async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool =
             )
         shown = settings.host if ":" not in settings.host else f"[{settings.host}]"
         print(f"tron-server listening on http://{shown}:{settings.port}", flush=True)
+        print(f"  database: {database_shown(settings)}", flush=True)
         print(f"  token file: {settings.token_path}", flush=True)
         print(f"  log file: {settings.log_path}", flush=True)
         print(f"  open in a browser (works once): {login_url(settings, app.state.login_code)}",
@@ -447,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = settings_from_args(args)
     except ValidationError as exc:
-        parser.error(str(exc))
+        return fail(settings_error(exc))
     if not 0 < settings.port < 65536:
         parser.error(f"--port must be between 1 and 65535, not {settings.port}")
     if not is_loopback_host(settings.host) and not settings.allow_remote:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections
 import logging
 import secrets
+import sys
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -44,6 +45,15 @@ CLOSE_TIMEOUT = 5.0
 DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024
 
 SendText = Callable[[str], Awaitable[None]]
+
+
+def frame_size(text: str) -> int:
+    """The bytes a queued frame holds: its length when it is ASCII (most frames), else
+    the memory of the string, which is 2 or 4 bytes a character for text beyond
+    Latin-1 (a page of emoji counted by characters would hold 4x the budget)."""
+    return len(text) if text.isascii() else sys.getsizeof(text)
+
+
 CloseSocket = Callable[[int, str], Awaitable[None]]
 
 
@@ -109,7 +119,7 @@ class Connection:
         if self.closing:
             return False
         text = frame.decode() if isinstance(frame, bytes) else frame
-        size = len(text)  # frames are JSON: ASCII but for the text inside, close enough
+        size = frame_size(text)
         over_bytes = self._pending_bytes > 0 and self._pending_bytes + size > self.budget_bytes
         if over_bytes or len(self._queue) >= self.queue_limit:
             log.warning(
@@ -168,7 +178,7 @@ class Connection:
                     await self._has_frames.wait()
                     continue
                 frame = self._queue.popleft()
-                self._sending = len(frame)
+                self._sending = frame_size(frame)
                 try:
                     await self._send(frame)
                 except Exception:  # the client went away; the reader sees the disconnect

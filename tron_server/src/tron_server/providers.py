@@ -55,8 +55,11 @@ class ProviderFactory:
         key = (provider, base_url)
         cached = self._cache.get(key)
         if cached is None:
+            api_key = self._keys.get(provider)
+            if api_key is None and provider == "openai-compatible":
+                api_key = self.settings.openai_compatible_api_key
             cached = self._cache[key] = create_provider(
-                provider, api_key=self._keys.get(provider), base_url=base_url, retry=self._retry
+                provider, api_key=api_key, base_url=base_url, retry=self._retry
             )
         return cached
 

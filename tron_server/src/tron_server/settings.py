@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -27,8 +27,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8420
     database_url: str | None = None
-    log_level: str = "info"
-    log_format: str = "json"
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
+    log_format: Literal["json", "text"] = "json"
     allow_remote: bool = False
     default_provider: str = "anthropic"
     default_model: str = "claude-sonnet-4-5"
@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     openai_base_url: str | None = None
     google_base_url: str | None = None
     openai_compatible_base_url: str | None = None
+    #: The key an OpenAI-compatible server wants (OpenRouter, a hosted vLLM): sent only
+    #: there (TRON_OPENAI_COMPATIBLE_API_KEY; OPENAI_API_KEY is never sent there).
+    openai_compatible_api_key: str | None = Field(default=None, repr=False)
     auto_compact_threshold: float = 0.8
     #: Task calls of one assistant message that run at once (TRON_SUBAGENT_MAX_PARALLEL).
     subagent_max_parallel: int = Field(default=4, ge=1, le=64)
@@ -65,6 +68,12 @@ class Settings(BaseSettings):
     #: Bytes a connection may hold for its client (queued or being sent) before
     #: it is closed with 4008; a single bigger frame still goes when nothing waits.
     outgoing_budget_bytes: int = 64 * 1024 * 1024
+
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        # TRON_LOG_LEVEL=DEBUG means what --log-level debug means.
+        return value.lower() if isinstance(value, str) else value
 
     @property
     def token_path(self) -> Path:

@@ -77,6 +77,9 @@ def _upgrade(url: str, raw_url: str, revision: str) -> int:
 
 def _downgrade(url: str, revision: str, yes: bool) -> int:
     migrate.check_revision(revision)
+    # Refused before anything is asked or written (a read-only file got its backup,
+    # then failed).
+    _preflight.inspect(url, must_exist=True, writable=True)
     dropped = migrate.data_dropped(url, revision)
     path = sqlite_file(url)
     if dropped:
@@ -143,6 +146,10 @@ def _check(url: str) -> int:
             f"database is at {result.current or 'base (empty)'}, head is {result.head}: "
             f"run `tron-db upgrade --database-url {url}`"
         )
+        if result.differences:
+            # What the missing revisions add: listing it would only repeat them.
+            print(f"({len(result.differences)} difference(s) from the models until then)")
+        return PARTIAL
     for diff in result.differences:
         print(f"difference: {diff}")
     return PARTIAL

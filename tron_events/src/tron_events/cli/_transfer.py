@@ -64,7 +64,12 @@ def _export(args: argparse.Namespace, url: str) -> int:
             target = Path(args.output).expanduser()
             # Written beside the target and renamed at the end: an export that
             # fails half-way leaves no half file under the name asked for.
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+            except OSError as exc:
+                raise TronEventsError(
+                    f"cannot write {target}: {exc.strerror or exc} (in {target.parent})"
+                ) from None
             try:
                 with os.fdopen(fd, "wb") as fh:
                     summary = export_jsonl(store, fh, **scope)
@@ -94,9 +99,16 @@ def _import(args: argparse.Namespace, url: str) -> int:
     source = args.source or OWN_SOURCE
     path = args.path
     if source != OWN_SOURCE:
-        records = _importer(source)(Path(path).expanduser())
-        with _store(url, args.dry_run) as store:
-            summary = _import_counted(store, records, args.dry_run)
+        importer = _importer(source)
+        with contextlib.ExitStack() as stack:
+            if path == "-":
+                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tron-db-")))
+                source_path = _stdin_file(folder)
+            else:
+                source_path = Path(path).expanduser()
+            records = importer(source_path)
+            with _store(url, args.dry_run) as store:
+                summary = _import_counted(store, records, args.dry_run)
         return _report(summary, args.json)
     stdin_head: bytes | None = None
     if path == "-":
@@ -127,6 +139,28 @@ def _import(args: argparse.Namespace, url: str) -> int:
                 total.source = summary.source
             total.merge(summary)
     return _report(total, args.json)
+
+
+_SAFE_NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+
+
+def _stdin_file(folder: Path) -> Path:
+    """Another agent's session file read from stdin, saved in ``folder`` under the
+    name its agent gives it (Claude Code names a session's file by its
+    ``sessionId``, which the importer derives the ids from): the same session
+    imported from stdin or from its file gets the same ids."""
+    data = sys.stdin.buffer.read()
+    name = "stdin"
+    for line in data.splitlines()[:50]:
+        with contextlib.suppress(orjson.JSONDecodeError):
+            record = orjson.loads(line)
+            sid = record.get("sessionId") if isinstance(record, dict) else None
+            if isinstance(sid, str) and sid and set(sid) <= _SAFE_NAME and sid[0] != ".":
+                name = sid
+                break
+    target = folder / f"{name}.jsonl"
+    target.write_bytes(data)
+    return target
 
 
 def _precheck(first: bytes, name: str) -> None:

@@ -343,8 +343,9 @@ class SessionBuilder:
             "model": self.start_model or "unknown",
             "provider": self.start_provider or "unknown",
         }
-        if self.title:
-            start["title"] = self.title
+        # The title stays off the root: sources name a session later (an AI title, a
+        # rename), and the root must not change when the file grows (see the import's
+        # continuation of a stored session). The session record carries it.
         if self.parent_session_id is not None:
             start["parentSessionId"] = self.parent_session_id
         start.update(self.start_extra)

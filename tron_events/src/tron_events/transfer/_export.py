@@ -181,7 +181,7 @@ def _session_record(s: Session) -> dict[str, Any]:
     }
 
 
-_Kind = Literal["workspace", "session", "events"]
+_Kind = Literal["plan", "workspace", "session", "events"]
 
 
 def _stream(
@@ -190,10 +190,10 @@ def _stream(
     workspace: str | None,
     everything: bool,
     with_forks: bool,
-    on_plan: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[_Kind, Any]]:
-    """The export as (kind, thing): workspaces, then each session followed by
-    pages of its events as wire-form JSON text (a list of str per page)."""
+    """The export as (kind, thing): first ``plan`` (the number of events, once the
+    scope is known to exist), then workspaces, then each session followed by pages
+    of its events as wire-form JSON text (a list of str per page)."""
     rec = store.recorder
     wire = rec.wire_json_columns()
     page_sql = rec.sql(
@@ -201,8 +201,7 @@ def _stream(
     )
     with rec.read() as cur:
         plan = _plan(rec, cur, session_id, workspace, everything, with_forks)
-        if on_plan is not None:
-            on_plan(plan.events)
+        yield "plan", plan.events
         for w in plan.workspaces:
             yield "workspace", w
         for s in plan.sessions:
@@ -238,14 +237,13 @@ def export_jsonl(
     """
     summary = ExportSummary()
     total = 0
-
-    def planned(n: int) -> None:
-        nonlocal total
-        total = n
-
-    out.write(orjson.dumps(header(exported_at=now(), generator=_generator())) + b"\n")
-    for kind, thing in _stream(store, session_id, workspace, all, with_forks, planned):
-        if kind == "events":
+    for kind, thing in _stream(store, session_id, workspace, all, with_forks):
+        if kind == "plan":
+            # The header goes out once the scope is known to exist: an unknown
+            # workspace or session writes nothing at all.
+            total = thing
+            out.write(orjson.dumps(header(exported_at=now(), generator=_generator())) + b"\n")
+        elif kind == "events":
             # '{"id":…' from the database becomes '{"kind":"event","id":…'.
             out.write(
                 b"".join(
@@ -276,9 +274,10 @@ def iter_export_records(
 ) -> Iterator[dict[str, Any]]:
     """The export's records as dicts (the header first), what
     :func:`export_jsonl` writes one per line; lazily, page by page."""
-    yield header(exported_at=now(), generator=_generator())
     for kind, thing in _stream(store, session_id, workspace, all, with_forks):
-        if kind == "events":
+        if kind == "plan":  # the scope exists
+            yield header(exported_at=now(), generator=_generator())
+        elif kind == "events":
             for row in thing:
                 record = orjson.loads(row)
                 yield {"kind": "event", **record}

@@ -64,6 +64,8 @@ class ImportSummary:
     workspaces_created: int = 0
     #: Sessions already in the database with the same content (nothing done).
     already_present: list[str] = field(default_factory=list)
+    #: (session id, events added): stored sessions the input continues (it grew since).
+    extended: list[tuple[str, int]] = field(default_factory=list)
     #: (session id, reason): sessions not imported, nothing of them written.
     refused: list[tuple[str, str]] = field(default_factory=list)
     #: (record number, reason): records skipped (the header is record 1).
@@ -78,7 +80,7 @@ class ImportSummary:
     @property
     def changed(self) -> bool:
         """Whether the database was changed."""
-        return bool(self.imported) and not self.dry_run
+        return bool(self.imported or self.extended) and not self.dry_run
 
     @property
     def ok(self) -> bool:
@@ -91,6 +93,7 @@ class ImportSummary:
         self.events_imported += other.events_imported
         self.workspaces_created += other.workspaces_created
         self.already_present += other.already_present
+        self.extended += other.extended
         self.refused += other.refused
         self.skipped += other.skipped
         self.notices += other.notices
@@ -103,6 +106,7 @@ class ImportSummary:
             "eventsImported": self.events_imported,
             "workspacesCreated": self.workspaces_created,
             "alreadyPresent": self.already_present,
+            "extended": [{"sessionId": s, "eventsAdded": n} for s, n in self.extended],
             "refused": [{"sessionId": s, "reason": r} for s, r in self.refused],
             "skipped": [{"record": n, "reason": r} for n, r in self.skipped],
             "notices": [{"sessionId": s, "message": m} for s, m in self.notices],
@@ -115,12 +119,19 @@ class ImportSummary:
             f"{would} {len(self.imported)} session(s), {self.events_imported} event(s)"
             + (f", {self.workspaces_created} new workspace(s)" if self.workspaces_created else "")
         ]
+        if self.extended:
+            added = sum(n for _, n in self.extended)
+            lines.append(
+                f"{'would extend' if self.dry_run else 'extended'} {len(self.extended)} "
+                f"session(s) already here with {added} new event(s) (they grew since): "
+                + _some([sid for sid, _ in self.extended])
+            )
         if self.already_present:
             lines.append(
                 f"{len(self.already_present)} session(s) already present (unchanged): "
                 + _some(self.already_present)
             )
-        if not self.imported and not self.refused and self.already_present:
+        if not self.imported and not self.extended and not self.refused and self.already_present:
             lines.append("nothing to do: the database already holds everything in the input")
         for sid, reason in self.refused[:SHOWN]:
             lines.append(f"refused session {sid}: {reason}")
@@ -363,8 +374,11 @@ class _Importer:
             self.summary.refused.append((srec.id, str(exc)))
             self.refused.add(srec.id)
         else:
-            self.summary.imported.append(srec.id)
-            self.summary.events_imported += job.count
+            if job.stored:
+                self.summary.extended.append((srec.id, job.count - job.stored))
+            else:
+                self.summary.imported.append(srec.id)
+            self.summary.events_imported += job.count - job.stored
             self.summary.workspaces_created += job.workspaces_created
             self.ws_map.update(job.ws_map)
             if job.workspace_from_record and job.workspace_id is not None:
@@ -404,6 +418,8 @@ class _SessionImport:
         self.srec = srec
         self.events = events
         self.count = 0
+        #: Events of the session already stored, which the input continues.
+        self.stored = 0
         self.workspaces_created = 0
         self.ws_map: dict[str, str] = {}
         self.notices: list[tuple[str | None, str]] = []
@@ -434,8 +450,10 @@ class _SessionImport:
 
     def run(self, cur: Cursor) -> None:
         srec = self.srec
-        if self.rec.get_session(cur, srec.id) is not None:
-            self._compare(cur)
+        stored = self.rec.get_session(cur, srec.id)
+        if stored is not None:
+            item, ev = self._continuation(cur, stored)
+            self._event(cur, item, ev)
         for item, ev in self.events:
             self._event(cur, item, ev)
         if self.root_id is None:
@@ -479,6 +497,8 @@ class _SessionImport:
                 d.cache_read_tokens, d.cache_creation_tokens, d.cost,
             )  # fmt: skip
         last_activity = srec.last_activity_at or self.last_timestamp
+        if self.stored and srec.title:  # the source may have named it since
+            cur.execute(self.q("UPDATE sessions SET title = ? WHERE id = ?"), (srec.title, srec.id))
         cur.execute(
             self.q(
                 "UPDATE sessions SET head_event_id = ?, status = ?, ended_at = ?, "
@@ -769,45 +789,90 @@ class _SessionImport:
 
     # -- a session already stored ---------------------------------------------
 
-    def _compare(self, cur: Cursor) -> None:
-        """Raise _Present if the stored session has the input's events, else _Refused."""
+    def _continuation(self, cur: Cursor, stored: Session) -> tuple[Item, EventRecord]:
+        """The first input event after the stored ones, when the input continues the
+        stored session (the source went on since: a transcript that grew, a later
+        export); the stored events are then taken as the start of this import.
+
+        Raises ``_Present`` when the input holds nothing the database lacks, and
+        ``_Refused`` when it differs from what is stored (or the stored session moved
+        on here: continued under Tron, rewound, ended)."""
         sid = self.srec.id
-        last: str | None = None
-        stored_rows = self._stored_rows(cur)
         n = 0
-        for item, ev in self.events:
-            row = next(stored_rows, None)
-            if row is None:
-                raise _Refused(
-                    f"a different version of session {sid} is in the database: it has {n} "
-                    "event(s), the input more (nothing changed)"
-                )
-            eid, parent_id, sequence, depth, type_, timestamp, payload = row
-            expected_parent = ev.parent_id if ev.parent_given() else last
-            same_parent = (n == 0 and not ev.parent_given()) or expected_parent == parent_id
-            differs = [
-                name
-                for name, same in (
-                    ("id", ev.id == eid),
-                    ("parentId", same_parent),
-                    ("sequence", ev.sequence is None or ev.sequence == sequence),
-                    ("depth", ev.depth is None or ev.depth == depth),
-                    ("type", ev.type == type_),
-                    ("timestamp", ev.timestamp == timestamp),
-                    ("payload", ev.payload == orjson.loads(payload)),
-                )
-                if not same
-            ]
-            if differs:
-                raise _Refused(
-                    f"session {sid} is already in the database with other content: event "
-                    f"{n} (record {item.number}) differs in {', '.join(differs)} (nothing changed)"
-                )
-            last = ev.id
+        for row in self._stored_rows(cur):
+            pair = next(self.events, None)
+            if pair is None:
+                if n == 0:
+                    raise _Refused("the session has no events (its root event is missing)")
+                raise _Present()  # the input is the stored session, or the start of it
+            item, ev = pair
+            self._same(n, row, item, ev)
+            self._take_stored(cur, row)
             n += 1
-        if n == 0:
-            raise _Refused("the session has no events (its root event is missing)")
-        raise _Present()
+        pair = next(self.events, None)
+        if pair is None:
+            raise _Present()
+        item, ev = pair
+        if stored.status != "active":
+            raise _Refused(
+                f"session {sid} has ended here, and the input has more events (from record "
+                f"{item.number}): nothing changed"
+            )
+        if stored.head_event_id not in (self.last_id, self.srec.head_event_id):
+            raise _Refused(
+                f"session {sid} was rewound here (its head is {stored.head_event_id}, not its "
+                f"last event), and the input has more events: nothing changed"
+            )
+        self.stored = n
+        self.workspace_id = stored.workspace_id
+        return item, ev
+
+    def _same(self, n: int, row: tuple[Any, ...], item: Item, ev: EventRecord) -> None:
+        """Refuse unless input event ``n`` is the stored one."""
+        eid, parent_id, sequence, depth, type_, timestamp, payload = row
+        expected_parent = ev.parent_id if ev.parent_given() else self.last_id
+        same_parent = (n == 0 and not ev.parent_given()) or expected_parent == parent_id
+        try:  # what an append would have stored for it
+            given = validate_payload(ev.type, ev.payload)
+        except (InvalidPayload, UnknownEventType):
+            given = ev.payload
+        differs = [
+            name
+            for name, same in (
+                ("id", ev.id == eid),
+                ("parentId", same_parent),
+                ("sequence", ev.sequence is None or ev.sequence == sequence),
+                ("depth", ev.depth is None or ev.depth == depth),
+                ("type", ev.type == type_),
+                ("timestamp", ev.timestamp == timestamp),
+                ("payload", given == orjson.loads(payload)),
+            )
+            if not same
+        ]
+        if differs:
+            raise _Refused(
+                f"session {self.srec.id} is already in the database with other content: event "
+                f"{n} (record {item.number}) differs in {', '.join(differs)}; the input neither "
+                "repeats nor continues what is stored (it went on here, or was read while its "
+                "agent was mid-turn): nothing changed"
+            )
+
+    def _take_stored(self, cur: Cursor, row: tuple[Any, ...]) -> None:
+        """Count a stored event as this import's own (the input goes on after it)."""
+        eid, parent_id, _sequence, depth, type_, timestamp, payload = row
+        if self.count == 0:
+            self.root_id, self.root_timestamp = eid, timestamp
+            if type_ == "session.fork" and parent_id is not None:
+                self.fork_parent = self.rec.get_event(cur, parent_id)
+        if len(self.depths) >= DEPTH_WINDOW:
+            self.depths.clear()
+        self.depths[eid] = depth
+        _count(self.delta, type_, orjson.loads(payload))
+        if type_ == "session.end":
+            self.end_timestamp = timestamp
+        self.count += 1
+        self.last_id = eid
+        self.last_timestamp = max(self.last_timestamp, timestamp)
 
     def _stored_rows(self, cur: Cursor) -> Iterator[tuple[Any, ...]]:
         after = -1

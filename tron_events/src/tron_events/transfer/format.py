@@ -9,9 +9,17 @@ out and the import fills them in exactly as an ``append`` would have.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
 from pydantic.alias_generators import to_camel
 
 from ..errors import TronEventsError
@@ -36,6 +44,24 @@ FORMAT_VERSION = 1
 
 #: Ids are stored in VARCHAR(64) columns.
 Id = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+
+def _iso_8601(value: str) -> str:
+    """A time as the store writes it (ISO 8601, ``…Z``), kept exactly as given: a string
+    that is no time at all would sort and display as nonsense."""
+    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not an ISO 8601 time (e.g. 2026-11-24T15:20:00.123Z)"
+        ) from None
+    return value
+
+
+Timestamp = Annotated[
+    str, StringConstraints(min_length=1, max_length=40), AfterValidator(_iso_8601)
+]
 
 
 class ExportFormatError(TronEventsError):
@@ -63,8 +89,8 @@ class WorkspaceRecord(_Record):
     id: Id
     path: Annotated[str, StringConstraints(min_length=1)]
     name: str | None = None
-    created_at: str | None = None
-    last_activity_at: str | None = None
+    created_at: Timestamp | None = None
+    last_activity_at: Timestamp | None = None
 
 
 class SessionRecord(_Record):
@@ -82,9 +108,9 @@ class SessionRecord(_Record):
     title: str | None = None
     parent_session_id: Id | None = None
     fork_from_event_id: Id | None = None
-    created_at: str | None = None
-    last_activity_at: str | None = None
-    ended_at: str | None = None
+    created_at: Timestamp | None = None
+    last_activity_at: Timestamp | None = None
+    ended_at: Timestamp | None = None
     event_count: int | None = Field(default=None, ge=1)
     message_count: int | None = Field(default=None, ge=0)
     turn_count: int | None = Field(default=None, ge=0)
@@ -125,7 +151,7 @@ class EventRecord(_Record):
     sequence: int | None = Field(default=None, ge=0)
     depth: int | None = Field(default=None, ge=0)
     type: Annotated[str, StringConstraints(min_length=1, max_length=64)]
-    timestamp: Annotated[str, StringConstraints(min_length=1, max_length=40)]
+    timestamp: Timestamp
     payload: dict[str, Any]
 
     def parent_given(self) -> bool:

@@ -65,7 +65,7 @@ from ..errors import (
     SessionNotFoundError,
 )
 from ..hooks.base import HookContext, HookEngine, HookEvent
-from ..hooks.settings import HookSettingsError
+from ..hooks.settings import HookSettingsError, settings_stamp
 from ..tools.base import ToolRegistry
 from .rules import SessionRules
 from .subagents import (
@@ -187,7 +187,10 @@ class Orchestrator:
         self.max_turns_per_message = max_turns_per_message
         self.auto_compact_threshold = auto_compact_threshold
         self._hooks_factory = hooks_factory
-        self._engines: dict[Path, HookEngine] = {}
+        #: working directory → (its settings files' stamp, the engine built from them).
+        self._engines: dict[Path, tuple[tuple[Any, ...], HookEngine]] = {}
+        #: Engines replaced after a settings change (their background runs are drained).
+        self._retired: list[HookEngine] = []
         self._runs: dict[str, _SessionRun] = {}
         self._rules: dict[str, SessionRules] = {}
         self.subagents = subagents or SubagentSettings()
@@ -245,8 +248,12 @@ class Orchestrator:
         model: str | None = None,
         provider: str | None = None,
         before: tuple[tuple[str, dict[str, Any]], ...] = (),
+        max_turns: int | None = None,
     ) -> dict[str, Any]:
         """Start (or queue) the agent loop for ``content``; returns at once.
+
+        ``max_turns`` caps the LLM calls of this message (below the server's own limit
+        and a sub-agent's ``maxTurns``); the run then stops with ``max_turns``.
 
         Result: ``{"accepted": True, "turn": <first turn number, None when queued>,
         "queued": bool, "runId": str}``. Raises :class:`SessionNotFoundError`,
@@ -260,6 +267,8 @@ class Orchestrator:
             raise InvalidParams(
                 f"unknown reasoning level {reasoning_level!r}; use one of {sorted(_LEVELS)}"
             )
+        if max_turns is not None and max_turns < 1:
+            raise InvalidParams("maxTurns must be at least 1")
         if self._closing:
             raise ManagerUnavailableError("the agent runtime is shutting down")
         try:
@@ -277,6 +286,7 @@ class Orchestrator:
         request = RunRequest(
             session_id, content, level, f"run_{next(_run_ids)}", resume=resume,
             allowed_tools=allowed_tools, model=model, provider=provider, before=before,
+            max_turns=max_turns,
         )  # fmt: skip
         # No await between the busy check and registering the run: no race.
         run = self._runs.get(session_id)
@@ -394,7 +404,8 @@ class Orchestrator:
             if run.task is not None and not run.task.done():
                 log.warning("agent loop of %s did not stop in time; cancelling", run.session_id)
                 run.task.cancel()
-        engines = {id(e): e for e in [self.hooks, *self._engines.values()] if e is not None}
+        current = [engine for _stamp, engine in self._engines.values()]
+        engines = {id(e): e for e in [self.hooks, *current, *self._retired] if e is not None}
         for engine in engines.values():
             try:
                 await engine.drain(timeout)
@@ -429,6 +440,8 @@ class Orchestrator:
         engine = self._engine_or_none(Path(session.working_directory))
         if engine is None:
             return
+        for earlier in self._retired:  # from before a settings change
+            await earlier.settle(session.id)
         await engine.settle(session.id)  # a SessionStart or Stop still running records first
         if not engine.hooks_for("SessionEnd"):
             return
@@ -556,14 +569,20 @@ class Orchestrator:
         self._notify(run.session_id, method, data)
 
     def hooks_for(self, working_directory: Path) -> HookEngine | None:
-        """The hook engine for sessions in ``working_directory`` (None: no hooks)."""
+        """The hook engine for sessions in ``working_directory`` (None: no hooks), built
+        again when one of its settings files changed since (a user adds a hook to a
+        project while the server runs: the next run has it)."""
         if self._hooks_factory is None:
             return self.hooks
-        engine = self._engines.get(working_directory)
-        if engine is None:
-            engine = self._engines[working_directory] = self._hooks_factory(
-                working_directory, self.record_event
-            )
+        stamp = settings_stamp(working_directory, self.home)
+        cached = self._engines.get(working_directory)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        engine = self._hooks_factory(working_directory, self.record_event)
+        if cached is not None:
+            self._retired = [e for e in self._retired if e.pending_count]
+            self._retired.append(cached[1])
+        self._engines[working_directory] = (stamp, engine)
         return engine
 
     def _rules_for(self, session_id: str, working_directory: Path) -> SessionRules:
@@ -598,8 +617,9 @@ class Orchestrator:
                 if run.link is None and profile.parent_session_id is not None:
                     run.link = ParentLink(profile.parent_session_id, profile.parent_tool_call_id)
                 agent = AgentRun(self._deps, request, run.writer, partial(self._notify_run, run))
-                if profile.max_turns is not None:
-                    agent.max_turns = min(agent.max_turns, profile.max_turns)
+                for limit in (profile.max_turns, request.max_turns):
+                    if limit is not None:
+                        agent.max_turns = min(agent.max_turns, limit)
                 run.current = agent
                 if run.abort_pending:
                     run.abort_pending = False

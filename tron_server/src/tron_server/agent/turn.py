@@ -124,6 +124,8 @@ class RunRequest:
     """The model (and its provider) for this run only (a command file's ``model``)."""
     before: tuple[Draft, ...] = ()
     """Events recorded in the same commit as, and just before, the user message."""
+    #: At most this many LLM calls for this message (the server's limit still applies).
+    max_turns: int | None = None
 
 
 @dataclass

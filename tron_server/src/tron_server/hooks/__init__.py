@@ -50,14 +50,21 @@ def build_hook_engine(
     """An engine with the guardrails and the user's command hooks for ``working_directory``.
 
     ``home`` is Tron's home directory (``Settings.home``, ``~/.tron`` by default): hooks
-    and guardrail settings come from ``<home>/settings.json`` then
-    ``<working_directory>/.tron/settings.json`` (home hooks run before project hooks of the
-    same event; guardrails run after every other PreToolUse hook, so they check the final
-    input). ``record(session_id, event_type, payload)`` receives hook.triggered /
+    and guardrail settings come from ``<home>/settings.json``, then Claude Code's
+    ``.claude/settings.json`` and ``.claude/settings.local.json`` of ``working_directory``,
+    then its ``.tron/settings.json`` (hooks run in that order for the same event;
+    guardrails run after every other PreToolUse hook, so they check the final input).
+    ``record(session_id, event_type, payload)`` receives hook.triggered /
     hook.completed. Raises :class:`HookSettingsError` for a settings file that cannot be used.
     """
     settings = load_settings(working_directory, home)
     engine = HookEngine(record)
     register_command_hooks(engine, settings.hooks)
-    register_guardrails(engine, settings.guardrails, working_directory=working_directory, home=home)
+    register_guardrails(
+        engine,
+        settings.guardrails,
+        working_directory=working_directory,
+        home=home,
+        hook_commands=[spec.command for spec in settings.hooks],
+    )
     return engine

@@ -27,8 +27,10 @@ Matchers
 ``matcher`` selects hooks by tool name, like Claude Code's settings: ``None``, ``""`` or
 ``"*"`` match every tool; a string made only of name characters and ``|`` is a list of exact
 names (``"Write|Edit"``); anything else is a regular expression that must match the whole
-tool name (``"mcp__.*"``). Events without a tool name (UserPromptSubmit, Stop, ...) ignore
-the matcher.
+tool name (``"mcp__.*"``). As in Claude Code, SessionStart's matcher selects its
+``source`` (``"startup"``, ``"resume"``) and PreCompact's its ``trigger`` (``"manual"``,
+``"auto"``); the other events without a tool name (UserPromptSubmit, Stop, ...) ignore the
+matcher.
 
 Failures
 --------
@@ -121,6 +123,20 @@ class HookContext:
     tool_result: dict[str, Any] | None = None
     prompt: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
+
+
+#: What a matcher selects for events without a tool: the key of ``HookContext.data``.
+_MATCHED_KEY = {"SessionStart": "source", "PreCompact": "trigger"}
+
+
+def _subject(ctx: HookContext) -> str | None:
+    """What the hooks' matchers test for ``ctx``: the tool name, SessionStart's source,
+    PreCompact's trigger; None (every hook) for the other events."""
+    if ctx.tool_name is not None:
+        return ctx.tool_name
+    key = _MATCHED_KEY.get(ctx.event)
+    value = ctx.data.get(key) if key is not None else None
+    return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True)
@@ -284,7 +300,7 @@ class HookEngine:
         reasons: list[str] = []
         ask_reason: str | None = None
         asked = approved = False
-        for hook in self._select(ctx.event, ctx.tool_name):
+        for hook in self._select(ctx.event, _subject(ctx)):
             decision = await self._run_one(hook, current, fail_closed=hook.on_error == "block")
             if decision.action == "block":
                 return HookDecision(
@@ -331,7 +347,7 @@ class HookEngine:
         """Schedule the hooks of a background event; returns at once (needs a running loop)."""
         if ctx.event not in BACKGROUND_EVENTS:
             raise ValueError(f"{ctx.event} is a blocking event; use run_blocking")
-        hooks = self._select(ctx.event, ctx.tool_name)
+        hooks = self._select(ctx.event, _subject(ctx))
         if not hooks:
             return
         task = asyncio.get_running_loop().create_task(
@@ -347,7 +363,7 @@ class HookEngine:
         session stops taking appends)."""
         if ctx.event not in BACKGROUND_EVENTS:
             raise ValueError(f"{ctx.event} is a blocking event; use run_blocking")
-        hooks = self._select(ctx.event, ctx.tool_name)
+        hooks = self._select(ctx.event, _subject(ctx))
         if hooks:
             await self._run_background(hooks, ctx)
 

@@ -4,7 +4,8 @@ Protocol
 --------
 The command runs through ``/bin/sh -c`` in the session's working directory, in its own
 process group, with these environment variables added: ``TRON_PROJECT_DIR`` (the working
-directory), ``TRON_SESSION_ID``, ``TRON_HOOK_EVENT``. It receives one JSON object on stdin::
+directory; also as ``CLAUDE_PROJECT_DIR``, which Claude Code's hook commands use),
+``TRON_SESSION_ID``, ``TRON_HOOK_EVENT``. It receives one JSON object on stdin::
 
     {"hook_event_name": "PreToolUse", "session_id": "sess_…", "cwd": "/path/to/project",
      "tool_name": "Bash", "tool_input": {"command": "git push"}, "tool_use_id": "toolu_…",
@@ -207,7 +208,7 @@ def make_command_hook(spec: CommandHookSpec) -> HookFn:
 
     async def command_hook(ctx: HookContext) -> HookDecision:
         env = dict(os.environ)
-        env["TRON_PROJECT_DIR"] = str(ctx.working_directory)
+        env["TRON_PROJECT_DIR"] = env["CLAUDE_PROJECT_DIR"] = str(ctx.working_directory)
         env["TRON_SESSION_ID"] = ctx.session_id
         env["TRON_HOOK_EVENT"] = ctx.event
         payload = json.dumps(hook_input(ctx), default=str).encode()

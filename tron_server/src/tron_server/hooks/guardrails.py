@@ -10,8 +10,9 @@ What it checks
   inside the working directory that points outside is therefore refused. The settings files
   themselves (:func:`~tron_server.tools.settings_files`: ``<home>/settings.json``,
   ``.tron/settings.json``, ``.claude/settings.json``, ``.claude/settings.local.json``) are
-  refused too while ``guardrails.protectSettingsFiles`` is true, so the agent cannot switch
-  its own guardrails, hooks or permissions off. A path with a NUL byte is refused.
+  refused too while ``guardrails.protectSettingsFiles`` is true, and so are the files the
+  user's hook commands run (:func:`hook_programs`: ``./.tron/check.sh``), so the agent cannot
+  switch its own guardrails, hooks or permissions off. A path with a NUL byte is refused.
 
   This hook gives the model the refusal before the tool runs; the tools enforce the same
   policy again at the moment they write (:func:`path_policy` hands it to them), through the
@@ -77,7 +78,23 @@ _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", "(", ")", "$(", "`", "
 _REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "1>", "2>"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "time", "fi"})
-_WRAPPERS = frozenset({"sudo", "doas", "nohup", "command", "exec", "builtin", "env", "nice"})
+#: Commands that run the command after them: name -> (its options that take a value,
+#: how many operands come before the command: ``timeout 5 rm …``).
+_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+    "sudo": (frozenset({"-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-D"}), 0),
+    "doas": (frozenset({"-u", "-C"}), 0),
+    "nohup": (frozenset(), 0),
+    "command": (frozenset(), 0),
+    "exec": (frozenset({"-a"}), 0),
+    "builtin": (frozenset(), 0),
+    "env": (frozenset({"-u", "-C"}), 0),
+    "nice": (frozenset({"-n"}), 0),
+    "timeout": (frozenset({"-s", "-k"}), 1),
+    "setsid": (frozenset(), 0),
+    "stdbuf": (frozenset({"-i", "-o", "-e"}), 0),
+    "ionice": (frozenset({"-c", "-n", "-p"}), 0),
+    "busybox": (frozenset(), 0),
+}
 _ROOT_TARGETS = frozenset({"/", "/*", "/.", "/.."})
 _HOME_TARGETS = frozenset({"~", "~/*", "$HOME", "$HOME/*", "${HOME}", "${HOME}/*", "~/."})
 
@@ -131,7 +148,15 @@ def _rm_root_or_home(argv: list[str]) -> bool:
     if not _recursive(flags):
         return False
     normalized = {_norm_target(t) for t in targets} | set(targets)
-    return bool(normalized & (_ROOT_TARGETS | _HOME_TARGETS))
+    return bool(normalized & (_ROOT_TARGETS | _HOME_TARGETS | _home_by_path()))
+
+
+def _home_by_path() -> frozenset[str]:
+    """The user's home written out (``rm -rf /home/me``): it is ``~`` all the same."""
+    home = os.path.expanduser("~").rstrip("/")
+    if not home or home == "~":
+        return frozenset()
+    return frozenset({home, home + "/*", home + "/."})
 
 
 def _mkfs(argv: list[str]) -> bool:
@@ -198,12 +223,14 @@ def _strip_wrappers(argv: list[str]) -> list[str]:
         if tok in _KEYWORDS or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tok):
             i += 1
             continue
-        if os.path.basename(tok) in _WRAPPERS:
+        wrapper = _WRAPPERS.get(os.path.basename(tok))
+        if wrapper is not None:
+            with_value, operands = wrapper
             i += 1
-            # Options of the wrapper (sudo -u root, nice -n 5, env -i).
-            while i < len(argv) and argv[i].startswith("-"):
-                takes_value = argv[i] in ("-u", "-g", "-n", "-C", "-h", "-p", "-U")
-                i += 2 if takes_value else 1
+            # Options of the wrapper (sudo -u root, nice -n 5, env -i, timeout -s KILL).
+            while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+                i += 2 if argv[i] in with_value else 1
+            i += operands  # timeout's duration
             continue
         break
     return argv[i:]
@@ -246,7 +273,14 @@ def simple_commands(command: str, *, _depth: int = 0) -> list[list[str]]:
 class Guardrails:
     """The checks, configured from :class:`GuardrailSettings`; callable as a hook."""
 
-    def __init__(self, settings: GuardrailSettings, *, working_directory: Path, home: Path) -> None:
+    def __init__(
+        self,
+        settings: GuardrailSettings,
+        *,
+        working_directory: Path,
+        home: Path,
+        hook_commands: Iterable[str] = (),
+    ) -> None:
         self.settings = settings
         self.working_directory = working_directory.expanduser().resolve()
         self.home = home
@@ -256,7 +290,10 @@ class Guardrails:
             roots.append((p if p.is_absolute() else self.working_directory / p).resolve())
         self.allowed_roots: tuple[Path, ...] = tuple(roots)
         protected = (
-            settings_files(working_directory, home) if settings.protect_settings_files else ()
+            settings_files(working_directory, home)
+            + hook_programs(hook_commands, self.working_directory)
+            if settings.protect_settings_files
+            else ()
         )
         # Where Write/Edit may write: the policy this hook checks and the tools enforce.
         self.paths = PathPolicy(self.working_directory, tuple(roots), tuple(protected))
@@ -348,6 +385,42 @@ class Guardrails:
         return HookDecision(action="block", reason=reason)
 
 
+#: Programs that run the script named after their options (``python3 .tron/check.py``).
+_INTERPRETERS = frozenset(
+    {"python", "python3", "bash", "sh", "zsh", "dash", "node", "deno", "bun", "ruby", "perl"}
+)
+
+
+def hook_programs(commands: Iterable[str], working_directory: Path) -> tuple[Path, ...]:
+    """The files the hook commands run, protected like the settings that name them:
+    rewriting ``./.tron/check.sh`` switches that hook off as surely as editing
+    settings.json. Of each simple command, the program when it is named by a path
+    (``./.tron/check.sh``, ``~/bin/x``, ``$TRON_PROJECT_DIR/...``) and, for an
+    interpreter, the script it runs (``python3 .tron/hooks/guard.py``), taken from the
+    working directory as the hook runs. Other arguments are data (``black src/app.py``
+    leaves ``src/app.py`` writable)."""
+    found: list[Path] = []
+    project = str(working_directory)
+    for command in commands:
+        for argv in simple_commands(command):
+            words = [argv[0]]
+            if os.path.basename(argv[0]) in _INTERPRETERS and "-c" not in argv[1:]:
+                words += [a for a in argv[1:] if not a.startswith("-")][:1]
+            for word in words:
+                word = word.replace("${TRON_PROJECT_DIR}", project)
+                word = word.replace("$TRON_PROJECT_DIR", project)
+                if "/" not in word or "\x00" in word:
+                    continue
+                path = Path(os.path.expanduser(word))
+                path = path if path.is_absolute() else working_directory / path
+                try:
+                    if path.is_file():
+                        found.append(path)
+                except OSError:
+                    continue
+    return tuple(found)
+
+
 def register_guardrails(
     engine: HookEngine,
     settings: GuardrailSettings,
@@ -355,9 +428,13 @@ def register_guardrails(
     working_directory: Path,
     home: Path,
     tools: Iterable[str] = (),
+    hook_commands: Iterable[str] = (),
 ) -> Guardrails:
-    """Register the guardrails hook (lowest priority, fails closed) and return it."""
-    guard = Guardrails(settings, working_directory=working_directory, home=home)
+    """Register the guardrails hook (lowest priority, fails closed) and return it.
+    ``hook_commands``: the user's hook commands, whose programs are protected too."""
+    guard = Guardrails(
+        settings, working_directory=working_directory, home=home, hook_commands=hook_commands
+    )
     matcher = "|".join(sorted(WRITE_TOOLS | BASH_TOOLS | set(tools)))
     engine.register(
         GUARDRAILS_HOOK_NAME,

@@ -1,17 +1,18 @@
 """Reading ``settings.json``: the ``guardrails`` and ``hooks`` keys.
 
-Two files are read, home first, then project:
+The files are read in this order:
 
 - ``<home>/settings.json`` — ``home`` is Tron's home directory (``Settings.home``,
   ``~/.tron`` by default), so this is ``~/.tron/settings.json``;
-- ``<working directory>/.tron/settings.json`` — the project's file.
+- ``<working directory>/.claude/settings.json`` and ``.claude/settings.local.json`` —
+  Claude Code's project files, read unchanged (their hooks work here as they do there);
+- ``<working directory>/.tron/settings.json`` — the project's own file (last: ours win).
 
-Precedence: user hooks from both files are kept (home hooks run before project hooks for
-the same event). For ``guardrails``, a key set in the project file replaces the home value,
-except the lists (``allowedWritePaths``, ``deniedBashPatterns``, ``disabledBashRules``),
-which are concatenated. Other keys are ignored here, so a Claude Code settings file can be
-reused as it is; ``permissions`` is read by :mod:`tron_server.interaction.settings` (from
-these files and Claude Code's ``.claude/settings.json`` / ``settings.local.json``).
+Precedence: user hooks from every file are kept (run in file order for the same event).
+For ``guardrails``, a key set in a later file replaces the earlier value, except the lists
+(``allowedWritePaths``, ``deniedBashPatterns``, ``disabledBashRules``), which are
+concatenated. Other keys are ignored here, so a Claude Code settings file can be reused as
+it is; ``permissions`` is read by :mod:`tron_server.interaction.settings` from the same files.
 
 A file that is not valid JSON, or a ``hooks``/``guardrails`` value of the wrong shape,
 raises :class:`HookSettingsError` naming the file and the problem: a user's safety hook must
@@ -36,6 +37,7 @@ __all__ = [
     "load_settings",
     "read_settings_json",
     "settings_paths",
+    "settings_stamp",
 ]
 
 logger = logging.getLogger("tron_server.hooks")
@@ -84,11 +86,29 @@ Scope = Literal["home", "project"]
 
 
 def settings_paths(working_directory: Path, home: Path) -> list[tuple[Scope, Path]]:
-    """The settings files in the order they are read: ``[("home", …), ("project", …)]``."""
+    """The settings files in the order they are read: home, Claude Code's project files,
+    then the project's ``.tron/settings.json``."""
     return [
         ("home", home / "settings.json"),
+        ("project", working_directory / ".claude" / "settings.json"),
+        ("project", working_directory / ".claude" / "settings.local.json"),
         ("project", working_directory / ".tron" / "settings.json"),
     ]
+
+
+def settings_stamp(working_directory: Path, home: Path) -> tuple[Any, ...]:
+    """What changes when any settings file of ``working_directory`` is created, edited,
+    replaced or removed (cheap: one ``stat`` per file), so a long-running server can
+    tell when to read them again."""
+    stamp: list[Any] = []
+    for _scope, path in settings_paths(working_directory, home):
+        try:
+            st = path.stat()
+        except OSError:
+            stamp.append(None)
+        else:
+            stamp.append((st.st_ino, st.st_mtime_ns, st.st_size))
+    return tuple(stamp)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -30,6 +30,7 @@ class AgentMessageParams(Params):
     prompt: str | None = None
     queue: bool = False
     reasoning_level: Literal["low", "medium", "high", "xhigh"] | None = None
+    max_turns: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _one_content(self) -> AgentMessageParams:
@@ -94,7 +95,7 @@ def register(registry: MethodRegistry) -> None:
             )
             return routed
         return await send(ctx, p.session_id, content, queue=p.queue,
-                          reasoning_level=p.reasoning_level)  # fmt: skip
+                          reasoning_level=p.reasoning_level, max_turns=p.max_turns)  # fmt: skip
 
     @registry.method(
         "agent.abort",

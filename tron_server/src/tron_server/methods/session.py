@@ -183,8 +183,21 @@ class SessionIdParams(Params):
 
 class SessionListParams(Params):
     workspace_id: str | None = None
+    working_directory: str | None = Field(default=None, min_length=1)
     status: Literal["active", "ended"] | None = None
     limit: int = Field(default=50, ge=1, le=1000)
+
+    @field_validator("working_directory")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        path = Path(value).expanduser()
+        if not path.is_absolute():
+            raise ValueError("must be an absolute path")
+        # As session.create names it (symlinks resolved); the folder need not exist
+        # any more: its sessions are still listed.
+        return str(path.resolve())
 
 
 class SessionForkParams(Params):
@@ -257,10 +270,16 @@ def register(registry: MethodRegistry) -> None:
         "session.list", SessionListParams, description="Sessions, most recently active first."
     )
     async def list_(ctx: RpcContext, p: SessionListParams) -> dict[str, Any]:
-        assert ctx.services.store is not None
         store = ctx.services.store
+        assert store is not None
+        workspace_id = p.workspace_id
+        if p.working_directory is not None:
+            workspace = await store.find_workspace(p.working_directory)
+            if workspace is None or (workspace_id is not None and workspace.id != workspace_id):
+                return {"sessions": []}
+            workspace_id = workspace.id
         sessions = await store.list_sessions(
-            workspace_id=p.workspace_id, status=p.status, limit=p.limit
+            workspace_id=workspace_id, status=p.status, limit=p.limit
         )
         return {"sessions": await titled_list(store, sessions)}
 

@@ -4,13 +4,15 @@ The address comes from ``--server`` when given, else from the record a running
 server keeps in ``<home>/server.json`` (:mod:`tron_server.server_record`), else
 the default ``ws://127.0.0.1:8420/rpc`` (the port from ``TRON_PORT`` when set,
 as for tron-server). The token is always the one in
-``<home>/server-token``, read again on every connection (a restarted server has
-a new one).
+``<home>/server-token``, read again on every connection: it survives server
+restarts, but ``tron-server --rotate-token`` (or another home) replaces it.
 
 When nothing answers and no ``--server`` was named, :func:`attach` starts
 ``tron-server`` in the background on the same home (and so the same default
 database; ``TRON_*`` settings are inherited), detached from the terminal with
-its output in ``<home>/logs/tron-server-output.log``, and says so.
+its output in ``<home>/logs/tron-server-output.log``, and says so. Like
+everything in the home, that file is user-only (0600, in 0700 folders)
+whatever the umask: a server's output can name paths and prompts.
 """
 
 from __future__ import annotations
@@ -25,10 +27,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.uri import parse_uri
 
 from ..client import DEFAULT_URL, TronClient
+from ..logging import private_dir
 from ..server_record import new_record, read_server_record, write_server_record
 from .errors import EXIT_NO_SERVER, TerminalError
 
@@ -113,16 +118,18 @@ async def connect_once(address: ServerAddress, url: str | None = None) -> Connec
     Raises :class:`Unreachable`, :class:`Refused`, or :class:`TerminalError` for
     a URL that is not a WebSocket URL."""
     url = url or address.url()
+    try:
+        parse_uri(url)
+    except (InvalidURI, ValueError) as exc:  # ValueError: a port out of range, a bad IPv6
+        raise TerminalError(
+            f"{url!r} is not a server address: give --server as ws://HOST:PORT/rpc", EXIT_NO_SERVER
+        ) from exc
     token = address.token()
     stack = contextlib.AsyncExitStack()
     try:
         client = await stack.enter_async_context(
             TronClient.connect(url, token=token, open_timeout=CONNECT_TIMEOUT)
         )
-    except InvalidURI as exc:
-        raise TerminalError(
-            f"{url!r} is not a server address: give --server as ws://HOST:PORT/rpc", EXIT_NO_SERVER
-        ) from exc
     except InvalidStatus as exc:
         raise Refused(exc.response.status_code) from exc
     except (OSError, TimeoutError, InvalidHandshake, EOFError) as exc:
@@ -132,6 +139,12 @@ async def connect_once(address: ServerAddress, url: str | None = None) -> Connec
 
 def refused_error(address: ServerAddress, url: str, status: int) -> TerminalError:
     """The message for a server that refused the connection."""
+    if urlsplit(url).path != "/rpc":
+        return TerminalError(
+            f"A server answers at {url}, but refused the connection (HTTP {status}): "
+            "tron-server's endpoint is ws://HOST:PORT/rpc.",
+            EXIT_NO_SERVER,
+        )
     if address.token() is None:
         what = f"there is no token at {address.token_path}"
     else:
@@ -168,11 +181,12 @@ def start_server(home: Path) -> Launched:
     """Start ``tron-server`` detached (its own session: it outlives this terminal),
     on a free port, its output going to ``<home>/logs/tron-server-output.log``."""
     port = _free_port()
-    logs = home / "logs"
-    logs.mkdir(parents=True, exist_ok=True, mode=0o700)
-    log_path = logs / "tron-server-output.log"
+    private_dir(home)
+    log_path = private_dir(home / "logs") / "tron-server-output.log"
     command = [sys.executable, "-m", "tron_server", "--home", str(home), "--port", str(port)]
-    with open(log_path, "ab") as log:
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)  # O_CREAT's mode is masked by the umask, and ignored for an old file
+    with os.fdopen(fd, "ab") as log:
         log.write(f"\n--- started by tron at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
         log.flush()
         process = subprocess.Popen(

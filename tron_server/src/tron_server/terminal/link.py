@@ -8,8 +8,9 @@ applied after every notification that preceded it on the wire, which is what
 the resume rule needs (deltas before the snapshot are in it, and are ignored).
 
 After a drop, :meth:`Link.reconnect` tries again with backoff (the token is
-read again each time: a restarted server has a new one) until a connection is
-made; the caller then resumes its session (subscribe, sync, snapshot).
+read again each time: ``tron-server --rotate-token`` may have replaced it)
+until a connection is made; the caller then resumes its session (subscribe,
+sync, snapshot).
 """
 
 from __future__ import annotations

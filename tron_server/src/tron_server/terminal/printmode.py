@@ -12,7 +12,9 @@ Output formats:
   cost, sessionCost, durationMs, error}``.
 * ``stream-json``: every notification of the session as it arrives,
   ``{type: "notification", method, sessionId, timestamp, data}``, one per line,
-  then the ``json`` object as the last line.
+  then the ``json`` object as the last line. Its sub-agents' ``agent.*``
+  notifications are included (their ``sessionId`` is the child's, and ``data``
+  has ``parentSessionId`` and ``parentToolCallId``).
 
 Nobody is there to answer, so a question (AskUser) or an approval the server asks for —
 the session's own or a sub-agent's — is answered at once: an approval is denied, a
@@ -150,6 +152,14 @@ def _line(obj: Any) -> str:
     return orjson.dumps(obj).decode()
 
 
+def _of_run(n: Notification, session_id: str) -> bool:
+    """A notification of the session, or an ``agent.*`` one of a sub-agent it started."""
+    if n.session_id == session_id:
+        return True
+    data = n.data if isinstance(n.data, dict) else {}
+    return n.method.startswith("agent.") and data.get("parentSessionId") == session_id
+
+
 async def run_print(
     client: TronClient,
     session: dict[str, Any],
@@ -175,7 +185,7 @@ async def run_print(
                 data = n.data if isinstance(n.data, dict) else {}
                 if n.session_id == sid or data.get("parentSessionId") == sid:
                     await _decline(client, sid, n.method, data)
-                if n.session_id != sid:
+                if not _of_run(n, sid):
                     continue
                 if output_format == "stream-json":
                     out.write(
@@ -191,7 +201,8 @@ async def run_print(
                         + "\n"
                     )
                     out.flush()
-                if n.method.startswith("agent.") and outcome.take(n):
+                own = n.session_id == sid  # a sub-agent's agent.complete ends nothing here
+                if own and n.method.startswith("agent.") and outcome.take(n):
                     break
         except ConnectionLost as exc:
             raise TerminalError(

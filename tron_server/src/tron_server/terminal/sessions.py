@@ -11,8 +11,7 @@ from typing import Any
 from ..client import RpcCallError, TronClient
 from .errors import EXIT_NOT_FOUND, EXIT_USAGE, TerminalError
 
-#: ``session.list`` has no folder filter: the client reads the most recent
-#: sessions (the protocol's maximum page) and keeps this folder's.
+#: The most of this folder's sessions listed (the protocol's maximum page).
 LIST_LIMIT = 1000
 
 
@@ -25,8 +24,16 @@ def is_subagent(session: dict[str, Any]) -> bool:
 
 async def folder_sessions(client: TronClient, folder: Path) -> list[dict[str, Any]]:
     """This folder's sessions (not sub-agents' child sessions), most recently active first."""
-    result = await client.call("session.list", {"limit": LIST_LIMIT})
     wanted = str(folder)
+    try:
+        result = await client.call(
+            "session.list", {"workingDirectory": wanted, "limit": LIST_LIMIT}
+        )
+    except RpcCallError as exc:
+        if exc.code != -32602:
+            raise
+        # A server without the folder filter: its most recent sessions, this folder's kept.
+        result = await client.call("session.list", {"limit": LIST_LIMIT})
     return [
         s for s in result["sessions"] if s.get("workingDirectory") == wanted and not is_subagent(s)
     ]

@@ -423,12 +423,16 @@ class PathPolicy:
         for protected in self.protected:
             real = Path(os.path.realpath(protected))
             if path == real or _same_file(target, real):
+                shown = display_path(real, self.real_working_directory)
+                what = (
+                    f"a settings file ({shown}: hooks, guardrails and permissions live there)"
+                    if real.name.endswith(".json")
+                    else f"a program your hooks run ({shown}, named in settings.json)"
+                )
                 raise PathRefused(
-                    f"Guardrails refused writing {target.raw}: it is a settings file "
-                    f"({display_path(real, self.real_working_directory)}: hooks, guardrails "
-                    "and permissions live there), so the agent may not change it. Edit it "
-                    'yourself, or set "guardrails": {"protectSettingsFiles": false} in '
-                    "settings.json.",
+                    f"Guardrails refused writing {target.raw}: it is {what}, so the agent "
+                    "may not change it. Edit it yourself, or set "
+                    '"guardrails": {"protectSettingsFiles": false} in settings.json.',
                     kind="protected",
                     path=path,
                 )

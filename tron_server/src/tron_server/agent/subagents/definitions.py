@@ -243,7 +243,7 @@ def parse_agent_file(path: Path, scope: Scope) -> AgentDefinition:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise AgentFileError(f"{where}: larger than {MAX_FILE_BYTES // 1024} KiB")
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # editors on Windows write a BOM
     except UnicodeDecodeError:
         raise AgentFileError(f"{where}: not UTF-8 text") from None
     except OSError as exc:
@@ -273,6 +273,15 @@ def parse_agent_file(path: Path, scope: Scope) -> AgentDefinition:
     task_agents: tuple[str, ...] | None = None
     if meta.get("tools", "") != "":  # an empty `tools:` is YAML null: every tool
         names, task_agents = _split_task_entries(_tool_list(meta["tools"], where, "tools"))
+        ruled = [n for n in names if "(" in n]
+        if ruled:
+            # Claude Code's rules on a tool (``Bash(git *)``) need permission rules: the
+            # agent does not get those tools at all rather than get them unrestricted.
+            log.warning(
+                "%s: tools: %s: rules on a tool are not supported in agent files; the agent "
+                "does not get %s",
+                where, ", ".join(ruled), ", ".join(sorted({n.split("(")[0] for n in ruled})),
+            )  # fmt: skip
         tools = None if names == ["*"] else tuple(names)
     disallowed: tuple[str, ...] = ()
     if meta.get("disallowedTools", "") != "":

@@ -14,7 +14,9 @@ One :class:`Spawner` serves the Task tool of one parent run. For each call it
 
 An abort of the parent cancels the call while it waits: the child is aborted through its own
 run's abort (its stream or tool is cut, its processes killed, the interruption recorded) before
-the cancellation goes on.
+the cancellation goes on. Creating the child with its ``subagent.spawned`` record, and
+recording a finished child's outcome, are shielded from the abort, so the parent's history
+always names the children it made and how each one ended.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from tron_events import Session, SessionNotActive, SessionNotFound, TronEventsError
 
@@ -112,23 +115,52 @@ class Spawner:
 
     async def run_task(self, params: TaskParams, ctx: ToolContext) -> ToolResult:
         started = time.monotonic()
-        try:
-            target = await self._target(params, ctx)
-        except _Refused as refused:
-            await self._record_failed(ctx, None, params.subagent_type, str(refused), started)
-            return ToolResult(content=str(refused), is_error=True)
+        # Creating the child and recording it in the parent are not cut by an abort:
+        # a child the parent's history does not name would be lost to it.
+        with anyio.CancelScope(shield=True):
+            try:
+                target = await self._target(params, ctx)
+            except _Refused as refused:
+                await self._record_failed(ctx, None, params.subagent_type, str(refused), started)
+                return ToolResult(content=str(refused), is_error=True)
+            await self._record_spawned(params, ctx, target)
         child = target.session
         kind = target.definition_name
+        before = child if target.resumed else None
+        link = ParentLink(self.parent.session_id, ctx.tool_call_id, self._relay(ctx))
+        try:
+            # An abort that came while the child was being created stops here, before
+            # its run starts; run_child itself aborts the child's run and waits for it.
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            result = await self.host.run_child(child.id, params.prompt, link)
+        except (AgentBusyError, ManagerUnavailableError) as exc:
+            await self._record_failed(ctx, child.id, kind, str(exc), started)
+            return ToolResult(content=f"Sub-agent not run: {exc}", is_error=True)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._record_failed(
+                    ctx, child.id, kind, "interrupted: the parent's turn was aborted",
+                    started, interrupted=True,
+                )  # fmt: skip
+            raise
+        # The child has finished: its outcome is recorded whole even if the parent is
+        # aborted now (the abort then takes effect after this call).
+        with anyio.CancelScope(shield=True):
+            outcome = await self._outcome(ctx, target, result, before, started)
+        return outcome
+
+    async def _record_spawned(self, params: TaskParams, ctx: ToolContext, target: _Target) -> None:
+        child = target.session
         ctx.on_output(
-            f"{'Continuing' if target.resumed else 'Started'} sub-agent {kind} "
-            f"in session {child.id}\n"
+            f"{'Continuing' if target.resumed else 'Started'} sub-agent "
+            f"{target.definition_name} in session {child.id}\n"
         )
         await ctx.record(
             "subagent.spawned",
             {
                 "childSessionId": child.id,
                 "toolCallId": ctx.tool_call_id,
-                "subagentType": kind,
+                "subagentType": target.definition_name,
                 "description": params.description,
                 "model": child.model,
                 "provider": child.provider,
@@ -137,22 +169,6 @@ class Spawner:
                 "spawnedByEventId": self.parent.tool_call_events.get(ctx.tool_call_id),
             },
         )
-        before = child if target.resumed else None
-        link = ParentLink(self.parent.session_id, ctx.tool_call_id, self._relay(ctx))
-        try:
-            result = await self.host.run_child(child.id, params.prompt, link)
-        except (AgentBusyError, ManagerUnavailableError) as exc:
-            await self._record_failed(ctx, child.id, kind, str(exc), started)
-            return ToolResult(content=f"Sub-agent not run: {exc}", is_error=True)
-        except anyio.get_cancelled_exc_class():
-            # The parent was aborted; run_child has aborted the child and waited for it.
-            with anyio.CancelScope(shield=True):
-                await self._record_failed(
-                    ctx, child.id, kind, "interrupted: the parent's turn was aborted",
-                    started, interrupted=True,
-                )  # fmt: skip
-            raise
-        return await self._outcome(ctx, target, result, before, started)
 
     def _relay(self, ctx: ToolContext) -> Any:
         """The child's activity as lines of the Task call's streamed output."""
