@@ -451,6 +451,9 @@ class _State:
             fork_provider = payload.get("provider")
             if type(fork_provider) is str and fork_provider:
                 self.provider = fork_provider
+            fork_directory = payload.get("workingDirectory")
+            if type(fork_directory) is str and fork_directory:
+                self.working_directory = fork_directory
 
 
 # Event types the second pass reads the payload of, besides messages and results.
