@@ -196,12 +196,14 @@ async def test_what_hooks_say_reaches_the_model_and_the_user(
 ) -> None:
     p = project(tmp_path, {"SessionStart": [(None, "start")],
                            "UserPromptSubmit": [(None, "prompt")],
-                           "PostToolUse": [("Read", "post")],
+                           "PreToolUse": [("Read", "pre")], "PostToolUse": [("Read", "post")],
                            "PreCompact": [(None, "compact")]})  # fmt: skip
     p.answer("start", "This project uses uv.\n")  # plain stdout: context, as in Claude Code
     p.answer("prompt", {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
                                                "additionalContext": "Ticket ABC-1 is open."},
                         "systemMessage": "prompt checked"})  # fmt: skip
+    p.answer("pre", {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                            "additionalContext": "a.txt is small"}})  # fmt: skip
     extra = {"hookEventName": "PostToolUse", "additionalContext": "a.txt changed today"}
     p.answer("post", {"decision": "block", "reason": "a.txt is generated: do not edit it",
                       "hookSpecificOutput": extra})  # fmt: skip
@@ -230,13 +232,15 @@ async def test_what_hooks_say_reaches_the_model_and_the_user(
     ]
     assert user_texts(second[-1]) == [
         "tool_result:toolu_r",
+        "<system-reminder>\nPreToolUse hook additional context: a.txt is small\n</system-reminder>",
         "PostToolUse hook feedback:\na.txt is generated: do not edit it",
         "<system-reminder>\nPostToolUse hook additional context: a.txt changed today"
         "\n</system-reminder>",
     ]
     assert [(c["hookEvent"], c.get("source"), c.get("toolCallId")) for c in contexts] == [
         ("SessionStart", "startup", None), ("UserPromptSubmit", None, None),
-        ("PostToolUse", None, "toolu_r"), ("PostToolUse", None, "toolu_r"),
+        ("PreToolUse", None, "toolu_r"), ("PostToolUse", None, "toolu_r"),
+        ("PostToolUse", None, "toolu_r"),
     ]  # fmt: skip
     assert notified[0]["body"] == "prompt checked" and notified[0]["hookName"].endswith("prompt")
 
