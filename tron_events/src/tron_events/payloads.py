@@ -153,6 +153,27 @@ class HookCompleted(Payload):
     error: str | None = None
     tool_name: str | None = None
     tool_call_id: str | None = None
+    #: The hook said ``{"continue": false}``: the agent's run ended after it.
+    stop: bool | None = None
+    stop_reason: str | None = None
+    #: What the hook showed the user (``systemMessage``).
+    system_message: str | None = None
+    #: How long the context the hook gave the model was (the text is in ``hook.context``).
+    context_chars: int | None = None
+
+
+class HookContextAdded(Payload):
+    """``hook.context``: text hooks gave the model (Claude Code's ``additionalContext``, the
+    plain output of a SessionStart or UserPromptSubmit hook, a Stop hook's reason to go on).
+    Reconstruction makes ``content`` a user text block where the event stands, so the model
+    sees it exactly as recorded."""
+
+    hook_event: str
+    content: str
+    #: The tool call it belongs to (PreToolUse / PostToolUse).
+    tool_call_id: str | None = None
+    #: SessionStart's source (``startup``, ``resume``).
+    source: str | None = None
 
 
 class SubagentUsage(Payload):
@@ -398,12 +419,15 @@ class PermissionRuleAdded(Payload):
 
 
 class UserNotification(Payload):
-    """``notification.user``: the Notify tool told the user something."""
+    """``notification.user``: the Notify tool, or a hook (its ``systemMessage``, or the
+    ``stopReason`` of a hook that stopped the agent), told the user something."""
 
     title: str
     body: str = ""
     urgency: Literal["low", "normal", "high"] = "normal"
     tool_call_id: str | None = None
+    hook_name: str | None = None
+    hook_event: str | None = None
 
 
 class CommandInvoked(Payload):
@@ -466,6 +490,7 @@ _TYPED: dict[str, type[Payload]] = {
     "context.cleared": ContextCleared,
     "hook.triggered": HookTriggered,
     "hook.completed": HookCompleted,
+    "hook.context": HookContextAdded,
     "subagent.spawned": SubagentSpawned,
     "subagent.completed": SubagentCompleted,
     "subagent.failed": SubagentFailed,
