@@ -149,7 +149,7 @@ def test_revision_0003_cuts_long_search_rows_and_downgrade_restores_them(
     assert _search_row_lengths(store_url) == [len("short endword"), expected]
 
     migrate.upgrade(store_url)
-    assert migrate.current_revision(store_url) == "0003" == migrate.head_revision()
+    assert migrate.current_revision(store_url) == migrate.head_revision()
     assert _search_row_lengths(store_url) == [len("short endword"), MAX_INDEXED_CHARS]
     assert migrate.check(store_url).ok
     with EventStore.open(store_url) as store:

@@ -194,7 +194,8 @@ async def test_crashing_user_hook_fails_open_and_is_recorded(
     workdir: Path, home: Path, session: Session, recorder: StoreRecorder
 ) -> None:
     write_script(workdir / "crash.sh", "#!/bin/sh\necho 'kaputt' >&2\nexit 1\n")
-    write_script(workdir / "garbage.sh", "#!/bin/sh\necho '[1, 2]'\n")
+    # Claude Code's rule: stdout that starts like a JSON object must be one.
+    write_script(workdir / "garbage.sh", "#!/bin/sh\necho '{decision: block}'\n")
     settings = hooks_for("PreToolUse", "./crash.sh")
     settings["hooks"]["PreToolUse"][0]["hooks"].append(
         {"type": "command", "command": "./garbage.sh"}
@@ -207,7 +208,7 @@ async def test_crashing_user_hook_fails_open_and_is_recorded(
         p["hookName"]: p for t, p in await recorder.events(session.id) if t == "hook.completed"
     }
     assert "exit code 1: kaputt" in completed["project:./crash.sh"]["error"]
-    assert "JSON object" in completed["project:./garbage.sh"]["error"]
+    assert "not valid JSON" in completed["project:./garbage.sh"]["error"]
 
 
 async def test_timed_out_user_hook_is_killed_with_its_children(

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.hooks.conftest import StoreRecorder
 from tron_events import Session
-from tron_server.hooks import HookContext, HookDecision, HookEngine
+from tron_server.hooks import HookContext, HookDecision, HookEngine, HookFn
 from tron_server.hooks.base import compile_matcher
 
 pytestmark = pytest.mark.anyio
@@ -57,8 +57,13 @@ async def test_priority_order_highest_first_ties_in_registration_order() -> None
         ("", ["Bash"], []),
         ("Bash", ["Bash"], ["BashX", "bash", "Write"]),
         ("Write|Edit", ["Write", "Edit"], ["Bash", "WriteX", "Edi"]),
-        ("mcp__.*", ["mcp__github__pr"], ["Bash", "xmcp__a"]),
-        ("Notebook.*|Read", ["NotebookEdit", "Read"], ["Reader"]),
+        ("Write, Edit", ["Write", "Edit"], ["Bash", "Write, Edit"]),
+        # Anything else is a regular expression searched in the name, unanchored as
+        # Claude Code's RegExp.test (measured against its CLI: "rit." fires on Write).
+        ("mcp__.*", ["mcp__github__pr", "xmcp__a"], ["Bash"]),
+        ("Notebook.*|Read", ["NotebookEdit", "Read", "Reader"], ["Bash"]),
+        ("rit.", ["Write"], ["Edit"]),
+        ("^Edit$", ["Edit"], ["NotebookEdit", "Edits"]),
     ],
 )
 def test_matchers(matcher: str | None, matches: list[str], misses: list[str]) -> None:
@@ -95,6 +100,88 @@ async def test_matcher_selects_hooks_and_is_ignored_without_a_tool() -> None:
         )
     )
     assert ran == ["PreToolUse", "UserPromptSubmit"]
+
+
+async def test_matchers_select_what_claude_code_matches_per_event(workdir: Path) -> None:
+    """Claude Code's Agent (formerly Task) and AskUserQuestion are our Task and AskUser, in
+    both directions; SessionEnd matches the reason, SubagentStop the agent type; Stop has
+    no matcher (ignored). A permission rule on Agent is one on Task too."""
+    ran: list[str] = []
+    engine = HookEngine()
+
+    def hook(name: str) -> HookFn:
+        async def fn(ctx: HookContext) -> None:
+            ran.append(name)
+
+        return fn
+
+    for name, event, matcher in [
+        ("agent", "PreToolUse", "Agent"), ("task", "PreToolUse", "Task"),
+        ("ask", "PreToolUse", "AskUserQuestion"), ("clear", "SessionEnd", "clear"),
+        ("exit", "SessionEnd", "logout|prompt_input_exit"),
+        ("reviewer", "SubagentStop", "reviewer"), ("stop", "Stop", "Bash"),
+    ]:  # fmt: skip
+        engine.register(name, event, hook(name), matcher=matcher)  # type: ignore[arg-type]
+    assert engine.hooks_for("PreToolUse", "Task") == ["agent", "task"]
+    assert engine.hooks_for("PreToolUse", "Agent") == ["agent", "task"]
+    assert engine.hooks_for("PreToolUse", "AskUser") == ["ask"]
+    assert engine.hooks_for("PreToolUse", "Read") == []
+
+    def ctx(event: str, **data: str) -> HookContext:
+        return HookContext(event=event, session_id="s", working_directory=workdir, data=data)  # type: ignore[arg-type]
+
+    for event, data in [("SessionEnd", {"reason": "clear"}), ("SessionEnd", {"reason": "other"}),
+                        ("SessionEnd", {"reason": "logout"}),
+                        ("SubagentStop", {"agent_type": "general-purpose"}),
+                        ("SubagentStop", {"agent_type": "reviewer"}), ("Stop", {})]:  # fmt: skip
+        await engine.run_now(ctx(event, **data))
+    assert ran == ["clear", "exit", "reviewer", "stop"]
+
+    from tron_server.interaction import CallFacts, parse_rule
+
+    facts = CallFacts("Task", {"prompt": "p", "description": "d"}, workdir)
+    assert parse_rule("Agent", "deny").matches(facts)
+
+
+async def test_notice_answers_are_merged_and_messages_reach_the_user(workdir: Path) -> None:
+    told: list[tuple[str, str, str]] = []
+    engine = HookEngine()
+
+    async def notify(sid: str, hook: str, event: str, message: str) -> None:
+        told.append((hook, event, message))
+
+    engine.set_notifier(notify)
+
+    def answer(decision: HookDecision) -> HookFn:
+        async def fn(ctx: HookContext) -> HookDecision:
+            return decision
+
+        return fn
+
+    engine.register("a", "Stop", answer(HookDecision("block", "run the tests", context="ctx a")))
+    engine.register("b", "Stop", answer(HookDecision(system_message="lint is slow today")))
+    engine.register("c", "Stop", answer(HookDecision("block", "update the changelog")))
+    merged = await engine.run_now(
+        HookContext(event="Stop", session_id="s", working_directory=workdir)
+    )
+    assert merged.action == "block" and not merged.stop
+    assert merged.reason == "run the tests\n\nupdate the changelog"
+    assert merged.context == "ctx a"
+    assert told == [("b", "Stop", "lint is slow today")]
+
+    engine.register("d", "Stop", answer(HookDecision("block", stop=True, stop_reason="frozen")))
+    merged = await engine.run_now(
+        HookContext(event="Stop", session_id="s", working_directory=workdir)
+    )
+    assert merged.stop and merged.stop_reason == "frozen"
+    assert told[-1] == ("d", "Stop", "frozen")
+    # In a gate, a stop wins at once: later hooks do not run.
+    engine.register("s", "PreToolUse", answer(HookDecision("block", "no", stop=True,
+                                                           stop_reason="frozen")))  # fmt: skip
+    engine.register("t", "PreToolUse", answer(HookDecision(context="never")))
+    gate = await engine.run_blocking(pre())
+    assert (gate.action, gate.stop, gate.stop_reason, gate.context) == ("block", True, "frozen",
+                                                                        None)  # fmt: skip
 
 
 async def test_first_block_wins_and_later_hooks_do_not_run() -> None:

@@ -106,10 +106,11 @@ def test_a_whole_session_logs_no_secret_and_keeps_its_files_private(tmp_path: Pa
     for name in ("database/prod.db-wal", "database/prod.db-shm", "server.json", "server-token",
                  "database/prod.db", "logs/tron-server.log"):  # fmt: skip
         assert name in modes, sorted(modes)
+    # User-only: nothing for the group or others (git makes its objects 0400, read-only).
     loose = {
         name: oct(mode)
         for name, mode in modes.items()
-        if mode != (0o700 if (home / name).is_dir() else 0o600)
+        if mode & 0o077 or not mode & (0o700 if (home / name).is_dir() else 0o400)
     }
     assert not loose, loose
     assert stat.S_IMODE((home / "logs" / "tron-server.log").stat().st_mode) == 0o600

@@ -9,8 +9,10 @@ of the conversation it belongs to (recognized by its first user message).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -333,6 +335,58 @@ async def test_two_children_run_in_parallel_and_their_results_come_back_in_call_
     assert "Task" not in tool_names(env.routes.last("CHILD-A"))
 
 
+async def test_every_task_call_of_a_message_runs_at_once_around_other_tools(env: Env) -> None:
+    """``Task, Read, Task``: both children run at the same time (each waits for the other
+    to have started: a barrier, run one after the other they would wait forever), the Read
+    runs meanwhile, each call goes through its PreToolUse hooks (here a Claude Code hook on
+    ``Agent``), and the results come back in the order of the calls."""
+    (env.workdir / "r.txt").write_text("read while the children work\n")
+    log = env.workdir / "pre.log"
+    line = "json.load(sys.stdin)['tool_use_id'] + '\\n'"
+    script = f"import sys, json; open({str(log)!r}, 'a').write({line})"
+    hook = {"type": "command", "command": f'{sys.executable} -c "{script}"'}
+    (env.workdir / ".claude").mkdir()
+    (env.workdir / ".claude" / "settings.json").write_text(
+        json.dumps({"hooks": {"PreToolUse": [{"matcher": "Agent", "hooks": [hook]}]}})
+    )
+
+    def started(m: str, sid: str, d: dict[str, Any]) -> None:
+        if m == "agent.tool_start" and d.get("name") == "WaitFor":
+            env.wait.gate(f"{d['parentToolCallId']} started").set()
+
+    env.on_note.append(started)
+    env.routes.add(
+        "PARENT",
+        Response([task("part A", "CHILD-A: meet B", "toolu_A"),
+                  ToolUse("Read", {"file_path": "r.txt"}, id="toolu_R"),
+                  task("part B", "CHILD-B: meet A", "toolu_B")]),
+        Response([Text("All done.")]),
+    )  # fmt: skip
+    for me, other in (("A", "B"), ("B", "A")):
+        env.routes.add(
+            f"CHILD-{me}",
+            Response([ToolUse("WaitFor", {"key": f"toolu_{other} started"})]),
+            Response([Text(f"{me} report: met {other}.")]),
+        )
+    parent = await env.session()
+    done = await env.run(parent.id, "PARENT: three calls")
+    assert done["stopReason"] == "end_turn" and done["turns"] == 2
+
+    results = tool_results(env.routes.last("PARENT"))
+    assert [r["tool_use_id"] for r in results] == ["toolu_A", "toolu_R", "toolu_B"]
+    assert not any(r.get("is_error") for r in results)
+    assert "A report: met B." in result_text(results[0])
+    assert "read while the children work" in result_text(results[1])
+    assert "B report: met A." in result_text(results[2])
+    assert sorted(log.read_text().split()) == ["toolu_A", "toolu_B"]
+    path = await env.path(parent.id)
+    recorded = [e.payload["toolCallId"] for e in path if e.type == "tool.result"]
+    assert recorded == ["toolu_A", "toolu_R", "toolu_B"]
+    assert_event_order(path)
+    for i in range(len(env.llm.requests)):
+        assert env.llm.violations(i) == [], i
+
+
 # -- abort ----------------------------------------------------------------------------------
 
 
@@ -428,9 +482,12 @@ async def test_an_abort_while_the_child_is_being_created_is_recorded_in_both(env
 async def test_aborting_the_parent_aborts_every_child_running_in_parallel(env: Env) -> None:
     env.routes.add(
         "PARENT",
-        Response([task("one", "CHILD-1: wait", "toolu_1"), task("two", "CHILD-2: wait", "toolu_2"),
+        Response([task("one", "CHILD-1: wait", "toolu_1"),
+                  ToolUse("Read", {"file_path": "r.txt"}, id="toolu_R"),
+                  task("two", "CHILD-2: wait", "toolu_2"),
                   task("three", "CHILD-3: wait", "toolu_3")]),
     )  # fmt: skip
+    (env.workdir / "r.txt").write_text("read between the tasks\n")
     for key in ("CHILD-1", "CHILD-2", "CHILD-3"):
         env.routes.add(key, Response([ToolUse("WaitFor", {"key": "never"})]))
     parent = await env.session()
@@ -445,7 +502,9 @@ async def test_aborting_the_parent_aborts_every_child_running_in_parallel(env: E
     assert not any(env.orch.is_running(c.id) for c in children)
     path = await env.path(parent.id)
     results = [e.payload for e in path if e.type == "tool.result"]
-    assert [r["toolCallId"] for r in results] == ["toolu_1", "toolu_2", "toolu_3"]
+    assert [r["toolCallId"] for r in results] == ["toolu_1", "toolu_R", "toolu_2", "toolu_3"]
+    read = results.pop(1)  # it had finished: its result stands
+    assert not read["isError"] and "read between the tasks" in read["content"]
     assert all(r["isError"] and r["interrupted"] for r in results)
     failed = [e.payload for e in path if e.type == "subagent.failed"]
     assert {f["childSessionId"] for f in failed} == {c.id for c in children}

@@ -127,6 +127,9 @@ def test_tree_rewind_and_the_transcript_follows(env: TronEnv) -> None:
         await pilot.press("up", "up")  # "second" (user), then "first answer"
         assert "first answer" in cursor_label(app)
         await pilot.press("r")
+        # The server restores files too: conversation only is the first choice.
+        await until(lambda: isinstance(app.screen, PickScreen), pilot)
+        await pilot.press("enter")
         await until(lambda: user_texts(app) == ["› first"], pilot)
         shown = [w.shown for w in app.transcript.query(TextItem)]
         assert shown == ["first answer"]
@@ -343,5 +346,55 @@ def test_a_task_call_is_a_sub_agent_card(env: TronEnv) -> None:
         assert app.model is not None
         total = app.model.session["totalWithChildren"]
         assert total["sessions"] == 2 and total["cost"] > app.model.session["cost"]
+
+    run_app(env, project, body)
+
+
+def test_rewind_with_files_lists_the_files_and_restores_them(env: TronEnv) -> None:
+    from tests.server.scripted_llm import ToolUse
+    from tron_server.terminal.diffview import DiffScreen
+
+    project = env.project("pilot-files")
+    (project / "notes.txt").write_text("one\n")
+    env.llm.add(
+        Response([Text("first answer")]),
+        Response(
+            [ToolUse("Edit", {"file_path": "notes.txt", "old_string": "one", "new_string": "two"})]
+        ),
+        Response([Text("edited")]),
+    )
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        for text, answer in (("first", "first answer"), ("edit it", "edited")):
+            app.input.load_text(text)
+            await pilot.press("enter")
+            await until(
+                lambda a=answer: (
+                    app.model is not None
+                    and not app.model.busy
+                    and a in [w.shown for w in app.transcript.query(TextItem)]
+                ),
+                pilot,
+            )
+        assert (project / "notes.txt").read_text() == "two\n"
+        # /diff: the session's changes.
+        app.input.load_text("/diff")
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, DiffScreen), pilot)
+        shown = str(app.screen.query_one("#diff-body").render())
+        assert "-one" in shown and "+two" in shown and "notes.txt" in shown
+        await pilot.press("escape")
+        # Rewind to the first answer, with files: the dialog lists the file first.
+        await pilot.press("ctrl+t")
+        await until(lambda: isinstance(app.screen, TreeScreen), pilot)
+        await until(lambda: "edited" in cursor_label(app), pilot)
+        while "first answer" not in cursor_label(app):
+            await pilot.press("up")
+        await pilot.press("r")
+        await until(lambda: isinstance(app.screen, PickScreen), pilot)
+        assert "notes.txt" in app.screen.title_text and "1 file(s)" in app.screen.title_text
+        await pilot.press("down", "enter")  # conversation and files
+        await until(lambda: (project / "notes.txt").read_text() == "one\n", pilot)
+        await until(lambda: user_texts(app) == ["› first"], pilot)
 
     run_app(env, project, body)

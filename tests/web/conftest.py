@@ -85,9 +85,11 @@ class WebEnv:
             client.wait_for("agent.complete", timeout=30)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
-    """One Chromium for the whole run; tests get their own contexts (no shared page state)."""
+    """One Chromium for the web tests; tests get their own contexts (no shared page state).
+    Package-scoped: Playwright's sync API keeps an event loop running in the main thread
+    while it is started, so it must stop before the tests after these (asyncio.run)."""
     _skip_unless_chromium()
     from playwright.sync_api import expect, sync_playwright
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from ._changes import ChangeSignal
 from ._path_cache import PathCache
 from ._storable import findable
+from .blobs import BlobRow
 from .errors import InvalidCursor
 from .models import Event, EventPage, SearchHit, Session, SharedPayload, Workspace
 
@@ -725,6 +726,50 @@ class Recorder(abc.ABC):
         cur.execute("SELECT id FROM sessions ORDER BY created_at")
         for row in cur.fetchall():
             yield row[0]
+
+    # -- file contents (see blobs.py; revision 0004) -------------------------------
+
+    def blob_depths(self, cur: Cursor, hashes: Sequence[str]) -> dict[str, int]:
+        """The stored ones of ``hashes`` and their delta-chain depths."""
+        found: dict[str, int] = {}
+        for start in range(0, len(hashes), _BLOB_BATCH):
+            chunk = list(hashes[start : start + _BLOB_BATCH])
+            marks = ", ".join("?" for _ in chunk)
+            cur.execute(
+                self.sql(f"SELECT hash, depth FROM file_blobs WHERE hash IN ({marks})"), chunk
+            )
+            found.update((row[0], row[1]) for row in cur.fetchall())
+        return found
+
+    def insert_blobs(self, cur: Cursor, rows: Sequence[BlobRow], when: str) -> None:
+        """Store contents not stored yet (a content already there is kept as is)."""
+        cur.executemany(
+            self.sql(
+                "INSERT INTO file_blobs (hash, size, encoding, base_hash, depth, created_at, "
+                "data) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING"
+            ),
+            [(r.hash, r.size, r.encoding, r.base_hash, r.depth, when, r.data) for r in rows],
+        )
+
+    def get_blob_rows(self, cur: Cursor, hashes: Sequence[str]) -> dict[str, BlobRow]:
+        found: dict[str, BlobRow] = {}
+        for start in range(0, len(hashes), _BLOB_BATCH):
+            chunk = list(hashes[start : start + _BLOB_BATCH])
+            marks = ", ".join("?" for _ in chunk)
+            cur.execute(
+                self.sql(
+                    "SELECT hash, size, encoding, base_hash, depth, data FROM file_blobs "
+                    f"WHERE hash IN ({marks})"
+                ),
+                chunk,
+            )
+            for row in cur.fetchall():
+                found[row[0]] = BlobRow(row[0], row[1], row[2], row[3], row[4], bytes(row[5]))
+        return found
+
+
+#: Hashes per ``IN (...)`` list.
+_BLOB_BATCH = 500
 
 
 def page_of(events: list[Event], limit: int) -> EventPage:

@@ -19,8 +19,9 @@ from pydantic import BaseModel
 
 from . import _urls
 from .errors import InvalidCursor
+from .files import FileDiff, FileTransition
 from .models import Event, EventJsonPage, EventPage, ForkResult, SearchHit, Session, Workspace
-from .store import ALL_EVENTS, EventDraft, EventStore
+from .store import ALL_EVENTS, BlobInput, EventDraft, EventStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -120,9 +121,17 @@ class AsyncEventStore:
         )
 
     async def fork(
-        self, from_event_id: str, *, name: str | None = None, model: str | None = None
+        self,
+        from_event_id: str,
+        *,
+        name: str | None = None,
+        model: str | None = None,
+        working_directory: str | None = None,
     ) -> ForkResult:
-        return await self._write(self.sync.fork, from_event_id, name=name, model=model)
+        return await self._write(
+            self.sync.fork, from_event_id, name=name, model=model,
+            working_directory=working_directory,
+        )  # fmt: skip
 
     async def rewind(self, session_id: str, to_event_id: str) -> Session:
         return await self._write(self.sync.rewind, session_id, to_event_id)
@@ -280,3 +289,38 @@ class AsyncEventStore:
 
     async def get_state_at_head(self, session_id: str) -> SessionState:
         return await self._read(self.sync.get_state_at_head, session_id)
+
+    # -- recorded file contents and changes ------------------------------------
+
+    async def put_blobs(self, contents: Iterable[BlobInput]) -> list[str]:
+        # Compression happens outside the store's write transaction: not under the
+        # writer limiter, so appends do not wait for it.
+        return await self._read(self.sync.put_blobs, list(contents))
+
+    async def get_blobs(self, hashes: Iterable[str]) -> dict[str, bytes]:
+        return await self._read(self.sync.get_blobs, list(hashes))
+
+    async def missing_blobs(self, hashes: Iterable[str]) -> set[str]:
+        return await self._read(self.sync.missing_blobs, list(hashes))
+
+    async def file_transitions(self, from_event_id: str, to_event_id: str) -> list[FileTransition]:
+        return await self._read(self.sync.file_transitions, from_event_id, to_event_id)
+
+    async def diff(
+        self, from_event_id: str, to_event_id: str, *, context: int = 3
+    ) -> list[FileDiff]:
+        return await self._read(self.sync.diff, from_event_id, to_event_id, context=context)
+
+    async def rewind_and_append(
+        self,
+        session_id: str,
+        to_event_id: str,
+        drafts: Iterable[EventDraft | Mapping[str, Any]] = (),
+        *,
+        expected_head: str | None = None,
+        allow_abandoned: bool = False,
+    ) -> tuple[Session, list[Event]]:
+        return await self._write(
+            self.sync.rewind_and_append, session_id, to_event_id, list(drafts),
+            expected_head=expected_head, allow_abandoned=allow_abandoned,
+        )  # fmt: skip

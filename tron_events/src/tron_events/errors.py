@@ -93,6 +93,20 @@ class InvalidQuery(TronEventsError):
     pass
 
 
+class MissingContent(TronEventsError):
+    """Recorded file contents that are not in the store (or are damaged): ``hashes``
+    lists them all. Whatever needed them did nothing."""
+
+    def __init__(self, hashes: list[str], detail: str | None = None) -> None:
+        shown = ", ".join(h[:12] for h in hashes[:5]) + (" …" if len(hashes) > 5 else "")
+        super().__init__(
+            detail
+            or f"{len(hashes)} recorded file content(s) are missing from the store or damaged "
+            f"({shown}); nothing was restored"
+        )
+        self.hashes = list(hashes)
+
+
 class StoreBusy(TronEventsError):
     """The database stayed locked by another writer for minutes (a stuck process?)."""
 
@@ -200,6 +214,7 @@ __all__ = [
     "InvalidQuery",
     "InvalidRewind",
     "MigrationError",
+    "MissingContent",
     "NotATronDatabase",
     "OriginalTronDatabase",
     "SessionHasForks",

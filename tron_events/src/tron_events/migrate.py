@@ -54,7 +54,10 @@ from .schema import metadata
 __all__ = ["DEFAULT_DATABASE_URL", "HEAD_REVISION", "REVISIONS", "normalize_url"]
 
 #: Revisions whose downgrade drops what users wrote (not just a cache), and what.
-DROPS_DATA = {"0001": "every workspace, session and event"}
+DROPS_DATA = {
+    "0001": "every workspace, session and event",
+    "0004": "the recorded file contents (rewinds with files can no longer restore them)",
+}
 _RELATIVE = re.compile(r"(?:[0-9a-f]+)?[+-]\d+")
 
 
@@ -195,8 +198,25 @@ def data_dropped(url: str, revision: str) -> str | None:
         target = at - int(revision[1:])
     else:
         return None
-    lost = [DROPS_DATA[r] for r in REVISIONS[target + 1 : at + 1] if r in DROPS_DATA]
-    return "; ".join(lost) or None
+    dropped = [r for r in REVISIONS[target + 1 : at + 1] if r in DROPS_DATA]
+    if "0001" in dropped:  # everything goes: that says it all
+        dropped = ["0001"]
+    elif "0004" in dropped and not _has_rows(url, "file_blobs"):
+        dropped.remove("0004")  # no file contents recorded yet: nothing is lost
+    return "; ".join(DROPS_DATA[r] for r in dropped) or None
+
+
+def _has_rows(url: str, table: str) -> bool:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            if table not in inspect(conn).get_table_names():
+                return False
+            return conn.execute(text(f"SELECT 1 FROM {table} LIMIT 1")).first() is not None
+    except DBAPIError as exc:
+        raise _translate(url, exc) from None
+    finally:
+        engine.dispose()
 
 
 def count_rows(url: str) -> tuple[int, int]:

@@ -52,6 +52,8 @@ class SessionFork(Payload):
     source_event_id: str
     name: str | None = None
     model: str | None = None
+    #: The fork's own folder (its git worktree), when not its source's.
+    working_directory: str | None = None
 
 
 class SessionEnd(Payload):
@@ -151,6 +153,27 @@ class HookCompleted(Payload):
     error: str | None = None
     tool_name: str | None = None
     tool_call_id: str | None = None
+    #: The hook said ``{"continue": false}``: the agent's run ended after it.
+    stop: bool | None = None
+    stop_reason: str | None = None
+    #: What the hook showed the user (``systemMessage``).
+    system_message: str | None = None
+    #: How long the context the hook gave the model was (the text is in ``hook.context``).
+    context_chars: int | None = None
+
+
+class HookContextAdded(Payload):
+    """``hook.context``: text hooks gave the model (Claude Code's ``additionalContext``, the
+    plain output of a SessionStart or UserPromptSubmit hook, a Stop hook's reason to go on).
+    Reconstruction makes ``content`` a user text block where the event stands, so the model
+    sees it exactly as recorded."""
+
+    hook_event: str
+    content: str
+    #: The tool call it belongs to (PreToolUse / PostToolUse).
+    tool_call_id: str | None = None
+    #: SessionStart's source (``startup``, ``resume``).
+    source: str | None = None
 
 
 class SubagentUsage(Payload):
@@ -203,6 +226,135 @@ class SubagentFailed(Payload):
     turns: int = 0
     duration_ms: float = 0
     usage: SubagentUsage | None = None
+
+
+# -- files (see files.py) and git worktrees ------------------------------------------
+
+
+class FileStatePayload(Payload):
+    """A file's recorded state (null in a payload: the file did not exist)."""
+
+    kind: Literal["file", "symlink"]
+    #: SHA-256 of the content (of a symlink: of its target), hex.
+    hash: str
+    size: int
+    executable: bool = False
+    #: False: larger than the recording limit, known by hash only (not restorable).
+    stored: bool = True
+
+
+class FileChangeItem(Payload):
+    """One file's change: its state before and after (null: absent)."""
+
+    path: str
+    before: FileStatePayload | None = None
+    after: FileStatePayload | None = None
+
+
+class FileRead(Payload):
+    """Read read a file (or an image)."""
+
+    path: str
+    content_hash: str | None = None
+    lines: int | None = None
+    offset: int | None = None
+    bytes: int | None = None
+    media_type: str | None = None
+    tool_call_id: str | None = None
+
+
+class FileWrite(Payload):
+    """Write created or replaced a file; ``before``/``after`` its states (contents
+    recorded by hash in the blob store)."""
+
+    path: str
+    content_hash: str | None = None
+    bytes: int | None = None
+    created: bool | None = None
+    tool_call_id: str | None = None
+    before: FileStatePayload | None = None
+    after: FileStatePayload | None = None
+
+
+class FileEdit(Payload):
+    """Edit replaced text in a file; ``before``/``after`` its states."""
+
+    path: str
+    content_hash: str | None = None
+    content_hash_before: str | None = None
+    content_hash_after: str | None = None
+    replacements: int | None = None
+    tool_call_id: str | None = None
+    before: FileStatePayload | None = None
+    after: FileStatePayload | None = None
+
+
+class FileChanges(Payload):
+    """What a shell command changed under ``root`` (found by comparing workspace
+    snapshots taken before and after it)."""
+
+    changes: list[FileChangeItem]
+    root: str
+    tool_call_id: str | None = None
+    #: What made the changes (``"Bash"``).
+    source: str | None = None
+    #: Paths renamed (same content under a new name), for display: ``[{from, to}]``.
+    renames: list[dict[str, str]] | None = None
+
+
+class FileRestore(Payload):
+    """A rewind with files wrote these files back to their state at ``toEventId``
+    (``before``: what was on disk, ``after``: what was written)."""
+
+    changes: list[FileChangeItem]
+    from_event_id: str
+    to_event_id: str
+    #: Files restored although changed outside the agent (``force``).
+    forced: list[str] = []
+    #: Files left as they were (not restorable, with ``force``).
+    skipped: list[str] = []
+
+
+class WorktreeAcquired(Payload):
+    """The session got its own git worktree: ``path`` on ``branch``, made from
+    ``baseCommit`` of ``repository`` (the checkout at ``sourceWorkingDirectory``)."""
+
+    path: str
+    branch: str
+    repository: str
+    base_commit: str
+    base_branch: str | None = None
+    source_working_directory: str | None = None
+    working_directory: str | None = None
+    fork_event_id: str | None = None
+    #: The commit holding the fork point's uncommitted files (None: there were none).
+    start_commit: str | None = None
+
+
+class WorktreeCommit(Payload):
+    """The worktree's changes were committed on its branch."""
+
+    branch: str
+    commit: str
+    message: str
+    files: list[str] = []
+
+
+class WorktreeMerged(Payload):
+    """The worktree's branch was merged (``git merge``) into ``into``."""
+
+    branch: str
+    into: str
+    commit: str
+    repository: str
+
+
+class WorktreeReleased(Payload):
+    """The worktree was removed (its branch kept unless ``branchDeleted``)."""
+
+    path: str
+    branch: str
+    branch_deleted: bool = False
 
 
 PermissionModeName = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
@@ -267,12 +419,15 @@ class PermissionRuleAdded(Payload):
 
 
 class UserNotification(Payload):
-    """``notification.user``: the Notify tool told the user something."""
+    """``notification.user``: the Notify tool, or a hook (its ``systemMessage``, or the
+    ``stopReason`` of a hook that stopped the agent), told the user something."""
 
     title: str
     body: str = ""
     urgency: Literal["low", "normal", "high"] = "normal"
     tool_call_id: str | None = None
+    hook_name: str | None = None
+    hook_event: str | None = None
 
 
 class CommandInvoked(Payload):
@@ -335,9 +490,19 @@ _TYPED: dict[str, type[Payload]] = {
     "context.cleared": ContextCleared,
     "hook.triggered": HookTriggered,
     "hook.completed": HookCompleted,
+    "hook.context": HookContextAdded,
     "subagent.spawned": SubagentSpawned,
     "subagent.completed": SubagentCompleted,
     "subagent.failed": SubagentFailed,
+    "file.read": FileRead,
+    "file.write": FileWrite,
+    "file.edit": FileEdit,
+    "file.changes": FileChanges,
+    "file.restore": FileRestore,
+    "worktree.acquired": WorktreeAcquired,
+    "worktree.commit": WorktreeCommit,
+    "worktree.merged": WorktreeMerged,
+    "worktree.released": WorktreeReleased,
     "interaction.requested": InteractionRequested,
     "interaction.resolved": InteractionResolved,
     "config.permission_mode": PermissionModeChange,
@@ -359,15 +524,8 @@ _UNTYPED = [
     "notification.subagent_result",
     "metadata.update",
     "metadata.tag",
-    "file.read",
-    "file.write",
-    "file.edit",
     "todo.write",
     "subagent.status_update",
-    "worktree.acquired",
-    "worktree.commit",
-    "worktree.released",
-    "worktree.merged",
     "rules.loaded",
     "skill.added",
     "skill.removed",

@@ -11,7 +11,8 @@ stored events show:
   user message right after the assistant message holding their ``tool_use`` (also
   when they were recorded before it, the legacy order); consecutive same-role
   messages merge; ``compact.summary`` replaces everything before it;
-  ``context.cleared`` empties the history;
+  ``context.cleared`` empties the history; ``hook.context`` (text hooks gave the model)
+  is user text where it stands, like a ``message.user``;
 * repair, in the projection only: a ``tool_use`` without a result gets a synthetic
   error result; a result whose ``tool_use`` is not in the assistant message right
   before it is dropped; empty text is dropped; leading assistant messages are dropped.
@@ -450,6 +451,9 @@ class _State:
             fork_provider = payload.get("provider")
             if type(fork_provider) is str and fork_provider:
                 self.provider = fork_provider
+            fork_directory = payload.get("workingDirectory")
+            if type(fork_directory) is str and fork_directory:
+                self.working_directory = fork_directory
 
 
 # Event types the second pass reads the payload of, besides messages and results.
@@ -614,18 +618,10 @@ def _second_pass(
                             if not result_ids or result_ids[-1] != held[1]:
                                 result_ids.append(held[1])
 
-        elif kind == "tool.result" or kind == "message.user":
+        elif kind == "tool.result" or kind == "message.user" or kind == "hook.context":
             payload = event.payload
             event_id = event.id
-            if kind == "message.user":
-                if state is not None:
-                    turn = payload.get("turn")
-                    if type(turn) is int and turn > state.turn_count:
-                        state.turn_count = turn
-                if event_id in deleted:
-                    continue
-                blocks, found = _user_blocks(payload.get("content"))
-            else:
+            if kind == "tool.result":
                 if event_id in deleted:
                     continue
                 use_id = payload.get("toolCallId")
@@ -633,6 +629,15 @@ def _second_pass(
                     continue
                 blocks = []
                 found = [(use_id, _result(use_id, payload.get("content"), payload.get("isError")))]
+            else:
+                # A hook's context is user text where it stands, like the user's own words.
+                if state is not None and kind == "message.user":
+                    turn = payload.get("turn")
+                    if type(turn) is int and turn > state.turn_count:
+                        state.turn_count = turn
+                if event_id in deleted:
+                    continue
+                blocks, found = _user_blocks(payload.get("content"))
             for use_id, result in found:
                 if use_id in results:
                     continue  # a second result for the same call: the first one stands

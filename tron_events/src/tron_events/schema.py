@@ -105,3 +105,17 @@ state_snapshots = Table(
     Column("data", LargeBinary, nullable=False),
     Index("ix_state_snapshots_session", "session_id", "sequence"),
 )
+
+# File contents by hash (see ``blobs.py``): what a rewind with files restores;
+# revision 0004.
+file_blobs = Table(
+    "file_blobs",
+    metadata,
+    Column("hash", String(64), primary_key=True),
+    Column("size", BigInteger, nullable=False),
+    Column("encoding", String(16), nullable=False),
+    Column("base_hash", String(64), nullable=True),
+    Column("depth", Integer, nullable=False),
+    Column("created_at", String(40), nullable=False),
+    Column("data", LargeBinary, nullable=False),
+)

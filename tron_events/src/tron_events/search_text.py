@@ -87,7 +87,13 @@ def search_text(
     most ``limit`` characters (None: all of it), NULs and lone surrogates as
     spaces."""
     out = _Parts(limit)
-    if event_type in ("message.user", "message.assistant", "message.system", "tool.result"):
+    if event_type in (
+        "message.user",
+        "message.assistant",
+        "message.system",
+        "tool.result",
+        "hook.context",
+    ):
         _blocks_text(payload.get("content"), out)
     elif event_type == "tool.call":
         out.append(str(payload.get("name", "")))

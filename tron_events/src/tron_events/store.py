@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -31,6 +32,9 @@ from ._recorder import (
     page_of,
 )
 from ._storable import check_column_text, findable, is_storable
+from .blobs import BlobRow, content_hash
+from .blobs import decode_all as decode_blobs
+from .blobs import encode as encode_blob
 from .errors import (
     ConcurrencyConflict,
     DatabaseNotFound,
@@ -41,11 +45,23 @@ from .errors import (
     InvalidPayload,
     InvalidQuery,
     InvalidRewind,
+    MissingContent,
     SessionHasForks,
     SessionNotActive,
     SessionNotFound,
     TransientConflict,
     TronEventsError,
+)
+from .files import (
+    CHANGE_TYPES,
+    MAX_DIFF_BYTES,
+    FileChange,
+    FileDiff,
+    FileTransition,
+    changes_of,
+    common_ancestor,
+    file_diff,
+    transitions,
 )
 from .models import (
     Event,
@@ -838,15 +854,23 @@ class EventStore:
 
     @_retry_transient
     def fork(
-        self, from_event_id: str, *, name: str | None = None, model: str | None = None
+        self,
+        from_event_id: str,
+        *,
+        name: str | None = None,
+        model: str | None = None,
+        working_directory: str | None = None,
     ) -> ForkResult:
         """A new session continuing from ``from_event_id``; nothing is copied.
 
-        ``name`` (the new session's title) and ``model`` must be text without
-        NUL (``InvalidPayload``).
+        ``working_directory`` gives the fork another folder than its source's (its own
+        git worktree); it is recorded in the ``session.fork`` event. ``name`` (the
+        new session's title), ``model`` and ``working_directory`` must be text
+        without NUL (``InvalidPayload``).
         """
         check_column_text(name, "name", optional=True)
         check_column_text(model, "model", optional=True)
+        check_column_text(working_directory, "working_directory", optional=True)
         with self._rec.write() as cur:
             source_event = self._rec.get_event(cur, from_event_id)
             if source_event is None:
@@ -864,6 +888,8 @@ class EventStore:
                 payload["name"] = name
             if model is not None:
                 payload["model"] = model
+            if working_directory is not None:
+                payload["workingDirectory"] = working_directory
             payload = validate_payload("session.fork", payload)
             when = now()
             session_id = ids.new_session_id()
@@ -878,7 +904,8 @@ class EventStore:
                 id=session_id, workspace_id=source.workspace_id, root_event_id=row.id,
                 head_event_id=row.id, status="active", model=fork_model,
                 provider=provider_at or source.provider,
-                working_directory=source.working_directory, title=name or source.title,
+                working_directory=working_directory or source.working_directory,
+                title=name or source.title,
                 parent_session_id=source.id, fork_from_event_id=source_event.id,
                 created_at=when, last_activity_at=when, ended_at=None, event_count=1,
                 message_count=0, turn_count=0, input_tokens=0, output_tokens=0,
@@ -1105,6 +1132,182 @@ class EventStore:
                 )
         except Exception:  # a cache write must never fail a read
             log.info("state snapshot at %s not stored", event.id, exc_info=True)
+
+    # -- recorded file contents and changes (blobs.py, files.py) -------------------
+
+    def put_blobs(self, contents: Iterable[BlobInput]) -> list[str]:
+        """Store file contents by hash (SHA-256, hex); returns their hashes in order.
+
+        Each item is the content, or ``(content, base)`` where ``base`` is a content
+        it resembles (the file's previous version), stored earlier or earlier in the
+        same call: the content is then kept as the difference from it when that is
+        much smaller (see :mod:`tron_events.blobs`). A content already stored costs
+        nothing more; the compression happens outside the write transaction.
+        """
+        items: list[tuple[bytes, str, bytes | None, str | None]] = []
+        for item in contents:
+            content, base = (item, None) if isinstance(item, bytes) else item
+            items.append(
+                (
+                    bytes(content),
+                    content_hash(content),
+                    base,
+                    content_hash(base) if base is not None else None,
+                )
+            )
+        if not items:
+            return []
+        keys = list(dict.fromkeys([h for _, h, _, _ in items] + [b for *_, b in items if b]))
+        with self._rec.read() as cur:
+            depths = self._rec.blob_depths(cur, keys)
+        rows: list[BlobRow] = []
+        for content, h, base, base_h in items:
+            if h in depths:
+                continue
+            known = (base_h, base, depths[base_h]) if base_h in depths and base else None
+            row = encode_blob(content, base=known, content_id=h)
+            rows.append(row)
+            depths[h] = row.depth
+        if rows:
+            self._insert_blobs(rows)
+        return [h for _, h, _, _ in items]
+
+    @_retry_transient
+    def _insert_blobs(self, rows: Sequence[BlobRow]) -> None:
+        with self._rec.write() as cur:
+            self._rec.insert_blobs(cur, rows, now())
+
+    def get_blobs(self, hashes: Iterable[str]) -> dict[str, bytes]:
+        """The contents of ``hashes``, each checked against its hash. Raises
+        :class:`MissingContent` naming every one that is missing or damaged."""
+        wanted = list(dict.fromkeys(hashes))
+        if not wanted:
+            return {}
+        with self._rec.read() as cur:
+            return decode_blobs(wanted, partial(self._rec.get_blob_rows, cur))
+
+    def missing_blobs(self, hashes: Iterable[str]) -> set[str]:
+        """Which of ``hashes`` are not stored (chains are not followed: see get_blobs)."""
+        wanted = list(dict.fromkeys(hashes))
+        with self._rec.read() as cur:
+            return set(wanted) - set(self._rec.blob_depths(cur, wanted))
+
+    def file_transitions(self, from_event_id: str, to_event_id: str) -> list[FileTransition]:
+        """Every file whose recorded state differs between two events of a tree, with
+        its state at each (see :mod:`tron_events.files`): what a rewind from
+        ``from_event_id`` to ``to_event_id`` with files writes. Changes made by
+        sub-agent sessions during a Task call count as the calling session's."""
+        with gc_paused(), self._rec.read() as cur:
+            a = self._path(cur, from_event_id)
+            b = self._path(cur, to_event_id)
+            i = common_ancestor(a, b)
+            undone = self._changes_along(cur, a[i + 1 :])
+            done = self._changes_along(cur, b[i + 1 :])
+        return transitions(undone, done)
+
+    def _changes_along(self, cur: Cursor, events: Sequence[Event]) -> list[FileChange]:
+        """The file changes recorded by ``events`` and by the sub-agent sessions they
+        spawned (between the spawn and its end), in commit order."""
+        found = self._positioned_changes(cur, events, 0)
+        found.sort(key=lambda item: (item[0], item[1]))
+        return [c for *_, c in found]
+
+    def _positioned_changes(
+        self, cur: Cursor, events: Sequence[Event], depth: int
+    ) -> list[tuple[int, int, FileChange]]:
+        found: list[tuple[int, int, FileChange]] = []
+        ends = {
+            e.payload.get("toolCallId"): e.position
+            for e in events
+            if e.type in ("subagent.completed", "subagent.failed")
+        }
+        for e in events:
+            if e.type in CHANGE_TYPES:
+                found.extend((e.position, len(found), c) for c in changes_of(e.type, e.payload))
+            elif e.type == "subagent.spawned" and depth < _MAX_SUBAGENT_DEPTH:
+                child = e.payload.get("childSessionId")
+                if not isinstance(child, str):
+                    continue
+                end = ends.get(e.payload.get("toolCallId"))
+                inside = [
+                    c
+                    for c in self._rec.get_events(cur, child, None, _CHILD_TYPES, None)
+                    if c.position > e.position and (end is None or c.position < end)
+                ]
+                for position, _, change in self._positioned_changes(cur, inside, depth + 1):
+                    found.append((position, len(found), change))
+        return found
+
+    def diff(self, from_event_id: str, to_event_id: str, *, context: int = 3) -> list[FileDiff]:
+        """The per-file unified diffs between the recorded states of two events of a
+        tree (text files whose contents were recorded; others say why not in
+        ``note``: ``binary``, ``not_stored``, ``too_large``, ``missing``)."""
+        changed = self.file_transitions(from_event_id, to_event_id)
+        wanted = [
+            s.hash
+            for t in changed
+            for s in (t.before, t.after)
+            if s is not None and s.stored and s.size <= MAX_DIFF_BYTES
+        ]
+        contents = self._blobs_found(wanted)
+        return [file_diff(t, contents, context=context) for t in changed]
+
+    def _blobs_found(self, hashes: list[str]) -> dict[str, bytes]:
+        """The contents of those ``hashes`` that are stored intact."""
+        try:
+            return self.get_blobs(hashes)
+        except MissingContent as exc:
+            bad = set(exc.hashes)
+            return self.get_blobs([h for h in hashes if h not in bad])
+
+    @_retry_transient
+    def rewind_and_append(
+        self,
+        session_id: str,
+        to_event_id: str,
+        drafts: Iterable[EventDraft | Mapping[str, Any]] = (),
+        *,
+        expected_head: str | None = None,
+        allow_abandoned: bool = False,
+    ) -> tuple[Session, list[Event]]:
+        """Rewind, then append ``drafts`` after ``to_event_id``, in one transaction.
+
+        What a rewind with files records (the restore, as events). ``expected_head``
+        refuses (:class:`ConcurrencyConflict`) if the head moved since the caller
+        planned. ``allow_abandoned`` also accepts one of the session's own events
+        that is not an ancestor of the head (a branch an earlier rewind left): that
+        is how a rewind is undone.
+        """
+        items = [self._draft(d) for d in drafts]
+        with self._rec.write() as cur:
+            session, head = self._active_session(cur, session_id)
+            self._check_head(session, expected_head)
+            target = self._rec.get_event(cur, to_event_id)
+            if target is None:
+                raise InvalidRewind(f"rewind target {to_event_id!r} does not exist")
+            on_path = target.id == head.id or (
+                target.depth < head.depth
+                and any(e.id == target.id for e in self._rec.get_path(cur, head))
+            )
+            if not on_path and not (allow_abandoned and target.session_id == session_id):
+                raise InvalidRewind(
+                    f"cannot rewind session {session_id!r} to {to_event_id!r}: it is not "
+                    "the head or one of its ancestors"
+                    + ("" if not allow_abandoned else ", nor one of the session's own events")
+                )
+            self._rec.set_head(cur, session_id, target.id, now())
+            events = self._append_chain(cur, session, items, target) if items else []
+            updated = self._rec.get_session(cur, session_id)
+            assert updated is not None
+        if events:
+            self._committed(session_id, session.workspace_id, events)
+        return updated, events
+
+
+#: A content to store, or (content, a stored content it resembles).
+BlobInput = bytes | tuple[bytes, bytes | None]
+_MAX_SUBAGENT_DEPTH = 8
+_CHILD_TYPES = sorted(CHANGE_TYPES | {"subagent.spawned", "subagent.completed", "subagent.failed"})
 
 
 def _check_int(value: object, what: str, error: type[TronEventsError]) -> None:

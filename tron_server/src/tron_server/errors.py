@@ -123,8 +123,25 @@ class ProviderError(RpcError):
     category = "provider"
 
 
+class FilesConflictError(RpcError):
+    """Files a rewind with files would overwrite changed outside the agent, or a merge
+    conflicts: ``data.files`` lists them; nothing was written."""
+
+    code = -32006
+    category = "conflict"
+
+
+class WorkspaceRpcError(RpcError):
+    """A file, snapshot or git operation that cannot be done (``data.reason``: e.g.
+    ``not_git``, ``missing_content``, ``refused``, ``git``); nothing was changed."""
+
+    code = -32007
+    category = "workspace"
+
+
 __all__ = [
     "AgentBusyError",
+    "FilesConflictError",
     "InternalError",
     "InvalidOperationError",
     "InvalidParams",
@@ -136,4 +153,5 @@ __all__ = [
     "RpcError",
     "SessionNotActiveError",
     "SessionNotFoundError",
+    "WorkspaceRpcError",
 ]

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .providers import ProviderFactory
     from .rpc.registry import MethodRegistry
     from .tools import ToolRegistry
+    from .workspace import Workspace
 
 log = logging.getLogger("tron_server.services")
 
@@ -58,6 +59,8 @@ class Services:
     interaction: Interaction | None = None
     #: The methods this server answers (system.info lists them).
     registry: MethodRegistry | None = None
+    #: File recording, rewinds with files, diffs and worktrees.
+    workspace: Workspace | None = None
     version: str = ""
 
     def __post_init__(self) -> None:
@@ -86,9 +89,17 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
     from .interaction import AskUserTool, Interaction, NotifyTool
     from .providers import ProviderFactory
     from .tools import default_tools
+    from .workspace import Workspace
 
     services = Services(settings=settings, store=store, hub=Hub(store), registry=registry)
-    services.tools = default_tools()
+    services.workspace = Workspace(
+        store,
+        settings.home,
+        max_file_bytes=settings.workspace_max_file_bytes,
+        watch_commands=settings.workspace_record_commands,
+        max_files=settings.workspace_max_files,
+    )
+    services.tools = default_tools(services.workspace.recorder)
     services.providers = ProviderFactory(settings)
 
     def hooks_factory(working_directory: Path, record: Any) -> Any:

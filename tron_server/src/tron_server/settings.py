@@ -44,6 +44,15 @@ class Settings(BaseSettings):
     subagent_max_parallel: int = Field(default=4, ge=1, le=64)
     #: How deep sub-agents nest: 1 = only sessions a user started get the Task tool.
     subagent_max_depth: int = Field(default=1, ge=0, le=8)
+    #: File contents above this size are recorded by hash only: a rewind cannot restore
+    #: them (TRON_WORKSPACE_MAX_FILE_BYTES).
+    workspace_max_file_bytes: int = Field(default=10 * 1024 * 1024, ge=0)
+    #: Snapshot the working directory around each Bash command to record what it
+    #: changed (TRON_WORKSPACE_RECORD_COMMANDS).
+    workspace_record_commands: bool = True
+    #: Folders with more files than this (not ignored) are not snapshotted: a session
+    #: in a home folder must not copy it (TRON_WORKSPACE_MAX_FILES).
+    workspace_max_files: int = Field(default=100_000, ge=0)
     #: Seconds a question or an approval waits for the user (TRON_ASK_TIMEOUT; None or 0:
     #: until answered, the turn is aborted or the server stops).
     ask_timeout: float | None = Field(default=None, ge=0)

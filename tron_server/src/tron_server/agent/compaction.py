@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tron_events import AsyncEventStore, Event
+from tron_events import AsyncEventStore, Event, Session
 from tron_events.messages import (
     ImageBlock,
     Message,
@@ -212,6 +212,19 @@ def render_transcript(messages: list[Message]) -> str:
     return "\n\n".join(lines)
 
 
+async def _head_past_hook_records(store: AsyncEventStore, session: Session) -> str:
+    """The head to append on: past what the PreCompact hooks recorded since ``session`` was
+    read (``hook.*``, ``notification.user``), which does not make the summary stale; after
+    anything else, the head that was read (the append then reports the conflict)."""
+    head = await store.get_event(session.head_event_id)
+    if head is None:
+        return session.head_event_id
+    later = await store.get_events(session.id, after_sequence=head.sequence)
+    if later and all(e.type.startswith("hook.") or e.type == "notification.user" for e in later):
+        return later[-1].id
+    return session.head_event_id
+
+
 async def compact_session(
     orchestrator: Orchestrator,
     session_id: str,
@@ -239,6 +252,7 @@ async def compact_session(
             f"session {session_id!r} has too little history to compact ({len(messages)} message(s))"
         )
     tokens_before = _used_tokens(path, messages)
+    expected = session.head_event_id
     working_directory = Path(state.working_directory)
     hooks = orchestrator.hooks_for(working_directory)
     if hooks is not None:
@@ -247,13 +261,19 @@ async def compact_session(
                 event="PreCompact",
                 session_id=session_id,
                 working_directory=working_directory,
-                data={"trigger": reason, "tokensBefore": tokens_before},
+                data={
+                    "trigger": reason,
+                    "custom_instructions": instructions or "",
+                    "tokensBefore": tokens_before,
+                },
             )
         )
         if decision.action == "block":
             raise InvalidOperationError(
                 f"compaction refused by a PreCompact hook: {decision.reason or 'blocked'}"
             )
+        if writer is None:
+            expected = await _head_past_hook_records(store, session)
 
     request = LLMRequest(
         model=state.model,
@@ -304,7 +324,7 @@ async def compact_session(
         )  # fmt: skip
     else:
         [boundary_event] = [await store.append(
-            session_id, "compact.boundary", boundary, expected_head=session.head_event_id
+            session_id, "compact.boundary", boundary, expected_head=expected
         )]  # fmt: skip
         summary_event = await store.append(
             session_id,
@@ -316,6 +336,7 @@ async def compact_session(
     log.info(
         "compacted session %s (%s): %d → %d tokens", session_id, reason, tokens_before, tokens_after
     )
+    await orchestrator.context_reset(session_id, "compact")  # SessionStart hooks, again
     return CompactionResult(
         summary, tokens_before, tokens_after, True, boundary_event.id, summary_event.id
     )

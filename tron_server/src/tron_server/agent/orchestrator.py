@@ -25,11 +25,21 @@ like one. A child's notifications carry ``parentSessionId`` and
 their own runs' abort.
 
 Lifecycle hooks: ``SessionStart`` when a session is created
-(:meth:`Orchestrator.session_created`, source ``startup``) and on the first run of
-a session this process did not create (source ``resume``); ``Stop`` when a run of
-a top-level session ends (not when it was aborted), ``SubagentStop`` when a run of
-a child ends (recorded in the parent); ``SessionEnd`` before ``session.end``
-(:meth:`Orchestrator.session_ending`). Children fire no SessionStart.
+(:meth:`Orchestrator.session_created`, source ``startup``; in the background, and the
+session's first run waits for it), at the start of the first run of a session this
+process did not create (source ``resume``), and after ``/clear`` or a compaction
+(:meth:`Orchestrator.context_reset`, ``clear`` / ``compact``); what they print for the
+model is recorded as ``hook.context``, before the prompt. ``Stop`` when a run of a
+top-level session ends (not when it was aborted), ``SubagentStop`` when a run of a child
+ends (recorded in the parent): both inside the run, before ``agent.complete``, so that a
+hook that blocks sends the model on (:class:`~.turn.AgentRun`). ``SessionEnd`` before
+``session.end`` (:meth:`Orchestrator.session_ending`). Children fire no SessionStart.
+
+Every command hook gets the session's ``permission_mode`` and ``transcript_path`` (a
+Claude Code-shaped transcript kept in ``<home>/transcripts``:
+:mod:`tron_server.hooks.transcript`), and in a child ``agent_id`` / ``agent_type``
+(:meth:`Orchestrator.hook_session_info`); a hook's ``systemMessage`` reaches the user as
+``notification.user`` / ``session.notification``.
 """
 
 from __future__ import annotations
@@ -64,8 +74,10 @@ from ..errors import (
     SessionNotActiveError,
     SessionNotFoundError,
 )
-from ..hooks.base import HookContext, HookEngine, HookEvent
+from ..hooks.base import HookContext, HookDecision, HookEngine, HookEvent
+from ..hooks.feedback import context_drafts
 from ..hooks.settings import HookSettingsError, settings_stamp
+from ..hooks.transcript import Transcripts
 from ..tools.base import ToolRegistry
 from .rules import SessionRules
 from .subagents import (
@@ -113,6 +125,8 @@ class UserInTheLoop(Protocol):
     def gate(self) -> ToolGate: ...
 
     def waiting_runs(self) -> list[AgentRun]: ...
+
+    async def mode(self, session_id: str) -> str: ...
 
 
 @dataclass
@@ -205,10 +219,14 @@ class Orchestrator:
         self._closing = False
         #: Permissions, approvals and questions (attach_interaction); None: no gate.
         self.interaction: UserInTheLoop | None = None
-        if hooks is not None and not hooks.has_recorder:
-            # The engine records hook.triggered/completed; during a run they must go
-            # through the session's writer or they would move the head under the turn.
-            hooks.set_recorder(self.record_event)
+        #: Claude Code-shaped transcripts for the hooks' ``transcript_path``.
+        self.transcripts = Transcripts(store, home / "transcripts")
+        if hooks is not None:
+            if not hooks.has_recorder:
+                # The engine records hook.triggered/completed; during a run they must go
+                # through the session's writer or they would move the head under the turn.
+                hooks.set_recorder(self.record_event)
+            self._configure(hooks)
         self._deps = TurnDeps(
             store=store,
             providers=providers,
@@ -221,6 +239,8 @@ class Orchestrator:
             rules_for=self._rules_for,
             concurrent_tools=frozenset({TASK_TOOL_NAME}),
             max_parallel_tools=self.subagents.max_parallel,
+            session_start=self._session_start,
+            on_stop=self._stop_hooks,
         )
 
     # -- public API -------------------------------------------------------------------
@@ -425,14 +445,20 @@ class Orchestrator:
         self._notify(session.id, method, {"session": session_json(session)})
 
     def session_created(self, session: Session) -> None:
-        """A client created ``session``: fire SessionStart (source ``startup``)."""
+        """A client created ``session``: fire SessionStart (source ``startup``) in the
+        background; what its hooks say for the model is recorded as ``hook.context``, and
+        the session's first run waits for them (:meth:`_session_start`)."""
         self._started.add(session.id)
-        self._fire(
-            "SessionStart",
-            session.id,
-            Path(session.working_directory),
-            {"source": "startup", "model": session.model, "provider": session.provider},
-        )
+        engine = self._engine_or_none(Path(session.working_directory))
+        if engine is None or not engine.hooks_for("SessionStart"):
+            return
+
+        async def record(decision: HookDecision) -> None:
+            await self._record_drafts(
+                session.id, context_drafts("SessionStart", decision, source="startup")
+            )
+
+        engine.fire_background(self._session_start_context(session, "startup"), record)
 
     async def session_ending(self, session: Session, reason: str) -> None:
         """Run the SessionEnd hooks to their end (before ``session.end`` is appended, so
@@ -460,49 +486,138 @@ class Orchestrator:
             log.warning("lifecycle hooks not run: %s", exc)
             return None
 
-    def _fire(
-        self, event: HookEvent, session_id: str, working_directory: Path, data: dict[str, Any]
-    ) -> None:
-        engine = self._engine_or_none(working_directory)
-        if engine is None or not engine.hooks_for(event):
-            return
-        engine.fire_background(
-            HookContext(
-                event=event, session_id=session_id, working_directory=working_directory, data=data
-            )
+    @staticmethod
+    def _session_start_context(session: Session, source: str) -> HookContext:
+        return HookContext(
+            event="SessionStart",
+            session_id=session.id,
+            working_directory=Path(session.working_directory),
+            data={"source": source, "model": session.model, "provider": session.provider},
         )
 
-    async def _fire_stop(
-        self, agent: AgentRun, profile: SessionProfile, run: _SessionRun, result: RunResult
+    async def _record_drafts(
+        self, session_id: str, drafts: list[tuple[str, dict[str, Any]]]
     ) -> None:
-        """Stop (a top-level run) or SubagentStop (a child's run, in the parent) — not for
-        a run the user aborted, as in Claude Code."""
-        if result.stop_reason in ("aborted", "suspended"):
+        for event_type, payload in drafts:
+            await self.record_event(session_id, event_type, payload)
+
+    async def _session_start(self, agent: AgentRun) -> None:
+        """First in a run (``TurnDeps.session_start``): wait for the SessionStart hooks a
+        ``session.create`` started, or run them (source ``resume``) for a session this
+        process has not started; their context lands before the prompt."""
+        sid = agent.session_id
+        if (await self.profile(sid)).is_child:
             return
+        session = await self.store.get_session(sid)
+        engine = self._engine_or_none(Path(session.working_directory))
+        if sid in self._started:
+            if engine is not None:
+                await engine.settle(sid, timeout=None)  # bounded by the hooks' timeouts
+            return
+        self._started.add(sid)  # the first run here of a session made before
+        if engine is None or not engine.hooks_for("SessionStart"):
+            return
+        decision = await engine.run_now(self._session_start_context(session, "resume"))
+        await self._record_drafts(sid, context_drafts("SessionStart", decision, source="resume"))
+
+    async def context_reset(self, session_id: str, source: str) -> None:
+        """After ``/clear`` (``source`` ``"clear"``) or a compaction (``"compact"``): the
+        SessionStart hooks run again, as in Claude Code, and their context opens the fresh
+        history (what they said before is gone from it). Not for sub-agents."""
+        if (await self.profile(session_id)).is_child:
+            return
+        session = await self.store.get_session(session_id)
+        engine = self._engine_or_none(Path(session.working_directory))
+        if engine is None or not engine.hooks_for("SessionStart"):
+            return
+        decision = await engine.run_now(self._session_start_context(session, source))
+        await self._record_drafts(
+            session_id, context_drafts("SessionStart", decision, source=source)
+        )
+
+    async def _stop_hooks(
+        self, agent: AgentRun, result: RunResult, active: bool
+    ) -> tuple[HookEvent, HookDecision] | None:
+        """``TurnDeps.on_stop``: Stop (a top-level run) or SubagentStop (a child's run,
+        recorded in the parent); the run acts on their answer."""
+        profile = await self.profile(agent.session_id)
         event: HookEvent = "SubagentStop" if profile.is_child else "Stop"
         engine = self._engine_or_none(agent.working_directory)
         if engine is None or not engine.hooks_for(event):
-            return
+            return None
         try:
             last = final_text((await self.store.get_state_at_head(agent.session_id)).messages)
         except TronEventsError:
             last = ""
         data: dict[str, Any] = {
-            "stop_hook_active": False,
+            "stop_hook_active": active,
             "stop_reason": result.stop_reason,
             "turns": result.turns,
             "last_assistant_message": last,
         }
         session_id = agent.session_id
         if profile.parent_session_id is not None:
-            link = run.link
+            run = self._runs.get(agent.session_id)
+            link = run.link if run is not None else None
             session_id = profile.parent_session_id
             data |= {"agent_id": agent.session_id, "agent_type": profile.subagent_type,
                      "agent_session_id": agent.session_id}  # fmt: skip
             tool_call = link.tool_call_id if link is not None else profile.parent_tool_call_id
             if tool_call is not None:
                 data["toolCallId"] = tool_call
-        self._fire(event, session_id, agent.working_directory, data)
+        ctx = HookContext(
+            event=event,
+            session_id=session_id,
+            working_directory=agent.working_directory,
+            data=data,
+        )
+        return event, await engine.run_now(ctx)
+
+    # -- what hooks get and say ---------------------------------------------------------
+
+    def _configure(self, engine: HookEngine) -> None:
+        engine.set_session_info(self.hook_session_info)
+        engine.set_notifier(self._hook_message)
+
+    async def hook_session_info(self, ctx: HookContext) -> dict[str, Any]:
+        """The fields Claude Code gives every hook, for ``ctx``'s session:
+        ``permission_mode``, ``transcript_path`` (written up to the head now), in a
+        sub-agent ``agent_id`` and ``agent_type``, and for SubagentStop the child's
+        ``agent_transcript_path``."""
+        sid = ctx.session_id
+        info: dict[str, Any] = {"permission_mode": "default"}
+        if self.interaction is not None:
+            try:
+                info["permission_mode"] = await self.interaction.mode(sid)
+            except Exception as exc:  # an unreadable settings file: the hook still runs
+                log.warning("permission mode of %s unknown for its hooks: %s", sid, exc)
+        info["transcript_path"] = await self._transcript(sid)
+        profile = await self.profile(sid)
+        if profile.is_child:
+            info["agent_id"] = sid
+            info["agent_type"] = profile.subagent_type
+        child = ctx.data.get("agent_session_id")
+        if ctx.event == "SubagentStop" and isinstance(child, str):
+            info["agent_transcript_path"] = await self._transcript(child)
+        return {k: v for k, v in info.items() if v is not None}
+
+    async def _transcript(self, session_id: str) -> str | None:
+        try:
+            return str(await self.transcripts.update(session_id))
+        except (TronEventsError, OSError) as exc:
+            log.warning("transcript of %s not written for its hooks: %s", session_id, exc)
+            return None
+
+    async def _hook_message(self, session_id: str, hook: str, event: str, message: str) -> None:
+        """A hook's ``systemMessage`` (or a stop's reason): record it and tell the user."""
+        payload = {"title": f"{event} hook", "body": message, "urgency": "normal",
+                   "hookName": hook, "hookEvent": event}  # fmt: skip
+        await self.record_event(session_id, "notification.user", payload)
+        run = self.current_run(session_id)
+        if run is not None:
+            run.notify_client("session.notification", dict(payload))
+        else:
+            self._notify(session_id, "session.notification", dict(payload))
 
     async def _tools_for(self, agent: AgentRun, profile: SessionProfile) -> ToolRegistry:
         """The run's tools: the session's allow-list, plus Task while the depth allows."""
@@ -579,6 +694,7 @@ class Orchestrator:
         if cached is not None and cached[0] == stamp:
             return cached[1]
         engine = self._hooks_factory(working_directory, self.record_event)
+        self._configure(engine)
         if cached is not None:
             self._retired = [e for e in self._retired if e.pending_count]
             self._retired.append(cached[1])
@@ -628,7 +744,6 @@ class Orchestrator:
                 if result.stop_reason == "error" and run.last_error:
                     result.error = run.last_error  # what the client was told
                 self._complete(run, request, result)
-                await self._fire_stop(agent, profile, run, result)
                 request = run.queue.popleft() if run.queue else None
         finally:
             run.current = None
@@ -662,11 +777,6 @@ class Orchestrator:
             session = await self.store.get_session(sid)
             agent.working_directory = Path(session.working_directory)
             agent.tools = await self._tools_for(agent, profile)
-            if not profile.is_child and sid not in self._started:
-                self._started.add(sid)  # the first run here of a session made before
-                self._fire("SessionStart", sid, agent.working_directory,
-                           {"source": "resume", "model": session.model,
-                            "provider": session.provider})  # fmt: skip
             return await agent.execute()
         except ConcurrencyConflict as exc:
             log.warning("agent loop of %s stopped: %s", sid, exc)

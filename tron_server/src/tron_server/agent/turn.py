@@ -13,12 +13,26 @@ last one (:class:`~tron_server.agent.writer.SessionWriter`):
     stream.turn_end {turn, stopReason, tokenUsage, cost}
     stream.turn_start {turn + 1} ...                    while the model calls tools
 
-Tools run one after another, except consecutive calls of a concurrent tool
-(``TurnDeps.concurrent_tools``: the Task tool), which run together, up to
-``max_parallel_tools`` at once; their results are recorded in the order the model
-made the calls. Before each tool, the PreToolUse hooks may block it (the reason
-becomes the error result the model sees) or modify its input; after it,
-PostToolUse hooks fire in the background.
+Tools start in the order the model called them. A call of a concurrent tool
+(``TurnDeps.concurrent_tools``: the Task tool) starts and the next call starts
+without waiting for it, up to ``max_parallel_tools`` of them at once, so every Task
+call of a message runs at the same time as the others (``Task, Read, Task``: the two
+children overlap, Read runs meanwhile); any other call waits for its own end before
+the next one starts. Results are recorded in the order of the calls. Each call goes
+through its PreToolUse hooks (which may block it: the reason becomes the error
+result the model sees; or modify its input) and the permission gate just before it
+starts, and through its PostToolUse hooks as soon as it ends.
+
+Hooks talk back (:mod:`tron_server.hooks.feedback`): a hook's context (a
+UserPromptSubmit or SessionStart hook's output, ``additionalContext``) and a PostToolUse
+hook's block reason are recorded as ``hook.context`` events, which the history turns
+into user text: after the user's message, or after the call's ``tool.result``. When the
+model stops, the Stop hooks (SubagentStop in a sub-agent) run before the run ends; one
+that blocks sends the model on with its reason as the next input (``hook.context``, a
+new turn; ``stop_hook_active`` true on the next Stop), at most
+``max_stop_continuations`` times in a row. A hook answering ``{"continue": false}``
+ends the run: no call starts after it (the calls not run get an error result), no
+model call follows, and the run ends with stop reason ``hook_stopped``.
 
 Abort cancels the LLM stream or the running tool (an anyio cancel scope) and
 records what the turn got to: the partial assistant message marked
@@ -42,7 +56,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio
 
@@ -62,7 +76,8 @@ from tron_llm import (
     Usage,
 )
 
-from ..hooks.base import HookContext, HookDecision, HookEngine
+from ..hooks.base import HookContext, HookDecision, HookEngine, HookEvent
+from ..hooks.feedback import context_drafts
 from ..hooks.guardrails import path_policy
 from ..tools.base import ToolContext, ToolRegistry, ToolResult
 from .context import InvalidHistoryError, build_system_prompt, check_history
@@ -72,6 +87,7 @@ from .writer import SessionWriter
 
 __all__ = [
     "ABORTED_RESULT",
+    "HOOK_STOPPED",
     "SHUTDOWN_RESULT",
     "AgentRun",
     "Resume",
@@ -88,6 +104,12 @@ ABORTED_RESULT = "Tool execution was interrupted by the user (the turn was abort
 #: The same when the server stopped the turn because it was shutting down (SIGTERM, Ctrl-C).
 SHUTDOWN_RESULT = "Tool execution was interrupted: the server shut down (the turn was stopped)."
 NOT_RUN_AFTER_ERROR = "Tool was not run: the model call failed before the turn could continue."
+#: The stop reason of a run a hook ended (``{"continue": false}``).
+HOOK_STOPPED = "hook_stopped"
+#: Runs that end this way have nothing a Stop hook could send on.
+_FINAL_STOPS = frozenset({"aborted", "suspended", "error", "blocked", "max_turns", HOOK_STOPPED})
+
+T = TypeVar("T")
 
 Notify = Callable[[str, dict[str, Any]], None]
 """(notification method, data) for this run's session; never blocks."""
@@ -108,6 +130,12 @@ ToolGate = Callable[["AgentRun", ToolUseBlock, dict[str, Any], HookDecision],
                     Awaitable["ToolResult | None"]]  # fmt: skip
 """The permission check before a tool runs (after the PreToolUse hooks): None lets it run,
 a result refuses it (the model sees it). It may wait for the user's approval."""
+
+
+StopHooks = Callable[["AgentRun", "RunResult", bool],
+                     Awaitable["tuple[HookEvent, HookDecision] | None"]]  # fmt: skip
+"""``(run, result so far, stop_hook_active)`` → the event run (Stop or SubagentStop) and its
+hooks' merged answer; None when none ran."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +188,12 @@ class TurnDeps:
     max_parallel_tools: int = 4
     gate: ToolGate | None = None
     """Permissions and approvals (:mod:`tron_server.interaction`)."""
+    session_start: Callable[[AgentRun], Awaitable[None]] | None = None
+    """Awaited first in a run (the SessionStart hooks, whose context precedes the prompt)."""
+    on_stop: StopHooks | None = None
+    """The Stop (SubagentStop) hooks, run when the model stops."""
+    max_stop_continuations: int = 8
+    """How many times in a row Stop hooks may send the model on (Claude Code's cap)."""
 
 
 def usage_json(usage: Usage) -> dict[str, Any]:
@@ -245,6 +279,12 @@ class AgentRun:
         self.max_turns = deps.max_turns
         #: tool call id → id of its ``tool.call`` event (what a Task call's child records).
         self.tool_call_events: dict[str, str] = {}
+        #: Why a hook ended the run (``{"continue": false}``); None while it goes on.
+        self.stop_requested: str | None = None
+        #: ``hook.context`` events to record with a call's result (its hooks' context).
+        self._tool_contexts: dict[str, list[Draft]] = {}
+        #: How long each call's tool ran (ms), for its ``tool.result``.
+        self._durations: dict[str, float] = {}
 
     # -- control ----------------------------------------------------------------------
 
@@ -276,12 +316,21 @@ class AgentRun:
     # -- the run ----------------------------------------------------------------------
 
     async def execute(self) -> RunResult:
-        """Record the user message and loop over turns until the model stops."""
+        """Record the user message and loop over turns until the model stops; then the
+        Stop hooks, which may send the model on."""
+        if self.deps.session_start is not None:
+            await self._abortable(self.deps.session_start(self))
+        result = await self._run_message()
+        await self._stop_hooks(result)
+        return result
+
+    async def _run_message(self) -> RunResult:
         state = await self.deps.store.get_state_at_head(self.session_id)
         await self.writer.sync()
         self.working_directory = Path(state.working_directory)
         self.hooks = self.deps.hooks_for(self.working_directory)
         content = self.request.content
+        context: list[Draft] = []
 
         if self.hooks is not None and _has_text_or_blocks(content):
             decision = await self.hooks.run_blocking(
@@ -302,6 +351,7 @@ class AgentRun:
                 return RunResult(0, "blocked", reason)
             if decision.action == "modify" and decision.prompt is not None:
                 content = _with_prompt(content, decision.prompt)
+            context = context_drafts("UserPromptSubmit", decision)
 
         if self.deps.rules_for is not None:
             self.rules = self.deps.rules_for(self.session_id, self.working_directory)
@@ -324,9 +374,17 @@ class AgentRun:
         await self._before_turn()
         prompt: list[Draft] = []
         if _has_text_or_blocks(content):
-            prompt = [*self.request.before, ("message.user", {"content": content, "turn": turn})]
+            prompt = [*self.request.before, ("message.user", {"content": content, "turn": turn}),
+                      *context]  # fmt: skip
+        await self._loop(result, turn, prompt)
+        return result
 
+    async def _loop(self, result: RunResult, turn: int, prompt: list[Draft]) -> None:
+        """Call the model (``prompt`` recorded with the first turn) until it stops."""
         while True:
+            if self.stop_requested is not None:
+                result.stop_reason = HOOK_STOPPED
+                break
             if result.turns >= self.max_turns:
                 result.stop_reason = "max_turns"
                 break
@@ -339,7 +397,48 @@ class AgentRun:
             if not go_on:
                 break
             turn += 1
-        return result
+
+    async def _stop_hooks(self, result: RunResult) -> None:
+        """Run the Stop (SubagentStop) hooks; while one blocks, the model goes on with its
+        reason as the next input (at most ``max_stop_continuations`` times in a row)."""
+        on_stop = self.deps.on_stop
+        continued = 0
+        while on_stop is not None and not self.abort_requested:
+            if result.stop_reason in ("aborted", "suspended", HOOK_STOPPED):
+                return
+            outcome = await self._abortable(on_stop(self, result, continued > 0))
+            if outcome is None or self.abort_requested:
+                return
+            event, decision = outcome
+            drafts = context_drafts(event, decision, feedback=True)
+            if decision.stop or not drafts or result.stop_reason in _FINAL_STOPS:
+                return
+            if continued >= self.deps.max_stop_continuations:
+                body = (f"{event} hooks asked the agent to go on {continued} times in a row; "
+                        "it stopped anyway. Check that they can be satisfied.")  # fmt: skip
+                await self._tell_user(f"{event} hooks ignored", body, event)
+                return
+            continued += 1
+            state = await self.deps.store.get_state_at_head(self.session_id)
+            await self._loop(result, state.turn_count + 1, drafts)
+
+    async def _tell_user(self, title: str, body: str, hook_event: str) -> None:
+        """Record ``notification.user`` and tell the clients (``session.notification``)."""
+        payload = {"title": title, "body": body, "urgency": "normal", "hookEvent": hook_event}
+        await self.writer.append("notification.user", payload)
+        self._emit("session.notification", payload)
+
+    async def _abortable(self, work: Awaitable[T]) -> T | None:
+        """Await ``work`` so that an abort cancels it; None when it was cancelled."""
+        with anyio.CancelScope() as scope:
+            self._tool_scopes.add(scope)
+            if self.abort_requested:
+                scope.cancel()
+            try:
+                return await work
+            finally:
+                self._tool_scopes.discard(scope)
+        return None
 
     async def _turn(self, turn: int, prompt: list[Draft] | None = None) -> tuple[str, bool]:
         """One LLM call and its tools; returns (stop reason, whether to call again).
@@ -577,20 +676,28 @@ class AgentRun:
         if self.suspended:  # the waiting request stays pending; the turn is finished later
             return "suspended", False
         unanswered = [u for u in uses if u.id not in answered]
-        note = SHUTDOWN_RESULT if self.shutting_down else ABORTED_RESULT
-        await self._record_error_results(unanswered, note)
-        for u in unanswered:  # the card of a call cut while running keeps its output
-            call = self.progress.tool_calls.get(u.id)
-            if call is not None and call.status == "error":
-                self._emit(
-                    "agent.tool_end",
-                    {"turn": turn, "toolCallId": u.id, "name": u.name, "isError": True,
-                     "content": self._partial(u.id, note), "interrupted": True},
-                )  # fmt: skip
+        await self._record_error_results(unanswered, self._interrupted_note())
+        for u in unanswered:
+            self._emit_cut(turn, u)
         reason = "the server shut down" if self.shutting_down else "aborted by the user"
         await self.writer.append("notification.interrupted", {"turn": turn, "reason": reason})
         await self._turn_end(turn, "aborted", usage)
         return "aborted", False
+
+    def _interrupted_note(self) -> str:
+        """What a cut tool's result says: the user aborted, or the server shut down."""
+        return SHUTDOWN_RESULT if self.shutting_down else ABORTED_RESULT
+
+    def _emit_cut(self, turn: int, use: ToolUseBlock) -> None:
+        """The card of a call cut while running keeps its output (``agent.tool_end``)."""
+        call = self.progress.tool_calls.get(use.id)
+        if call is not None and call.status == "error":
+            self._emit(
+                "agent.tool_end",
+                {"turn": turn, "toolCallId": use.id, "name": use.name, "isError": True,
+                 "content": self._partial(use.id, self._interrupted_note()),
+                 "interrupted": True},
+            )  # fmt: skip
 
     async def _finish_failed(self, turn: int, model: str, stream: _Stream) -> tuple[str, bool]:
         assert stream.error is not None
@@ -641,67 +748,93 @@ class AgentRun:
     # -- tools ------------------------------------------------------------------------
 
     async def _run_tools(self, turn: int, uses: list[ToolUseBlock]) -> set[str]:
-        """Run each tool in order and record its result; the ids answered (all of them
-        unless the run was aborted). Consecutive calls of a concurrent tool run together."""
+        """Run the calls (see the module docstring: concurrent ones overlap, the others
+        go one after another) and record their results in call order, each as soon as it
+        and those before it are done; after an abort, a call cut or never started gets an
+        interrupted result and one that finished keeps its own. The ids answered (all of
+        them, unless the run was suspended)."""
         answered: set[str] = set()
-        index = 0
-        while index < len(uses) and not self.abort_requested:
-            batch = [uses[index]]
-            if uses[index].name in self.deps.concurrent_tools:
-                while (
-                    index + len(batch) < len(uses)
-                    and uses[index + len(batch)].name == uses[index].name
-                ):
-                    batch.append(uses[index + len(batch)])
-            index += len(batch)
-            if len(batch) > 1:
-                if not await self._run_batch(turn, batch, answered):
-                    break
-                continue
-            use = batch[0]
-            started = time.monotonic()
-            result = await self._run_tool(turn, use)
-            if result is None:  # aborted while running
-                break
-            await self._record_result(turn, use, result, started)
-            answered.add(use.id)
-        return answered
-
-    async def _run_batch(self, turn: int, batch: list[ToolUseBlock], answered: set[str]) -> bool:
-        """Run ``batch`` together (bounded), recording each result in call order as soon
-        as it and those before it are done; False when the run was aborted."""
         limiter = anyio.CapacityLimiter(max(1, self.deps.max_parallel_tools))
-        outcomes: list[tuple[ToolResult | None, float]] = [(None, 0.0)] * len(batch)
-        finished = [anyio.Event() for _ in batch]
+        outcomes: dict[int, tuple[ToolResult | None, float]] = {}
+        finished = [anyio.Event() for _ in uses]
 
-        async def one(k: int, use: ToolUseBlock) -> None:
+        async def start(k: int, use: ToolUseBlock) -> None:
+            if not self.abort_requested and self.stop_requested is None:
+                started = time.monotonic()
+                outcomes[k] = (await self._run_tool(turn, use), started)
+
+        async def run_one(k: int, use: ToolUseBlock, concurrent: bool) -> None:
             try:
-                async with limiter:
-                    if not self.abort_requested:
-                        started = time.monotonic()
-                        outcomes[k] = (await self._run_tool(turn, use), started)
+                if concurrent:
+                    async with limiter:
+                        await start(k, use)
+                else:
+                    await start(k, use)
+            except Exception as exc:
+                fail(exc)
             finally:
                 finished[k].set()
 
-        complete = True
+        async def record_in_order() -> None:
+            try:
+                for k, use in enumerate(uses):
+                    await finished[k].wait()
+                    result, started = outcomes.get(k, (None, 0.0))
+                    if result is None and self.suspended:
+                        return  # nothing more is recorded: the request stays pending
+                    if result is None and self.abort_requested:
+                        # Cut (or never started); the calls after it that finished keep
+                        # their results.
+                        await self._record_error_results([use], self._interrupted_note())
+                        self._emit_cut(turn, use)
+                    else:
+                        if result is None:  # a hook stopped the agent before it started
+                            result, started = self._not_run(), time.monotonic()
+                        await self._record_result(turn, use, result, started)
+                    answered.add(use.id)
+                    recorded[k].set()
+            except Exception as exc:
+                fail(exc)
+            finally:
+                for event in recorded:
+                    event.set()
+
+        failures: list[Exception] = []
+
+        def fail(exc: Exception) -> None:
+            # A store failure (a ConcurrencyConflict: someone moved the head) stops every
+            # call, and reaches the caller as itself, not wrapped in an exception group.
+            failures.append(exc)
+            tg.cancel_scope.cancel()
+
+        recorded = [anyio.Event() for _ in uses]
         async with anyio.create_task_group() as tg:
-            for k, use in enumerate(batch):
-                tg.start_soon(one, k, use)
-            for k, use in enumerate(batch):
-                await finished[k].wait()
-                result, started = outcomes[k]
-                if result is None or not complete:
-                    complete = False  # aborted: the abort path answers this one and the rest
+            tg.start_soon(record_in_order)
+            for k, use in enumerate(uses):
+                if use.name in self.deps.concurrent_tools:
+                    tg.start_soon(run_one, k, use, True)
                     continue
-                await self._record_result(turn, use, result, started)
-                answered.add(use.id)
-        return complete
+                await run_one(k, use, False)
+                if all(finished[j].is_set() for j in range(k)):
+                    # Nothing before it still runs: its result (and what it recorded) come
+                    # before the next call's events, in the order of reference 004.
+                    await recorded[k].wait()
+        if failures:
+            raise failures[0]
+        return answered
+
+    def _not_run(self) -> ToolResult:
+        reason = self.stop_requested or "a hook stopped the agent"
+        return ToolResult(content=f"Tool was not run: a hook stopped the agent ({reason}).",
+                          is_error=True)  # fmt: skip
 
     async def _record_result(
         self, turn: int, use: ToolUseBlock, result: ToolResult, started: float
     ) -> None:
-        """Record a finished tool's result, tell the clients, fire PostToolUse."""
-        duration = round((time.monotonic() - started) * 1000, 1)
+        """Record a finished call's result (with its hooks' context), tell the clients."""
+        duration = self._durations.pop(use.id, None)
+        if duration is None:
+            duration = round((time.monotonic() - started) * 1000, 1)
         payload: dict[str, Any] = {
             "toolCallId": use.id,
             "content": result.content,
@@ -710,7 +843,8 @@ class AgentRun:
         }
         if result.details:
             payload["details"] = result.details
-        await self.writer.append("tool.result", payload)
+        context = self._tool_contexts.pop(use.id, [])
+        await self.writer.append_many([("tool.result", payload), *context])
         if self.rules is not None:
             await self._record_rules(await self.rules.touched(use.input))
         call = self.progress.tool(use.id, use.name)
@@ -720,21 +854,40 @@ class AgentRun:
             {"turn": turn, "toolCallId": use.id, "name": use.name, "isError": result.is_error,
              "content": result.content, "durationMs": duration},
         )  # fmt: skip
-        if self.hooks is not None:
-            self.hooks.fire_background(
-                HookContext(
-                    event="PostToolUse",
-                    session_id=self.session_id,
-                    working_directory=self.working_directory,
-                    tool_name=use.name,
-                    tool_input=use.input,
-                    tool_result={"content": result.content, "isError": result.is_error},
-                    data={"toolCallId": use.id, "turn": turn},
-                )
-            )
+
+    def _hook_context(
+        self,
+        event: HookEvent,
+        use: ToolUseBlock,
+        turn: int,
+        arguments: dict[str, Any],
+        result: ToolResult | None = None,
+    ) -> HookContext:
+        response = None if result is None else {"content": result.content,
+                                                "isError": result.is_error}  # fmt: skip
+        return HookContext(
+            event=event,
+            session_id=self.session_id,
+            working_directory=self.working_directory,
+            tool_name=use.name,
+            tool_input=arguments,
+            tool_result=response,
+            data={"toolCallId": use.id, "turn": turn},
+        )
+
+    def _hook_answer(self, event: HookEvent, use: ToolUseBlock, decision: HookDecision) -> None:
+        """Keep what a tool hook said for the model (recorded with the call's result) and
+        whether it stopped the agent."""
+        feedback = event == "PostToolUse"
+        drafts = context_drafts(event, decision, feedback=feedback, tool_call_id=use.id)
+        if drafts:
+            self._tool_contexts.setdefault(use.id, []).extend(drafts)
+        if decision.stop and self.stop_requested is None:
+            self.stop_requested = decision.stop_reason or decision.reason or f"a {event} hook"
 
     async def _run_tool(self, turn: int, use: ToolUseBlock) -> ToolResult | None:
-        """Hooks, then the tool, inside the abort scope; None when aborted."""
+        """PreToolUse hooks, the permission gate, the tool, then its PostToolUse hooks,
+        inside the abort scope; None when aborted."""
         call = self.progress.tool(use.id, use.name)
         call.arguments = use.input
         call.status = "running"
@@ -752,7 +905,7 @@ class AgentRun:
 
         result: ToolResult | None = None
         with anyio.CancelScope() as scope:
-            # One scope per running tool: a batch of Task calls runs several at once.
+            # One scope per running tool: several Task calls run at once.
             self._tool_scopes.add(scope)
             if self.abort_requested:
                 scope.cancel()
@@ -761,15 +914,9 @@ class AgentRun:
                 decision = HookDecision()
                 if self.hooks is not None:
                     decision = await self.hooks.run_blocking(
-                        HookContext(
-                            event="PreToolUse",
-                            session_id=self.session_id,
-                            working_directory=self.working_directory,
-                            tool_name=use.name,
-                            tool_input=use.input,
-                            data={"toolCallId": use.id, "turn": turn},
-                        )
+                        self._hook_context("PreToolUse", use, turn, use.input)
                     )
+                    self._hook_answer("PreToolUse", use, decision)
                     if decision.action == "block":
                         reason = decision.reason or "blocked by a PreToolUse hook"
                         return ToolResult(content=f"Tool call blocked: {reason}", is_error=True)
@@ -788,7 +935,14 @@ class AgentRun:
                     # The tools enforce the guardrails' write policy when they write.
                     paths=path_policy(self.hooks, self.working_directory),
                 )
+                started = time.monotonic()
                 result = await self.tools.execute(use.name, arguments, ctx)
+                self._durations[use.id] = round((time.monotonic() - started) * 1000, 1)
+                if self.hooks is not None:
+                    after = await self.hooks.run_now(
+                        self._hook_context("PostToolUse", use, turn, arguments, result)
+                    )
+                    self._hook_answer("PostToolUse", use, after)
             finally:
                 self._tool_scopes.discard(scope)
         if result is None:

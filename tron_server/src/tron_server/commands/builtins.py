@@ -93,6 +93,7 @@ async def _clear(cx: CommandContext, args: str) -> dict[str, Any]:
     orchestrator = cx.rpc.services.orchestrator
     assert orchestrator is not None
     await orchestrator.record_event(cx.session_id, "context.cleared", {"reason": "/clear"})
+    await orchestrator.context_reset(cx.session_id, "clear")  # SessionStart hooks, again
     return {
         "output": "Context cleared: the next message starts a fresh conversation "
         "(the earlier events stay in the session's tree)."

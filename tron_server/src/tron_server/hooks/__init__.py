@@ -1,5 +1,6 @@
-"""Hooks: the engine (:mod:`.base`), the built-in guardrails (:mod:`.guardrails`) and user
-command hooks from settings.json (:mod:`.command`, :mod:`.settings`).
+"""Hooks: the engine (:mod:`.base`), the built-in guardrails (:mod:`.guardrails`), user
+command hooks from settings.json (:mod:`.command`, :mod:`.settings`), what hooks give the
+model (:mod:`.feedback`) and the transcripts they read (:mod:`.transcript`).
 
 :func:`build_hook_engine` assembles them for one working directory.
 """
@@ -12,22 +13,27 @@ from .base import (
     BACKGROUND_EVENTS,
     BLOCKING_EVENTS,
     HOOK_EVENTS,
+    TOOL_ALIASES,
     HookContext,
     HookDecision,
     HookEngine,
     HookEvent,
     HookFn,
+    NotifyFn,
     RecordFn,
+    SessionInfoFn,
 )
 from .command import CommandHookError, register_command_hooks
 from .guardrails import GUARDRAILS_HOOK_NAME, Guardrails, register_guardrails
 from .settings import GuardrailSettings, HookSettingsError, LoadedSettings, load_settings
+from .transcript import Transcripts
 
 __all__ = [
     "BACKGROUND_EVENTS",
     "BLOCKING_EVENTS",
     "GUARDRAILS_HOOK_NAME",
     "HOOK_EVENTS",
+    "TOOL_ALIASES",
     "CommandHookError",
     "GuardrailSettings",
     "Guardrails",
@@ -38,7 +44,10 @@ __all__ = [
     "HookFn",
     "HookSettingsError",
     "LoadedSettings",
+    "NotifyFn",
     "RecordFn",
+    "SessionInfoFn",
+    "Transcripts",
     "build_hook_engine",
     "load_settings",
 ]

@@ -1,9 +1,11 @@
-"""The hook engine: a priority-ordered registry, blocking runs and tracked background runs.
+"""The hook engine: a priority-ordered registry, gate runs, notice runs and tracked
+background runs.
 
 Events
 ------
-Blocking events (``BLOCKING_EVENTS``: PreToolUse, UserPromptSubmit, PreCompact) run their
-hooks one after another, highest ``priority`` first (registration order breaks ties):
+Gate events (``BLOCKING_EVENTS``: PreToolUse, UserPromptSubmit, PreCompact) run their
+hooks one after another with :meth:`HookEngine.run_blocking`, highest ``priority`` first
+(registration order breaks ties):
 
 - ``allow`` (or ``None``) — go on to the next hook;
 - ``block`` — stop at once; the returned decision carries the reason (for PreToolUse the
@@ -16,39 +18,63 @@ hooks one after another, highest ``priority`` first (registration order breaks t
   (an explicit allow: Claude Code's ``permissionDecision: "allow"``) lets the call skip the
   approval prompt its mode would ask for; an ``ask`` from any hook wins over it.
 
-Background events (PostToolUse, SessionStart, SessionEnd, Stop, SubagentStop) are fired and
-forgotten: :meth:`HookEngine.fire_background` schedules one task per call (its hooks run in
-priority order inside it), the engine keeps a reference to every pending task, and
-:meth:`HookEngine.drain` awaits them at shutdown. Background hooks always fail open: an
-exception or a timeout is logged and recorded, and nothing else happens.
+Notice events (``BACKGROUND_EVENTS``: PostToolUse, SessionStart, SessionEnd, Stop,
+SubagentStop) cannot refuse what already happened: every matching hook runs, failures fail
+open, and the answers are merged (:meth:`HookEngine.run_now`): ``block`` from any hook
+gives a ``block`` with every such hook's reason (for Stop / SubagentStop: the agent goes
+on, with the reasons as its next input; for PostToolUse: feedback next to the result).
+The runtime awaits them where their answer matters (Claude Code runs them synchronously
+too); :meth:`HookEngine.fire_background` schedules them instead (one task per call, an
+optional callback gets the merged answer), the engine keeps a reference to every pending
+task, and :meth:`HookEngine.drain` awaits them at shutdown.
+
+Whatever the event, a decision may also carry ``context`` (text for the model: Claude
+Code's ``additionalContext``, or the plain stdout of a SessionStart / UserPromptSubmit
+hook; the contexts of several hooks are joined in run order), ``stop`` (``{"continue":
+false}``: the agent's run ends after this hook; it wins over every other answer) and
+``system_message`` (shown to the user). The engine hands ``system_message`` and the
+``stop_reason`` of a stop to its notifier (:meth:`HookEngine.set_notifier`); the caller acts
+on ``context`` and ``stop``.
 
 Matchers
 --------
-``matcher`` selects hooks by tool name, like Claude Code's settings: ``None``, ``""`` or
-``"*"`` match every tool; a string made only of name characters and ``|`` is a list of exact
-names (``"Write|Edit"``); anything else is a regular expression that must match the whole
-tool name (``"mcp__.*"``). As in Claude Code, SessionStart's matcher selects its
-``source`` (``"startup"``, ``"resume"``) and PreCompact's its ``trigger`` (``"manual"``,
-``"auto"``); the other events without a tool name (UserPromptSubmit, Stop, ...) ignore the
-matcher.
+``matcher`` selects hooks like Claude Code's settings: ``None``, ``""`` or ``"*"`` match
+everything; a string made only of letters, digits, ``_``, ``-``, spaces, ``,`` and ``|`` is a
+list of exact names (``"Write|Edit"``, ``"Write, Edit"``); anything else is a regular
+expression searched in the name, unanchored as Claude Code's (``"mcp__.*"``,
+``"Notebook.*"``; write ``"^Edit$"`` for a whole-name match). What is matched: the tool name
+for PreToolUse and PostToolUse (Claude Code's ``Agent`` and ``AskUserQuestion`` name our
+``Task`` and ``AskUser`` and the other way round: :data:`TOOL_ALIASES`), the ``source`` for
+SessionStart (``startup``, ``resume``), the ``trigger`` for PreCompact (``manual``, ``auto``),
+the ``reason`` for SessionEnd and the ``agent_type`` for SubagentStop. UserPromptSubmit and
+Stop have no matcher: theirs is ignored, as in Claude Code.
 
 Failures
 --------
-A blocking hook that raises or exceeds its ``timeout`` is handled by its ``on_error`` policy:
+A gate hook that raises or exceeds its ``timeout`` is handled by its ``on_error`` policy:
 ``"block"`` (the default for hooks registered in code, guardrails included: a broken guardrail
 must not silently allow) turns the failure into a block whose reason names the hook and the
 error; ``"allow"`` (the default for user command hooks from settings.json, as in Claude Code)
-logs a warning, records the error in ``hook.completed`` and carries on. Cancellation of the
-calling task (an abort) is never swallowed.
+logs a warning, records the error in ``hook.completed`` and carries on. Notice hooks always
+fail open. Cancellation of the calling task (an abort) is never swallowed.
+
+Session information
+-------------------
+Hooks registered with ``session_info=True`` (the user's command hooks) get the fields Claude
+Code gives every hook: the engine asks its session-info provider
+(:meth:`HookEngine.set_session_info`; the runtime's gives ``permission_mode``,
+``transcript_path``, and in a sub-agent ``agent_id`` / ``agent_type``) once per run of an
+event and adds them to ``HookContext.data``. Hooks in code (the guardrails) do not need them,
+so nothing is computed for them.
 
 Recording
 ---------
 Every hook run is reported through the ``record`` callback as ``(session_id, event_type,
 payload)``: ``hook.triggered`` ``{hookName, hookEvent, toolName?, toolCallId?}`` before the
 hook runs and ``hook.completed`` ``{hookName, hookEvent, action, reason?, durationMs, error?,
-toolName?, toolCallId?}`` after it (``action`` is allow/block/modify, or the action a failure
-turned into). Both have typed payload models in ``tron_events.payloads`` (``HookTriggered``,
-``HookCompleted``).
+toolName?, toolCallId?, stop?, stopReason?, systemMessage?, contextChars?}`` after it
+(``action`` is allow/block/modify/ask, or the action a failure turned into). Both have typed
+payload models in ``tron_events.payloads`` (``HookTriggered``, ``HookCompleted``).
 ``toolCallId`` comes from ``HookContext.data["toolCallId"]`` when the caller sets it. A failing
 ``record`` is logged and does not affect the hook's outcome (a SessionEnd hook may run after the
 session stopped taking appends).
@@ -71,13 +97,16 @@ __all__ = [
     "BACKGROUND_EVENTS",
     "BLOCKING_EVENTS",
     "HOOK_EVENTS",
+    "TOOL_ALIASES",
     "HookContext",
     "HookDecision",
     "HookEngine",
     "HookEvent",
     "HookFn",
+    "NotifyFn",
     "OnError",
     "RecordFn",
+    "SessionInfoFn",
     "compile_matcher",
 ]
 
@@ -105,8 +134,19 @@ HOOK_EVENTS: frozenset[str] = frozenset(
         "SubagentStop",
     }
 )
+#: Gate events: run with :meth:`HookEngine.run_blocking` (the first block wins).
 BLOCKING_EVENTS: frozenset[str] = frozenset({"PreToolUse", "UserPromptSubmit", "PreCompact"})
+#: Notice events: every hook runs, fail open, answers merged (:meth:`HookEngine.run_now`).
 BACKGROUND_EVENTS: frozenset[str] = HOOK_EVENTS - BLOCKING_EVENTS
+
+#: Tool names that are one tool under two names: Claude Code's ``Agent`` (formerly ``Task``)
+#: and ``AskUserQuestion`` are our ``Task`` and ``AskUser``; a matcher naming either matches.
+TOOL_ALIASES: dict[str, tuple[str, ...]] = {
+    "Task": ("Agent",),
+    "Agent": ("Task",),
+    "AskUser": ("AskUserQuestion",),
+    "AskUserQuestion": ("AskUser",),
+}
 
 OnError = Literal["block", "allow"]
 
@@ -126,12 +166,18 @@ class HookContext:
 
 
 #: What a matcher selects for events without a tool: the key of ``HookContext.data``.
-_MATCHED_KEY = {"SessionStart": "source", "PreCompact": "trigger"}
+_MATCHED_KEY = {
+    "SessionStart": "source",
+    "PreCompact": "trigger",
+    "SessionEnd": "reason",
+    "SubagentStop": "agent_type",
+}
 
 
 def _subject(ctx: HookContext) -> str | None:
     """What the hooks' matchers test for ``ctx``: the tool name, SessionStart's source,
-    PreCompact's trigger; None (every hook) for the other events."""
+    PreCompact's trigger, SessionEnd's reason, SubagentStop's agent type; None (every hook)
+    for the other events."""
     if ctx.tool_name is not None:
         return ctx.tool_name
     key = _MATCHED_KEY.get(ctx.event)
@@ -148,16 +194,27 @@ class HookDecision:
     tool_input: dict[str, Any] | None = None  # for modify and ask (PreToolUse)
     prompt: str | None = None  # for modify (UserPromptSubmit)
     approved: bool = False  # an explicit allow: no approval prompt (PreToolUse)
+    #: Text for the model (``additionalContext``; plain stdout where Claude Code adds it).
+    context: str | None = None
+    #: ``{"continue": false}``: the agent's run ends after this hook.
+    stop: bool = False
+    stop_reason: str | None = None
+    #: Shown to the user (a notification), never to the model.
+    system_message: str | None = None
 
 
 HookFn = Callable[[HookContext], Awaitable[HookDecision | None]]
 RecordFn = Callable[[str, str, dict[str, Any]], Awaitable[None]]
+SessionInfoFn = Callable[[HookContext], Awaitable[dict[str, Any]]]
+"""The fields every command hook gets for a session (``permission_mode``, ...)."""
+NotifyFn = Callable[[str, str, str, str], Awaitable[None]]
+"""``(session_id, hook name, hook event, message)``: tell the user (``systemMessage``)."""
 
-_NAME_LIST = re.compile(r"^[A-Za-z0-9_\-.:]+(\|[A-Za-z0-9_\-.:]+)*$")
+_NAME_LIST = re.compile(r"^[A-Za-z0-9_\- ,|]+$")
 
 
 def compile_matcher(matcher: str | None) -> Callable[[str], bool]:
-    """Turn a matcher string into a predicate on tool names (see the module docstring).
+    """Turn a matcher string into a predicate on names (see the module docstring).
 
     Raises ``ValueError`` for an invalid regular expression, so a bad settings file is
     reported when the hook is registered rather than silently never matching.
@@ -165,14 +222,19 @@ def compile_matcher(matcher: str | None) -> Callable[[str], bool]:
     if matcher is None or matcher.strip() in ("", "*"):
         return lambda _name: True
     text = matcher.strip()
-    if _NAME_LIST.match(text) and "." not in text:
-        names = frozenset(part for part in text.split("|"))
+    if _NAME_LIST.match(text):
+        names = frozenset(p.strip() for p in re.split(r"[|,]", text) if p.strip())
         return lambda name: name in names
     try:
         pattern = re.compile(text)
     except re.error as exc:
         raise ValueError(f"invalid hook matcher {matcher!r}: {exc}") from None
-    return lambda name: pattern.fullmatch(name) is not None
+    # Unanchored, as Claude Code's RegExp.test: "rit." matches Write.
+    return lambda name: pattern.search(name) is not None
+
+
+def _joined(parts: list[str]) -> str | None:
+    return "\n\n".join(parts) if parts else None
 
 
 @dataclass(frozen=True)
@@ -186,6 +248,10 @@ class _Hook:
     timeout: float
     on_error: OnError
     order: int
+    session_info: bool
+
+    def selects(self, subject: str) -> bool:
+        return self.matches(subject) or any(self.matches(a) for a in TOOL_ALIASES.get(subject, ()))
 
 
 class _HookFailure(Exception):
@@ -204,6 +270,8 @@ class HookEngine:
         self._hooks: list[_Hook] = []
         self._counter = 0
         self._pending: set[asyncio.Task[None]] = set()
+        self._session_info: SessionInfoFn | None = None
+        self._notify: NotifyFn | None = None
 
     @property
     def has_recorder(self) -> bool:
@@ -214,6 +282,14 @@ class HookEngine:
         """Record hook runs through ``record`` (the runtime passes its session writer, so
         hook events never move a session's head under a running turn)."""
         self._record = record
+
+    def set_session_info(self, info: SessionInfoFn | None) -> None:
+        """Where hooks registered with ``session_info=True`` get their session's fields."""
+        self._session_info = info
+
+    def set_notifier(self, notify: NotifyFn | None) -> None:
+        """Where a hook's ``systemMessage`` (and a stop's ``stopReason``) go: the user."""
+        self._notify = notify
 
     # -- registry ---------------------------------------------------------------------
 
@@ -227,11 +303,14 @@ class HookEngine:
         matcher: str | None = None,
         timeout: float = 30.0,
         on_error: OnError = "block",
+        session_info: bool = False,
     ) -> None:
         """Add a hook. Higher ``priority`` runs first; ties run in registration order.
 
-        ``on_error`` only matters for blocking events: ``"block"`` (fail closed) or
-        ``"allow"`` (fail open with a logged warning). Background hooks always fail open.
+        ``on_error`` only matters for gate events: ``"block"`` (fail closed) or
+        ``"allow"`` (fail open with a logged warning). Notice hooks always fail open.
+        ``session_info``: the hook's context gets the session's fields (see the module
+        docstring).
         """
         if event not in HOOK_EVENTS:
             raise ValueError(f"unknown hook event {event!r}; expected one of {sorted(HOOK_EVENTS)}")
@@ -249,6 +328,7 @@ class HookEngine:
                 timeout=timeout,
                 on_error=on_error,
                 order=self._counter,
+                session_info=session_info,
             )
         )
 
@@ -280,32 +360,52 @@ class HookEngine:
             for h in sorted(self._hooks, key=lambda h: (h.event, -h.priority, h.order))
         ]
 
-    def _select(self, event: HookEvent, tool_name: str | None) -> list[_Hook]:
+    def _select(self, event: HookEvent, subject: str | None) -> list[_Hook]:
         chosen = [
-            h
-            for h in self._hooks
-            if h.event == event and (tool_name is None or h.matches(tool_name))
+            h for h in self._hooks if h.event == event and (subject is None or h.selects(subject))
         ]
         chosen.sort(key=lambda h: (-h.priority, h.order))
         return chosen
 
-    # -- blocking ---------------------------------------------------------------------
+    async def _with_session_info(self, ctx: HookContext, hooks: list[_Hook]) -> HookContext:
+        """``ctx`` with the session's fields added (once per run of an event), when a hook
+        that wants them is about to run."""
+        if self._session_info is None or not any(h.session_info for h in hooks):
+            return ctx
+        try:
+            info = await self._session_info(ctx)
+        except Exception as exc:  # the hooks still run, without the fields
+            logger.warning("session fields for %s hooks unavailable: %s", ctx.event, exc)
+            return ctx
+        data = {**info, **ctx.data}  # what the caller set explicitly wins
+        return replace(ctx, data=data)
+
+    # -- gates ------------------------------------------------------------------------
 
     async def run_blocking(self, ctx: HookContext) -> HookDecision:
-        """Run the hooks of a blocking event; first block wins, modifications chain."""
+        """Run the hooks of a gate event; first block wins, modifications chain."""
         if ctx.event not in BLOCKING_EVENTS:
-            raise ValueError(f"{ctx.event} is not a blocking event; use fire_background")
-        current = ctx
+            raise ValueError(f"{ctx.event} is not a blocking event; use run_now")
+        hooks = self._select(ctx.event, _subject(ctx))
+        current = await self._with_session_info(ctx, hooks)
         modified = False
         reasons: list[str] = []
+        contexts: list[str] = []
         ask_reason: str | None = None
         asked = approved = False
-        for hook in self._select(ctx.event, _subject(ctx)):
+        for hook in hooks:
             decision = await self._run_one(hook, current, fail_closed=hook.on_error == "block")
+            if decision.stop:
+                why = decision.stop_reason or decision.reason or f"stopped by hook {hook.name}"
+                return HookDecision(
+                    action="block", reason=decision.reason or why, stop=True, stop_reason=why
+                )
             if decision.action == "block":
                 return HookDecision(
                     action="block", reason=decision.reason or f"blocked by hook {hook.name}"
                 )
+            if decision.context:
+                contexts.append(decision.context)
             approved = approved or decision.approved
             if decision.action == "ask":
                 asked = True
@@ -325,51 +425,73 @@ class HookEngine:
                     modified = True
                     if decision.reason:
                         reasons.append(decision.reason)
+        context = _joined(contexts)
         if asked:
             return HookDecision(
                 action="ask",
                 reason=ask_reason,
                 tool_input=current.tool_input if modified else None,
+                context=context,
             )
         if not modified:
-            return HookDecision(action="allow", approved=approved)
+            return HookDecision(action="allow", approved=approved, context=context)
         return HookDecision(
             approved=approved,
             action="modify",
             reason="; ".join(reasons) or None,
             tool_input=current.tool_input,
             prompt=current.prompt,
+            context=context,
         )
 
-    # -- background -------------------------------------------------------------------
+    # -- notices ----------------------------------------------------------------------
 
-    def fire_background(self, ctx: HookContext) -> None:
-        """Schedule the hooks of a background event; returns at once (needs a running loop)."""
+    async def run_now(self, ctx: HookContext) -> HookDecision:
+        """Run every hook of a notice event (in run order, fail open) and merge their
+        answers: ``block`` if any blocked (the reasons joined), the contexts joined,
+        ``stop`` if any asked to stop."""
         if ctx.event not in BACKGROUND_EVENTS:
             raise ValueError(f"{ctx.event} is a blocking event; use run_blocking")
         hooks = self._select(ctx.event, _subject(ctx))
         if not hooks:
+            return HookDecision()
+        ctx = await self._with_session_info(ctx, hooks)
+        decisions = [await self._run_one(hook, ctx, fail_closed=False) for hook in hooks]
+        blocked = [d.reason or "a hook asked to go on" for d in decisions if d.action == "block"]
+        stops = [d for d in decisions if d.stop]
+        return HookDecision(
+            action="block" if blocked else "allow",
+            reason=_joined(blocked),
+            context=_joined([d.context for d in decisions if d.context]),
+            stop=bool(stops),
+            stop_reason=next((d.stop_reason for d in stops if d.stop_reason), None),
+        )
+
+    async def run_background_now(self, ctx: HookContext) -> HookDecision:
+        """The same as :meth:`run_now` (its former name)."""
+        return await self.run_now(ctx)
+
+    def fire_background(
+        self,
+        ctx: HookContext,
+        on_done: Callable[[HookDecision], Awaitable[None]] | None = None,
+    ) -> None:
+        """Schedule :meth:`run_now` for a notice event; returns at once (needs a running
+        loop). ``on_done`` gets the merged answer (its failure is logged)."""
+        if ctx.event not in BACKGROUND_EVENTS:
+            raise ValueError(f"{ctx.event} is a blocking event; use run_blocking")
+        if not self._select(ctx.event, _subject(ctx)):
             return
         task = asyncio.get_running_loop().create_task(
-            self._run_background(hooks, ctx), name=f"hooks:{ctx.event}:{ctx.session_id}"
+            self._run_background(ctx, on_done), name=f"hooks:{ctx.event}:{ctx.session_id}"
         )
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    async def run_background_now(self, ctx: HookContext) -> None:
-        """Run the hooks of a background event to their end before returning (still
-        fail-open: a failure is logged and recorded, never raised). For events whose
-        records must land before something else happens (SessionEnd runs before the
-        session stops taking appends)."""
-        if ctx.event not in BACKGROUND_EVENTS:
-            raise ValueError(f"{ctx.event} is a blocking event; use run_blocking")
-        hooks = self._select(ctx.event, _subject(ctx))
-        if hooks:
-            await self._run_background(hooks, ctx)
-
-    async def settle(self, session_id: str, timeout: float = 10.0) -> None:
-        """Wait (at most ``timeout``) for the background runs of one session to finish,
-        e.g. before the session stops taking appends; nothing is cancelled."""
+    async def settle(self, session_id: str, timeout: float | None = 10.0) -> None:
+        """Wait (at most ``timeout``; None: until done) for the background runs of one
+        session to finish, e.g. before the session stops taking appends; nothing is
+        cancelled."""
         suffix = f":{session_id}"
         pending = {t for t in self._pending if t.get_name().endswith(suffix) and not t.done()}
         if pending:
@@ -396,12 +518,15 @@ class HookEngine:
             # Let the cancelled runs kill their processes and record what happened.
             await asyncio.wait(leftovers, timeout=2.0)
 
-    async def _run_background(self, hooks: list[_Hook], ctx: HookContext) -> None:
-        for hook in hooks:
-            try:
-                await self._run_one(hook, ctx, fail_closed=False)
-            except Exception:  # pragma: no cover - _run_one already turns failures into allow
-                logger.exception("background hook %s failed", hook.name)
+    async def _run_background(
+        self, ctx: HookContext, on_done: Callable[[HookDecision], Awaitable[None]] | None
+    ) -> None:
+        try:
+            decision = await self.run_now(ctx)
+            if on_done is not None:
+                await on_done(decision)
+        except Exception:  # run_now fails open; this is the callback (or a bug)
+            logger.exception("background %s hooks of %s failed", ctx.event, ctx.session_id)
 
     # -- one hook ---------------------------------------------------------------------
 
@@ -437,7 +562,18 @@ class HookEngine:
         completed["durationMs"] = duration_ms
         if error is not None:
             completed["error"] = error
+        if decision.stop:
+            completed["stop"] = True
+            if decision.stop_reason:
+                completed["stopReason"] = decision.stop_reason
+        if decision.system_message:
+            completed["systemMessage"] = decision.system_message
+        if decision.context:
+            completed["contextChars"] = len(decision.context)
         await self._emit(ctx.session_id, "hook.completed", completed)
+        for message in (decision.system_message, decision.stop_reason if decision.stop else None):
+            if message:
+                await self._tell_user(ctx, hook.name, message)
         return decision
 
     async def _invoke(self, hook: _Hook, ctx: HookContext) -> HookDecision:
@@ -463,3 +599,12 @@ class HookEngine:
             await self._record(session_id, event_type, payload)
         except Exception as exc:
             logger.warning("could not record %s for session %s: %s", event_type, session_id, exc)
+
+    async def _tell_user(self, ctx: HookContext, hook_name: str, message: str) -> None:
+        if self._notify is None:
+            logger.info("hook %s (%s) says: %s", hook_name, ctx.event, message)
+            return
+        try:
+            await self._notify(ctx.session_id, hook_name, ctx.event, message)
+        except Exception as exc:
+            logger.warning("could not show hook %s's message: %s", hook_name, exc)

@@ -5,32 +5,45 @@ Protocol
 The command runs through ``/bin/sh -c`` in the session's working directory, in its own
 process group, with these environment variables added: ``TRON_PROJECT_DIR`` (the working
 directory; also as ``CLAUDE_PROJECT_DIR``, which Claude Code's hook commands use),
-``TRON_SESSION_ID``, ``TRON_HOOK_EVENT``. It receives one JSON object on stdin::
+``TRON_SESSION_ID``, ``TRON_HOOK_EVENT``. It receives one JSON object on stdin, with Claude
+Code's field names::
 
     {"hook_event_name": "PreToolUse", "session_id": "sess_…", "cwd": "/path/to/project",
+     "permission_mode": "default", "transcript_path": "~/.tron/transcripts/sess_….jsonl",
      "tool_name": "Bash", "tool_input": {"command": "git push"}, "tool_use_id": "toolu_…",
      "tool_response": {...},   # PostToolUse
      "prompt": "…"}            # UserPromptSubmit
 
 (keys that do not apply to the event are left out; ``HookContext.data`` entries are added
-under their own names when they do not collide). Its answer:
+under their own names when they do not collide: ``source``, ``reason``, ``trigger``,
+``custom_instructions``, ``stop_hook_active``, ``agent_id``, ...). Its answer:
 
-- exit code 0 and empty stdout (or stdout that is not JSON): allow;
+- exit code 0 and empty stdout: allow;
+- exit code 0 and plain text (anything but a JSON object): allow; for SessionStart and
+  UserPromptSubmit the text is context for the model, as in Claude Code;
 - exit code 0 and a JSON object on stdout:
-  ``{"decision": "block", "reason": "…"}`` blocks (``"deny"`` is accepted too);
+  ``{"decision": "block", "reason": "…"}`` blocks (``"deny"`` is accepted too; for Stop and
+  SubagentStop it means "do not stop yet", the reason being what to do next; for
+  PostToolUse it is feedback next to the result);
   ``{"decision": "ask", "reason": "…"}`` (PreToolUse) makes the user approve the call first;
   ``{"decision": "allow"}`` (or ``"approve"``) allows, and spares the call the approval
   prompt its permission mode would ask for (deny and ask rules still apply);
   ``"tool_input": {...}`` (PreToolUse) or ``"prompt": "…"`` (UserPromptSubmit) modifies the
   input; Claude Code's ``{"hookSpecificOutput": {"permissionDecision":
-  "deny"|"ask"|"allow", "permissionDecisionReason", "updatedInput"}}`` and
-  ``{"continue": false, "stopReason": "…"}`` are understood as well;
-- exit code 2: block, with stderr as the reason (as in Claude Code);
-- any other exit code, or a JSON value that is not an object: the hook failed.
+  "deny"|"ask"|"allow", "permissionDecisionReason", "updatedInput", "additionalContext"}}``
+  as well; ``{"continue": false, "stopReason": "…"}`` stops the agent (it wins over every
+  other answer); ``"systemMessage"`` is shown to the user; ``"suppressOutput"`` is accepted
+  (a hook's stdout is never shown here anyway);
+- exit code 2: block, with stderr as the reason (as in Claude Code); for SessionStart and
+  SessionEnd, which cannot block, stderr is shown to the user;
+- any other exit code, or stdout that starts like a JSON object but is not one: the hook
+  failed.
 
-A failure or a timeout (the process group is killed) follows the hook's ``onError`` setting:
-``"allow"`` by default (fail open, logged and recorded in ``hook.completed.error``), or
-``"block"``. Output beyond 1 MiB per stream is discarded.
+A context longer than :data:`MAX_CONTEXT_CHARS` (10,000, Claude Code's cap) is cut, with a
+note saying how much was left out. A failure or a timeout (the process group is killed)
+follows the hook's ``onError`` setting: ``"allow"`` by default (fail open, logged and
+recorded in ``hook.completed.error``), or ``"block"``. Output beyond 1 MiB per stream is
+discarded.
 """
 
 from __future__ import annotations
@@ -50,7 +63,9 @@ from .base import HookContext, HookDecision, HookEngine, HookFn
 from .settings import CommandHookSpec, HookSettingsError
 
 __all__ = [
+    "MAX_CONTEXT_CHARS",
     "CommandHookError",
+    "capped_context",
     "command_hook_name",
     "hook_input",
     "make_command_hook",
@@ -91,10 +106,28 @@ def hook_input(ctx: HookContext) -> dict[str, Any]:
     return data
 
 
+#: Claude Code's cap on one hook's context (``additionalContext`` or plain stdout).
+MAX_CONTEXT_CHARS = 10_000
+#: Events whose hooks' plain stdout (exit 0) is context for the model, as in Claude Code.
+PLAIN_TEXT_CONTEXT = frozenset({"SessionStart", "UserPromptSubmit"})
+#: Events whose hooks cannot block: exit code 2 shows stderr to the user instead.
+CANNOT_BLOCK = frozenset({"SessionStart", "SessionEnd"})
+
+
+def capped_context(text: str) -> str:
+    """``text`` cut to :data:`MAX_CONTEXT_CHARS`, with a note saying what was left out."""
+    if len(text) <= MAX_CONTEXT_CHARS:
+        return text
+    left = len(text) - MAX_CONTEXT_CHARS
+    return f"{text[:MAX_CONTEXT_CHARS]}\n[... {left} more characters of hook output cut]"
+
+
 def parse_hook_output(ctx: HookContext, code: int, stdout: str, stderr: str) -> HookDecision:
     """Turn a finished command's exit code and output into a decision (see module doc)."""
     if code == 2:
         reason = stderr.strip() or "blocked by a hook (exit code 2)"
+        if ctx.event in CANNOT_BLOCK:
+            return HookDecision(system_message=reason)
         return HookDecision(action="block", reason=reason)
     if code != 0:
         tail = stderr.strip()[-500:]
@@ -102,47 +135,66 @@ def parse_hook_output(ctx: HookContext, code: int, stdout: str, stderr: str) -> 
     text = stdout.strip()
     if not text:
         return HookDecision(action="allow")
+    if not (text.startswith("{") and text.endswith("}")):
+        # Plain text (a JSON array or string included, as in Claude Code): context for the
+        # model on the events where Claude Code adds it, else informational.
+        if ctx.event in PLAIN_TEXT_CONTEXT:
+            return HookDecision(context=capped_context(text))
+        return HookDecision(action="allow")
     try:
         answer = json.loads(text)
-    except json.JSONDecodeError:
-        # Plain text output is informational (Claude Code shows it); it is not a decision.
-        return HookDecision(action="allow")
-    if not isinstance(answer, dict):
+    except json.JSONDecodeError as exc:
         raise CommandHookError(
-            f"stdout must be a JSON object, got {type(answer).__name__}: {text[:200]}"
-        )
+            f"stdout starts like a JSON object but is not valid JSON ({exc.msg}): {text[:200]}"
+        ) from None
+    if not isinstance(answer, dict):  # pragma: no cover - "{…}" that parses is an object
+        raise CommandHookError(f"stdout must be a JSON object: {text[:200]}")
     return _decision_from(answer)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _decision_from(answer: dict[str, Any]) -> HookDecision:
     specific = answer.get("hookSpecificOutput")
     specific = specific if isinstance(specific, dict) else {}
-    reason = answer.get("reason")
-    reason = reason if isinstance(reason, str) and reason else None
+    reason = _text(answer.get("reason"))
+    message = _text(answer.get("systemMessage"))
+    extra = _text(specific.get("additionalContext"))
+    context = capped_context(extra) if extra is not None else None
+    if answer.get("continue") is False:
+        why = _text(answer.get("stopReason")) or reason
+        return HookDecision(
+            action="block", reason=why, stop=True, stop_reason=why, system_message=message
+        )
     decision = answer.get("decision")
     permission = specific.get("permissionDecision")
     if decision in ("block", "deny") or permission == "deny":
-        why = reason or specific.get("permissionDecisionReason")
-        return HookDecision(action="block", reason=why if isinstance(why, str) and why else None)
-    if answer.get("continue") is False:
-        why = answer.get("stopReason") or reason
-        return HookDecision(action="block", reason=why if isinstance(why, str) and why else None)
+        why = reason or _text(specific.get("permissionDecisionReason"))
+        return HookDecision(action="block", reason=why, context=context, system_message=message)
     tool_input = answer.get("tool_input", specific.get("updatedInput"))
     prompt = answer.get("prompt")
     if tool_input is not None and not isinstance(tool_input, dict):
         raise CommandHookError("'tool_input' must be a JSON object")
     if prompt is not None and not isinstance(prompt, str):
         raise CommandHookError("'prompt' must be a string")
-    why = reason or specific.get("permissionDecisionReason")
-    why = why if isinstance(why, str) and why else None
+    why = reason or _text(specific.get("permissionDecisionReason"))
     if decision == "ask" or permission == "ask":
-        return HookDecision(action="ask", reason=why, tool_input=tool_input)
+        return HookDecision(
+            action="ask", reason=why, tool_input=tool_input, context=context,
+            system_message=message,
+        )  # fmt: skip
     approved = decision in ("allow", "approve") or permission == "allow"
     if tool_input is not None or prompt is not None:
         return HookDecision(
-            action="modify", reason=reason, tool_input=tool_input, prompt=prompt, approved=approved
-        )
-    return HookDecision(action="allow", reason=why if approved else reason, approved=approved)
+            action="modify", reason=reason, tool_input=tool_input, prompt=prompt,
+            approved=approved, context=context, system_message=message,
+        )  # fmt: skip
+    return HookDecision(
+        action="allow", reason=why if approved else reason, approved=approved, context=context,
+        system_message=message,
+    )  # fmt: skip
 
 
 async def _read_capped(stream: ByteReceiveStream | None, sink: bytearray) -> None:
@@ -237,6 +289,7 @@ def register_command_hooks(engine: HookEngine, specs: tuple[CommandHookSpec, ...
                 matcher=spec.matcher,
                 timeout=spec.timeout,
                 on_error=spec.on_error,
+                session_info=True,
             )
         except ValueError as exc:
             raise HookSettingsError(f"{spec.source}: hooks.{spec.event}: {exc}") from None

@@ -30,6 +30,7 @@ from tron_llm.registry import PROVIDERS
 
 from ..errors import AgentBusyError
 from ..rpc import MethodRegistry, Params, RpcContext, events_json
+from .workspace import session_policy, workspace_of
 
 
 def session_kind(session: Session) -> str:
@@ -218,11 +219,17 @@ class SessionForkParams(Params):
     event_id: str = Field(min_length=1)
     name: str | None = None
     model: str | None = Field(default=None, min_length=1)
+    #: Give the fork its own git worktree (a new branch) at the fork point's files.
+    worktree: bool = False
 
 
 class SessionRewindParams(Params):
     session_id: str = Field(min_length=1)
     event_id: str = Field(min_length=1)
+    #: Also write the files the agent changed back to their state at the event.
+    restore_files: bool = False
+    #: With restore_files: restore files changed outside the agent too.
+    force: bool = False
 
 
 class SessionEndParams(Params):
@@ -258,6 +265,8 @@ def register(registry: MethodRegistry) -> None:
             system_prompt=p.system_prompt,
         )
         result = session_json(session)
+        if ctx.services.workspace is not None:  # the folder's first snapshot, in the background
+            ctx.services.workspace.recorder.warm(Path(session.working_directory))
         ctx.services.hub.publish(session.id, "session.created", {"session": result})
         if ctx.services.orchestrator is not None:
             ctx.services.orchestrator.session_created(session)
@@ -298,23 +307,48 @@ def register(registry: MethodRegistry) -> None:
         name = p.name
         if name is None:
             name = await _fork_name(store, p.event_id)
-        result = await store.fork(p.event_id, name=name, model=p.model)
+        worktree: dict[str, Any] | None = None
+        if p.worktree:
+            result, info = await workspace_of(ctx).worktrees.fork(
+                p.event_id, name=name, model=p.model
+            )
+            worktree = info.to_json()
+        else:
+            result = await store.fork(p.event_id, name=name, model=p.model)
         session = session_json(result.session)
         ctx.services.hub.publish(result.session.id, "session.forked", {"session": session})
-        return {"session": session, "forkEventId": result.fork_event.id}
+        answer = {"session": session, "forkEventId": result.fork_event.id}
+        if worktree is not None:
+            answer["worktree"] = worktree
+        return answer
 
     @registry.method(
         "session.rewind",
         SessionRewindParams,
-        description="Move the session's head back to an earlier event of its path.",
+        description="Move the session's head back to an earlier event of its path "
+        "(restoreFiles: and the files the agent changed).",
     )
     async def rewind(ctx: RpcContext, p: SessionRewindParams) -> dict[str, Any]:
-        assert ctx.services.store is not None
-        ensure_idle(ctx, p.session_id, "rewind")
         store = ctx.services.store
-        session = await titled_json(store, await store.rewind(p.session_id, p.event_id))
+        assert store is not None
+        ensure_idle(ctx, p.session_id, "rewind")
+        restore: dict[str, Any] | None = None
+        if p.restore_files or ctx.services.workspace is not None:
+            current = await store.get_session(p.session_id)
+            outcome = await workspace_of(ctx).rewind(
+                p.session_id,
+                p.event_id,
+                restore_files=p.restore_files,
+                force=p.force,
+                policy=session_policy(ctx, current.working_directory),
+            )
+            updated = outcome.session
+            restore = outcome.to_json() if p.restore_files else None
+        else:
+            updated = await store.rewind(p.session_id, p.event_id)
+        session = await titled_json(store, updated)
         ctx.services.hub.publish(p.session_id, "session.rewound", {"session": session})
-        return session
+        return session if restore is None else {**session, "restore": restore}
 
     @registry.method("session.end", SessionEndParams, description="End a session (no more turns).")
     async def end(ctx: RpcContext, p: SessionEndParams) -> dict[str, Any]:

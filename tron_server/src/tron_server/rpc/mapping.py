@@ -9,12 +9,14 @@ from __future__ import annotations
 from tron_events import errors as ev
 
 from ..errors import (
+    FilesConflictError,
     InternalError,
     InvalidOperationError,
     InvalidParams,
     RpcError,
     SessionNotActiveError,
     SessionNotFoundError,
+    WorkspaceRpcError,
 )
 
 
@@ -40,10 +42,35 @@ def to_rpc_error(exc: BaseException) -> RpcError | None:
         return InvalidParams(message)
     if isinstance(exc, ev.UnknownEventType):
         return InvalidParams(message)
+    if isinstance(exc, ev.MissingContent):
+        return WorkspaceRpcError(message, {"reason": "missing_content", "hashes": exc.hashes})
+    workspace = _workspace_error(exc)
+    if workspace is not None:
+        return workspace
     if isinstance(exc, ev.StoreBusy):
         return _busy(message)
     if isinstance(exc, ev.StoreClosed):
         return _busy("the server is shutting down; reconnect and retry")
+    return None
+
+
+def _workspace_error(exc: BaseException) -> RpcError | None:
+    from ..workspace import FilesConflict, MergeConflict, WorkspaceError
+    from ..workspace._git import GitError
+
+    message = str(exc)
+    if isinstance(exc, FilesConflict):
+        return FilesConflictError(
+            message, {"kind": "restore", "files": [p.to_json() for p in exc.problems]}
+        )
+    if isinstance(exc, MergeConflict):
+        return FilesConflictError(
+            message, {"kind": "merge", "reason": exc.reason, "files": exc.files}
+        )
+    if isinstance(exc, WorkspaceError):
+        return WorkspaceRpcError(message, {"reason": exc.reason, **exc.data})
+    if isinstance(exc, GitError):
+        return WorkspaceRpcError(message, {"reason": "git", "stderr": exc.stderr[-2000:]})
     return None
 
 

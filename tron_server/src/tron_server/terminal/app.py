@@ -41,6 +41,7 @@ from . import commands as cmds
 from . import sessions
 from .attach import Connection, ServerAddress
 from .capabilities import Capabilities, accepts_param, load
+from .diffview import DiffScreen, file_lines, render_files
 from .items import transcript_items
 from .link import Link
 from .model import SessionModel
@@ -771,6 +772,11 @@ class TronApp(App[None]):
             ))  # fmt: skip
         elif name == "fork":
             await self._fork(m.head_id or m.session.get("headEventId") or "")
+        elif name == "diff":
+            result = await self.link.call("session.diff", {"sessionId": m.id})
+            files = result.get("files") or []
+            root = m.session.get("workingDirectory")
+            self.push_screen(DiffScreen(f"{len(files)} file(s) changed", render_files(files, root)))
 
     def _help_text(self) -> Text:
         text = Text("Keys\n", style="bold")
@@ -934,22 +940,50 @@ class TronApp(App[None]):
                 await self._fork(choice.event_id)
                 return
             if await self._server_restores_files():
-                options = [
-                    ("conversation", "Conversation only (files stay as they are)"),
-                    ("files", "Conversation and files (files the agent changed go back)"),
-                ]
-
-                async def picked(how: str | None) -> None:
-                    if how is not None:
-                        await self._rewind(choice.event_id, restore_files=how == "files")
-
-                self.push_screen(PickScreen("Rewind", options), self._queued(picked))
+                await self._offer_rewind(choice.event_id)
                 return
             await self._rewind(choice.event_id)
         except ConnectionLost:
             self.notify("The connection is down: try again once it is back.", severity="error")
         except RpcCallError as exc:
             self.notify(f"Could not {choice.action}: {exc.message}", severity="error", timeout=8)
+
+    async def _offer_rewind(self, event_id: str) -> None:
+        """Conversation only, or with the files: the files that would go back listed
+        first (``session.previewRewind``), their diffs one choice away."""
+        m = self.model
+        if m is None:
+            return
+        title = "Rewind"
+        files: list[dict[str, Any]] = []
+        if self.caps.has("session.previewRewind"):
+            preview = await self.link.call(
+                "session.previewRewind", {"sessionId": m.id, "eventId": event_id}
+            )
+            files = preview.get("files") or []
+            root = m.session.get("workingDirectory")
+            if files:
+                title = f"Rewind · {len(files)} file(s) would go back:\n{file_lines(files, root)}\n"
+            else:
+                title = "Rewind · no file the agent changed would go back"
+        options = [
+            ("conversation", "Conversation only (files stay as they are)"),
+            ("files", "Conversation and files (files the agent changed go back)"),
+        ]
+        if files:
+            options.append(("diff", "Show what the files would go back to (diffs)"))
+
+        async def picked(how: str | None) -> None:
+            if how == "diff":
+                body = render_files(files, m.session.get("workingDirectory"))
+                self.push_screen(
+                    DiffScreen("What a rewind with files writes", body),
+                    self._queued(lambda _: self._offer_rewind(event_id)),
+                )
+            elif how is not None:
+                await self._rewind(event_id, restore_files=how == "files")
+
+        self.push_screen(PickScreen(title, options), self._queued(picked))
 
     async def _server_restores_files(self) -> bool:
         """Whether ``session.rewind`` takes ``restoreFiles`` (asked once per server)."""

@@ -45,6 +45,7 @@ _CLIENT: tuple[tuple[str, str | None, str, str], ...] = (
     ("context", "context.get", "", "How much of the context window is in use"),
     ("cost", "session.get", "", "Tokens and cost of this session"),
     ("fork", "session.fork", "", "Continue in a new session forked at the head"),
+    ("diff", "session.diff", "", "The files the agent changed in this session, as diffs"),
     ("sessions", "session.list", "", "Switch to another session of this folder"),
     ("new", "session.create", "", "Start a new session in this folder"),
     ("answer", "agent.respond", "", "Show the pending question or approval again"),

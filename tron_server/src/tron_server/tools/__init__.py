@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._paths import (
     InvalidPath,
@@ -38,6 +39,9 @@ from .grep import Grep
 from .read import Read
 from .todo import TodoWrite
 from .write import Write
+
+if TYPE_CHECKING:
+    from ..workspace.recorder import FileRecorder
 
 __all__ = [
     "Bash",
@@ -74,6 +78,11 @@ def resolve_path(ctx: ToolContext, path: str | os.PathLike[str]) -> Path:
         return resolved.path
 
 
-def default_tools() -> ToolRegistry:
-    """A fresh registry with the built-in tools (Skill is added by the hooks/context layer)."""
-    return ToolRegistry([Read(), Write(), Edit(), Bash(), Grep(), Glob(), TodoWrite()])
+def default_tools(files: FileRecorder | None = None) -> ToolRegistry:
+    """A fresh registry with the built-in tools (Skill is added by the hooks/context layer).
+
+    ``files`` (the server's :class:`~tron_server.workspace.FileRecorder`) makes Write,
+    Edit and Bash record the contents they change, so a rewind can restore them."""
+    return ToolRegistry(
+        [Read(), Write(files), Edit(files), Bash(files), Grep(), Glob(), TodoWrite()]
+    )

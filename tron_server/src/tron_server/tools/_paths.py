@@ -309,6 +309,24 @@ class ResolvedPath:
         finally:
             os.close(fd)
 
+    def _link(self, link: str | bytes) -> bool:
+        fd = self._parent_for_write()
+        try:
+            current = _lstat_at(self._name, fd)
+            if current is not None and st.S_ISDIR(current.st_mode):
+                raise PathError(f"{self.raw} is a directory; give a file path.")
+            tmp = f".{self._name[:64]}.{secrets.token_hex(6)}.tron-tmp"
+            os.symlink(link, tmp, dir_fd=fd)
+            try:
+                os.replace(tmp, self._name, src_dir_fd=fd, dst_dir_fd=fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=fd)
+                raise
+            return current is None
+        finally:
+            os.close(fd)
+
     def _unlink(self) -> bool:
         if self._missing or self._dir_fd < 0:
             return False
@@ -374,8 +392,12 @@ class PathPolicy:
         text = os.path.expanduser(text)
         return text if text.startswith("/") else os.path.join(self.working_directory, text)
 
-    def resolve(self, raw: str | os.PathLike[str]) -> ResolvedPath:
+    def resolve(self, raw: str | os.PathLike[str], *, follow_last: bool = True) -> ResolvedPath:
         """Resolve ``raw`` once (see the module docstring); close the result after use.
+
+        ``follow_last=False`` stops at a symlink that is the last name (as ``lstat``
+        does): the result is the link itself, which ``write_bytes``, ``write_symlink``
+        and ``remove`` then replace or delete (file restores use this).
 
         Raises :class:`InvalidPath` for text that is no file name and :class:`PathError`
         for a path that cannot be walked (a file used as a folder, a symlink loop, a
@@ -385,7 +407,7 @@ class PathPolicy:
         shown = os.fspath(raw)
         trailing = absolute.endswith(("/", "/.", "/.."))
         try:
-            return _walk(shown, absolute, trailing)
+            return _walk(shown, absolute, trailing, follow_last)
         except OSError as exc:
             raise PathError(f"Cannot use the path {shown}: {exc.strerror or exc}") from None
 
@@ -462,6 +484,19 @@ class PathPolicy:
             created = resolved._replace(data, mode)
             return WriteOutcome(resolved.path, created)
 
+    def write_symlink(
+        self, target: str | os.PathLike[str] | ResolvedPath, link: str | bytes
+    ) -> WriteOutcome:
+        """Check, then atomically make the name a symlink to ``link`` (a link made under a
+        temporary name, renamed over the name: a file or link there is replaced, never
+        followed). Parent folders are created. Raises like :meth:`write_bytes`."""
+        with _resolved(self, target) as resolved:
+            self.check_write(resolved)
+            if resolved.is_dir or resolved.trailing_slash:
+                raise PathError(f"{resolved.raw} is a directory; give a file path.")
+            created = resolved._link(link)
+            return WriteOutcome(resolved.path, created)
+
     def remove(self, target: str | os.PathLike[str] | ResolvedPath) -> bool:
         """Check, then unlink the file the path resolves to (through a symlink: its
         target). Returns whether it existed. Directories are refused (:class:`PathError`)."""
@@ -495,7 +530,7 @@ def _same_file(target: ResolvedPath, protected: Path) -> bool:
     return (other.st_dev, other.st_ino) == (target.stat.st_dev, target.stat.st_ino)
 
 
-def _walk(raw: str, absolute: str, trailing: bool) -> ResolvedPath:
+def _walk(raw: str, absolute: str, trailing: bool, follow_last: bool = True) -> ResolvedPath:
     """Walk ``absolute`` from ``/`` as the kernel would, holding a handle on each folder."""
     root = os.open("/", _DIR_FLAGS)
     stack: list[tuple[str, int]] = [("", root)]
@@ -525,6 +560,9 @@ def _walk(raw: str, absolute: str, trailing: bool) -> ResolvedPath:
             info = _lstat_at(comp, dir_fd)
             if info is None:
                 missing.append(comp)
+                continue
+            if st.S_ISLNK(info.st_mode) and not follow_last and not parts:
+                final = (comp, info)  # the link itself
                 continue
             if st.S_ISLNK(info.st_mode):
                 links += 1

@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..workspace.recorder import FileRecorder
 from ._proctree import KILL_GRACE, ProcessTree
 from ._text import MAX_OUTPUT_CHARS, HeadTailBuffer
 from .base import Tool, ToolContext, ToolResult
@@ -108,12 +109,31 @@ class Bash(Tool[BashParams]):
     )
     Params = BashParams
 
+    def __init__(self, files: FileRecorder | None = None) -> None:
+        #: Snapshots the working directory around each command and records what it
+        #: changed (``file.changes``); None: changes are not recorded.
+        self.files = files
+
     async def run(self, params: BashParams, ctx: ToolContext) -> ToolResult:
         if "\x00" in params.command:
             return ToolResult(
                 "The command contains a NUL byte (\\0), which no shell command can hold.",
                 is_error=True,
             )
+        if self.files is None:
+            return await self._run(params, ctx)
+        async with self.files.around_command(
+            ctx.working_directory, ctx.record, ctx.tool_call_id
+        ) as watch:
+            result = await self._run(params, ctx)
+        details = dict(result.details or {})
+        if watch.error is not None:
+            details["filesNotRecorded"] = watch.error
+        else:
+            details["filesChanged"] = watch.changed
+        return ToolResult(result.content, result.is_error, details)
+
+    async def _run(self, params: BashParams, ctx: ToolContext) -> ToolResult:
         timeout = params.timeout or DEFAULT_TIMEOUT
         env = {**os.environ, **_ENV_OVERRIDES}
         started = time.monotonic()

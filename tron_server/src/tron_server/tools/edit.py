@@ -10,6 +10,8 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..workspace.disk import OnDisk, state_of_bytes
+from ..workspace.recorder import Content, FileRecorder
 from ._paths import PathError, PathPolicy
 from ._text import number_line, sha256_hex
 from .base import Tool, ToolContext, ToolResult
@@ -169,10 +171,14 @@ class Edit(Tool[EditParams]):
     )
     Params = EditParams
 
+    def __init__(self, files: FileRecorder | None = None) -> None:
+        #: Records the file's content before and after (None: hashes only).
+        self.files = files
+
     async def run(self, params: EditParams, ctx: ToolContext) -> ToolResult:
         policy = ctx.path_policy
         try:
-            path, outcome = await anyio.to_thread.run_sync(self._apply, policy, params)
+            path, outcome, executable = await anyio.to_thread.run_sync(self._apply, policy, params)
         except EditRefused as exc:
             return ToolResult(str(exc), is_error=True)
         payload: dict[str, Any] = {
@@ -183,6 +189,13 @@ class Edit(Tool[EditParams]):
             "replacements": outcome.replacements,
             "toolCallId": ctx.tool_call_id,
         }
+        if self.files is not None:
+            limit = self.files.max_file_bytes
+            old = state_of_bytes(outcome.before, executable=executable, limit=limit)
+            before = OnDisk(old, outcome.before if old.stored else None)
+            payload.update(
+                await self.files.record_change(before, Content(outcome.after, executable))
+            )
         await ctx.record("file.edit", payload)
         plural = "s" if outcome.replacements != 1 else ""
         shown = policy.display(path)
@@ -192,7 +205,7 @@ class Edit(Tool[EditParams]):
         )
 
     @staticmethod
-    def _apply(policy: PathPolicy, params: EditParams) -> tuple[Path, EditOutcome]:
+    def _apply(policy: PathPolicy, params: EditParams) -> tuple[Path, EditOutcome, bool]:
         """Read and replace the file through one resolution (the same folder handle)."""
         try:
             with policy.resolve(params.file_path) as target:
@@ -220,6 +233,7 @@ class Edit(Tool[EditParams]):
                     raise EditRefused(f"Permission denied: cannot write {shown}") from None
                 except OSError as exc:
                     raise EditRefused(f"Cannot write {shown}: {exc.strerror or exc}") from None
-                return target.path, outcome
+                executable = target.stat is not None and bool(target.stat.st_mode & 0o100)
+                return target.path, outcome, executable
         except PathError as exc:
             raise EditRefused(str(exc)) from None

@@ -7,7 +7,9 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._paths import PathError
+from ..workspace.disk import OnDisk, capture
+from ..workspace.recorder import Content, FileRecorder
+from ._paths import PathError, PathPolicy, WriteOutcome
 from ._text import sha256_hex
 from .base import Tool, ToolContext, ToolResult
 
@@ -31,12 +33,26 @@ class Write(Tool[WriteParams]):
     )
     Params = WriteParams
 
+    def __init__(self, files: FileRecorder | None = None) -> None:
+        #: Records the file's content before and after (None: hashes only).
+        self.files = files
+
+    def _write(
+        self, policy: PathPolicy, raw: str, data: bytes
+    ) -> tuple[WriteOutcome, OnDisk | None]:
+        """Resolve, capture what is there (when recording), check and write, through
+        the same folder handle."""
+        with policy.resolve(raw) as target:
+            before = capture(target, self.files.max_file_bytes) if self.files else None
+            return policy.write_bytes(target, data), before
+
     async def run(self, params: WriteParams, ctx: ToolContext) -> ToolResult:
         policy = ctx.path_policy
         data = params.content.encode("utf-8", errors="surrogatepass")
         try:
-            # Resolved, checked and written in one go, through the same folder handle.
-            outcome = await anyio.to_thread.run_sync(policy.write_bytes, params.file_path, data)
+            outcome, before = await anyio.to_thread.run_sync(
+                self._write, policy, params.file_path, data
+            )
         except PathError as exc:
             return ToolResult(str(exc), is_error=True)
         except PermissionError:
@@ -60,6 +76,11 @@ class Write(Tool[WriteParams]):
             "created": outcome.created,
             "toolCallId": ctx.tool_call_id,
         }
+        if self.files is not None:
+            executable = before is not None and before.state is not None and before.state.executable
+            payload.update(
+                await self.files.record_change(before, Content(data, executable=executable))
+            )
         await ctx.record("file.write", payload)
         verb = "Created" if outcome.created else "Wrote"
         lines = params.content.count("\n") + (

@@ -48,7 +48,7 @@ const actions = {
   send: (content) => sendMessage(content),
   abort: () => abortTurn(),
   fork: (eventId) => forkFrom(eventId),
-  rewind: (eventId) => rewindTo(eventId),
+  rewind: (eventId, opts) => rewindTo(eventId, opts),
   retry: (errorEventId, opts) => retryFailed(errorEventId, opts),
   open: (sessionId, opts) => openSession(sessionId, opts),
   switchModel: (provider, model) => switchModel(provider, model),
@@ -553,7 +553,7 @@ async function forkFrom(eventId) {
   }
 }
 
-async function rewindTo(eventId) {
+async function rewindTo(eventId, { restoreFiles = false, force = false } = {}) {
   const sd = current();
   if (!sd) return false;
   if (sd.busy) {
@@ -561,7 +561,9 @@ async function rewindTo(eventId) {
     return false;
   }
   try {
-    const session = await rpc.call("session.rewind", { sessionId: sd.id, eventId });
+    // restoreFiles: the files the agent changed go back too (files.js asks first).
+    const params = restoreFiles ? { sessionId: sd.id, eventId, restoreFiles, force } : { sessionId: sd.id, eventId };
+    const session = await rpc.call("session.rewind", params);
     sd.setSession(session, "rewind");
     state.sessions.set(session.id, session);
     scheduleRender();

@@ -10,7 +10,9 @@
 // To add a feature: write `myfeature.js` exporting install(app), import it
 // here and add it to FEATURES.
 
-const FEATURES = [];
+import * as files from "./files.js";
+
+const FEATURES = [files];
 
 export function installFeatures(app) {
   for (const feature of FEATURES) {

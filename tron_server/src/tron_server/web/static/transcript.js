@@ -142,6 +142,9 @@ export class Transcript {
         return systemLine(ev, "context-cleared", ["Context cleared"]);
       case "message.system":
         return systemLine(ev, "system-message", [contentText(p.content)]);
+      case "hook.context":
+        // What a hook gave the model (it is part of the history the model sees).
+        return systemLine(ev, "hook-context", [h("details", {}, h("summary", {}, `${p.hookEvent || "A"} hook added context`), h("div", { class: "pre" }, p.content || ""))]);
       case "error.agent":
       case "error.provider":
         return this._errorCard(ev);
