@@ -7,19 +7,22 @@ import re
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
 
-def test_readme_example_runs(tmp_path: Path) -> None:
+def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert blocks, "the README lost its Python example"
-    code = blocks[0].replace("sqlite:///path/to/events.db", f"sqlite:///{tmp_path / 'r.db'}")
+    monkeypatch.chdir(tmp_path)  # run as written: its database lands where it says
     namespace: dict[str, object] = {}
-    exec(compile(code, str(README), "exec"), namespace)
+    exec(compile(blocks[0], str(README), "exec"), namespace)
     store = namespace["store"]
     messages = store.get_messages_at(namespace["u"].id)  # type: ignore[attr-defined]
     assert [m.role for m in messages] == ["user"]
+    assert store.url == f"sqlite:///{tmp_path / 'events.db'}"  # type: ignore[attr-defined]
     store.close()  # type: ignore[attr-defined]
 
 

@@ -5,7 +5,9 @@ the original's shapes, converted in place, reconstructed."""
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -317,3 +319,30 @@ def test_original_payload_shapes(
     type_: str, payload: dict[str, Any], expected: dict[str, Any] | None
 ) -> None:
     assert convert_payload(type_, payload) == expected
+
+
+@pytest.mark.parametrize("original_mode", [0o644, 0o600])
+def test_nothing_adoption_leaves_is_more_readable_than_the_database(
+    tmp_path: Path, original_mode: int
+) -> None:
+    db = tmp_path / "prod.db"
+    old = os.umask(0o022)  # the usual umask: SQLite alone would make a copy 0644
+    try:
+        build_original(db)
+        db.chmod(original_mode)
+        reader = sqlite3.connect(db)  # someone looking (not writing): its WAL stays
+        reader.execute("SELECT count(*) FROM events").fetchone()
+        summary = adopt(str(db))
+        reader.close()
+        # Beside the file: the adopted database and one self-contained backup, nothing
+        # else (no WAL of the original, no lock of the build).
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["prod.db", summary.backup.name]
+        with EventStore.open(str(db)) as store:  # its WAL and SHM exist while it is open
+            store.append(store.list_sessions()[0].id, "metadata.tag", {"tag": "after"})
+            modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    finally:
+        os.umask(old)
+    assert modes["prod.db"] == 0o600  # as every database tron-events creates
+    assert modes[summary.backup.name] == original_mode & 0o600
+    assert {"prod.db-wal", "prod.db-shm"} <= set(modes)
+    assert all(mode & 0o077 == 0 for mode in modes.values()), modes

@@ -8,6 +8,7 @@ import io
 import os
 import pty
 import select
+import shlex
 import shutil
 import sqlite3
 import stat
@@ -275,20 +276,78 @@ def test_downgrade_that_drops_data_needs_yes_and_backs_up_first(
         conn.close()
 
 
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgresql+psycopg://postgres@127.0.0.1:5432/test",
+         ["--host", "127.0.0.1", "--port", "5432", "--username", "postgres", "test"]),
+        ("postgresql+psycopg://me:s3cret%21@db.example/my%20db",
+         ["--host", "db.example", "--username", "me", "my db"]),
+        ("postgresql+psycopg://me:s3cret%21@/tron?host=/run/postgresql&sslmode=require",
+         ["--host", "/run/postgresql", "--username", "me", "dbname=tron sslmode=require"]),
+    ],
+)  # fmt: skip
+def test_the_pg_dump_command_names_the_database_never_its_password(
+    url: str, expected: list[str]
+) -> None:
+    from tron_events.cli._schema import pg_dump_command
+
+    command = pg_dump_command(url)
+    assert "s3cret" not in command
+    args = shlex.split(command)
+    assert args[:2] == ["pg_dump", "--format=custom"]
+    file_at = args.index("--file")
+    assert args[file_at + 1].endswith(".dump")
+    assert args[2:file_at] + args[file_at + 2 :] == expected
+
+
+def test_the_printed_pg_dump_command_backs_up_the_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest
+) -> None:
+    from tests import pg
+
+    with pg.fresh_database(template=request.getfixturevalue("pg_template")) as url:
+        populated(url)
+        assert main(["downgrade", "base", "-d", url]) == 2
+        err = capsys.readouterr().err
+        [command] = [line.strip() for line in err.splitlines() if "pg_dump " in line]
+        assert "DBNAME" not in command and url.rsplit("/", 1)[1] in command
+        if shutil.which("pg_dump") is None:
+            pytest.skip("pg_dump is not installed: the printed command was not run")
+        run = subprocess.run(shlex.split(command), cwd=tmp_path, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        [dump] = tmp_path.glob("*.dump")
+        listed = subprocess.run(["pg_restore", "--list", str(dump)], capture_output=True, text=True)
+        assert "TABLE public events" in listed.stdout, listed.stdout
+        assert migrate.current_revision(url) == HEAD_REVISION  # nothing was changed
+
+
 def test_the_backup_is_no_more_readable_than_the_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "private.db"
     populated(str(db))
     db.chmod(0o600)
+    export = tmp_path / "export.jsonl"
+    export.write_text("an older export, readable by all\n")
+    export.chmod(0o644)
     old = os.umask(0o022)  # the usual umask: SQLite alone would make the copy 0644
     try:
+        assert main(["export", "--all", "-o", str(export), "-d", str(db)]) == 0
         assert main(["downgrade", "base", "--yes", "-d", str(db)]) == 0
     finally:
         os.umask(old)
     [backup] = tmp_path.glob("private.db.pre-downgrade-*")
-    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
     assert f"backup written: {backup}" in capsys.readouterr().err
+    # Every file written for the database: the copy (one file, no WAL beside it), the
+    # export (replacing a file that was readable by all), the lock, the WAL and SHM.
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert {backup.name, "export.jsonl", "private.db.migrate.lock"} <= set(modes)
+    assert not any(name.startswith(backup.name + "-") for name in modes), modes
+    assert set(modes.values()) == {0o600}, modes
+    conn = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    conn.close()
 
 
 def test_a_new_database_is_user_only_whatever_the_umask(

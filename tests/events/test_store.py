@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -76,6 +77,32 @@ def test_create_session_writes_root_and_workspace(store: EventStore) -> None:
     # The same path maps to the same workspace, a new one to a new workspace.
     assert new_session(store).workspace_id == s.workspace_id
     assert new_session(store, "/work/other").workspace_id != s.workspace_id
+
+
+def test_find_workspace_names_a_folder_as_session_create_does_and_never_writes(
+    store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = tmp_path / "app"
+    (app / "sub").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(app)
+    s = new_session(store, str(app))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for spelling in (str(app), f"{app}/", f"{app}/sub/..", f"{tmp_path}/link", "~/app"):
+        found = store.find_workspace(spelling)
+        assert found is not None and found.id == s.workspace_id, spelling
+    # A session created through a symlink (as given): found as given, too.
+    linked = new_session(store, f"{tmp_path}/link")
+    assert store.find_workspace(f"{tmp_path}/link/").id == linked.workspace_id  # type: ignore[union-attr]
+
+    def count() -> int:
+        with store.recorder.read() as cur:
+            cur.execute("SELECT count(*) FROM workspaces")
+            return int(cur.fetchone()[0])
+
+    before = count()
+    for nothing in (f"{tmp_path}/elsewhere", "relative/app", "", "   ", "a\x00b", "\ud800", 42):
+        assert store.find_workspace(nothing) is None, nothing  # type: ignore[arg-type]
+    assert count() == before
 
 
 def test_get_and_list_sessions(store: EventStore) -> None:

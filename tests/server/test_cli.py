@@ -162,6 +162,12 @@ def test_options_override_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_p
         ("TRON_LOG_LEVEL", "verbose", "TRON_LOG_LEVEL='verbose': Input should be 'critical'"),
         ("TRON_LOG_FORMAT", "xml", "TRON_LOG_FORMAT='xml': Input should be 'json' or 'text'"),
         ("TRON_SUBAGENT_MAX_DEPTH", "-1", "TRON_SUBAGENT_MAX_DEPTH='-1': Input should be greater"),
+        (
+            "TRON_DEFAULT_PROVIDER",
+            "antropic",
+            "TRON_DEFAULT_PROVIDER='antropic': unknown provider "
+            "'antropic'; the known providers are anthropic, google, openai, openai-compatible",
+        ),
     ],
 )
 def test_a_bad_environment_variable_is_named_in_one_line(
@@ -260,6 +266,46 @@ def test_listening_is_said_once_it_accepts_and_a_second_server_breaks_nothing(
         err = first.stop()
     assert "Traceback" not in err
     assert not (home / "server.json").exists()  # removed by the server that wrote it
+
+
+def test_two_servers_on_one_home_clients_find_the_one_that_runs(tmp_path: Path) -> None:
+    from tron_server.client import TronClient
+    from tron_server.server_record import read_server_record
+
+    async def ping(home: Path) -> int:
+        async with TronClient.from_home(home) as client:
+            info = await client.call("system.ping")
+            assert info["pong"] is True
+        record = read_server_record(home)
+        assert record is not None
+        return record.pid
+
+    home = tmp_path / "home"
+    first = ServerProcess(home, free_port())
+    second: ServerProcess | None = None
+    try:
+        first.wait_for_line("open in a browser")
+        second = ServerProcess(home, free_port())
+        second.wait_for_line("open in a browser")
+        note = second.wait_for_line("note:")
+        assert f"tron-server pid {first.proc.pid}" in note and "uses this home too" in note
+        assert asyncio.run(ping(home)) == first.proc.pid
+        first.stop()
+        # The first has left: the second is recorded now, and clients reach it.
+        assert json.loads((home / "server.json").read_text())["pid"] == second.proc.pid
+        assert asyncio.run(ping(home)) == second.proc.pid
+        assert "Traceback" not in second.stop()
+        assert not (home / "server.json").exists()
+        assert list((home / "servers").glob("*.json")) == []
+        # Both wrote the one log file, each line saying which process wrote it.
+        lines = [json.loads(line) for line in (home / "logs" / "tron-server.log").open()]
+        assert {line["pid"] for line in lines} <= {first.proc.pid, second.proc.pid}
+        assert any(line["pid"] == second.proc.pid and "uses this home" in line["message"]
+                   for line in lines)  # fmt: skip
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
 
 
 def test_a_port_held_by_another_program(tmp_path: Path) -> None:

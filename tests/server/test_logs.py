@@ -195,3 +195,52 @@ def test_the_log_file_is_created_user_only_whatever_the_umask(tmp_path: Path) ->
     )  # fmt: skip
     assert stat.S_IMODE((tmp_path / "logs").stat().st_mode) == 0o700
     assert stat.S_IMODE((tmp_path / "logs" / "x.log").stat().st_mode) == 0o600
+
+
+SHARED_WRITER = """
+import logging, sys
+from pathlib import Path
+from tron_server.logging import JsonFormatter, _PrivateRotatingFileHandler
+
+handler = _PrivateRotatingFileHandler(Path(sys.argv[1]), maxBytes=4096, backupCount=200)
+handler.setFormatter(JsonFormatter(pid=True))
+log = logging.getLogger("tron_server.shared")
+log.addHandler(handler)
+log.setLevel(logging.INFO)
+print("ready", flush=True)
+sys.stdin.readline()  # start together
+for n in range(int(sys.argv[2])):
+    log.info("line %d of a writer sharing the file", n)
+handler.close()
+"""
+
+
+def test_processes_sharing_the_log_file_lose_no_line_when_it_rotates(tmp_path: Path) -> None:
+    path, lines, writers = tmp_path / "logs" / "shared.log", 600, 3
+    path.parent.mkdir()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SHARED_WRITER, str(path), str(lines)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(writers)
+    ]
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0
+    files = sorted(path.parent.glob("shared.log*"))
+    records = [json.loads(line) for p in files if not p.name.endswith(".lock") for line in p.open()]
+    # Every line of every writer is there once (about 30 rotations happened meanwhile),
+    # and each says which process wrote it.
+    written = {(r["pid"], int(r["message"].split()[1])) for r in records}
+    assert len(records) == len(written) == lines * writers
+    assert {pid for pid, _ in written} == {proc.pid for proc in procs}
+    assert len(files) > 20 and all(p.stat().st_size <= 4096 for p in files)
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in files)

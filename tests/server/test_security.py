@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import subprocess
@@ -193,6 +194,34 @@ async def test_foreign_origin_refused(running_server: RunningServer, origin: str
     async with httpx.AsyncClient() as http:
         r = await http.get(f"{running_server.base_url}/health", headers={"Origin": origin})
         assert r.status_code == 403
+
+
+async def test_a_path_that_is_not_ours_is_not_found_after_the_host_and_origin_checks(
+    running_server: RunningServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, port = running_server, running_server.port
+    auth = bearer(server.token)
+    for path in ("/rpcx", "/rpc/x", "/", "/health", "/nope"):
+        url = f"ws://127.0.0.1:{port}{path}"
+        assert await upgrade_status(server, url=url, additional_headers=auth) == 404, path
+    # Host and Origin come first: a refused request learns nothing about paths.
+    evil = await upgrade_status(
+        server, url=f"ws://evil.example:{port}/rpcx", host="127.0.0.1", port=port
+    )
+    foreign = await upgrade_status(
+        server, url=f"ws://127.0.0.1:{port}/rpcx", origin="http://evil.example"
+    )
+    assert (evil, foreign) == (403, 403)
+    assert await upgrade_status(server) == 403  # /rpc without credentials: still refused
+    async with httpx.AsyncClient(base_url=server.base_url) as http:
+        assert (await http.get("/nope")).status_code == 404
+        assert (await http.get("/nope", headers={"Host": "evil.example"})).status_code == 403
+        assert (await http.get("/nope", headers={"Origin": "null"})).status_code == 403
+        plain = await http.get("/rpc")  # the endpoint exists, but only as a WebSocket
+        assert plain.status_code == 426 and plain.headers["upgrade"] == "websocket"
+    # A denied upgrade is no server error (uvicorn would log one: see app.py).
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [], [r.getMessage() for r in errors]
 
 
 @pytest.mark.parametrize("name", ["127.0.0.1", "localhost", "[::1]"])

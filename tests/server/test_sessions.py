@@ -127,6 +127,37 @@ async def test_model_switch_records_an_event(
     assert event["payload"]["previousModel"] == "m-1" and event["payload"]["newModel"] == "gpt-x"
 
 
+async def test_an_unknown_provider_is_refused_at_once(
+    client: TronClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    known = "anthropic, google, openai, openai-compatible, openai-responses"
+    with pytest.raises(RpcCallError) as info:
+        await client.call("session.create", {"workingDirectory": str(tmp_path), "provider": "nope"})
+    assert info.value.code == -32602
+    assert (
+        info.value.message == f"provider: unknown provider 'nope'; the known providers are {known}"
+    )
+    assert (await client.call("session.list"))["sessions"] == []  # nothing was created
+
+    # A known provider without a key is a valid choice (model.list says it has none).
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    s = await client.call(
+        "session.create",
+        {"workingDirectory": str(tmp_path), "model": "m-1", "provider": "google"},
+    )
+    with pytest.raises(RpcCallError) as info:
+        await client.call("model.switch", {"sessionId": s["id"], "model": "x", "provider": "nope2"})
+    assert info.value.code == -32602 and "unknown provider 'nope2'" in info.value.message
+    assert known in info.value.message
+    state = await client.call("session.getState", {"sessionId": s["id"]})
+    assert (state["model"], state["provider"]) == ("m-1", "google")  # nothing was recorded
+    switched = await client.call(
+        "model.switch", {"sessionId": s["id"], "model": "gpt-x", "provider": "openai"}
+    )
+    assert switched["provider"] == "openai"
+
+
 async def test_model_list_shape_or_unavailable(client: TronClient) -> None:
     try:
         result = await client.call("model.list")

@@ -9,13 +9,17 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
-from tests.server.conftest import RunningServer
+from tests.server.conftest import RunningServer, ServerFactory
+from tests.server.scripted_llm import Response, ScriptedLLM, ToolUse, scripted_llm
+from tron_server.agent.turn import SHUTDOWN_RESULT
 from tron_server.client import ConnectionLost, TronClient
 
 pytestmark = pytest.mark.anyio
@@ -119,3 +123,48 @@ async def test_stop_asks_the_runtime_to_stop_and_keeps_every_event(
         events = await client.sync(sid)
     assert [e["sequence"] for e in events] == list(range(51))
     assert os.stat(running_server.home / "server-token").st_mode & 0o077 == 0
+
+
+@pytest.fixture
+async def served_llm() -> AsyncIterator[ScriptedLLM]:
+    async with scripted_llm() as served:
+        yield served
+
+
+async def test_a_tool_cut_by_the_shutdown_says_the_server_shut_down(
+    server_factory: ServerFactory,
+    served_llm: ScriptedLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    server = server_factory(
+        anthropic_base_url=served_llm.base_url, default_model="claude-sonnet-4-5"
+    )
+    command = "echo 'half of the work'; sleep 60"
+    served_llm.add(Response([ToolUse("Bash", {"command": command}, id="toolu_sleep")]))
+    async with server.connect() as client:
+        session = await client.call("session.create", {"workingDirectory": str(tmp_path)})
+        sid = session["id"]
+        stream = client.notifications(session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "prompt": "work"})
+        printed = ""
+        with anyio.fail_after(20):
+            while "half of the work" not in printed:
+                note = await stream.next()
+                if note.method == "agent.tool_output":
+                    printed += note.data["chunk"]
+        server.stop()  # what SIGTERM does: the lifespan stops the running turns
+    server.start()
+    async with server.connect() as client:
+        events = await client.sync(sid)
+    [result] = [e["payload"] for e in events if e["type"] == "tool.result"]
+    # What the command printed is kept, marked interrupted, and says why: not the user.
+    assert result["content"] == f"half of the work\n\n[{SHUTDOWN_RESULT}]"
+    assert result["interrupted"] is True and result["isError"] is True
+    assert "user" not in result["content"]
+    [note] = [e["payload"] for e in events if e["type"] == "notification.interrupted"]
+    assert note["reason"] == "the server shut down"
+    assert [e["payload"]["stopReason"] for e in events if e["type"] == "stream.turn_end"] == [
+        "aborted"
+    ]

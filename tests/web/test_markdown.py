@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tron_server.web import STATIC_DIR
@@ -23,7 +23,9 @@ ALLOWED_TAGS = {
 ALLOWED_ATTRS = {
     "href", "target", "rel", "data-lang", "class", "type", "data-testid", "aria-label", "title",
 }  # fmt: skip
-FENCE_WITH_LANG = re.compile(r"^\s*(```+|~~~+)\s*[\w+.#-]+\s*$", re.M)
+# A fence with a language, at the top level or inside block quotes (``> ```py``): the
+# language is an attribute (CommonMark's info string), not text.
+FENCE_WITH_LANG = re.compile(r"^[ \t>]*(```+|~~~+)\s*[\w+.#-]+\s*$", re.M)
 
 RENDER = """async (texts) => {
   const { renderMarkdown } = await import("/markdown.js");
@@ -160,6 +162,20 @@ def test_the_copy_button_copies_the_code_only(browser: Any) -> None:
         context.close()
 
 
+def test_a_fence_inside_a_block_quote_is_a_code_block(md_page: Any) -> None:
+    # Found by the property below: ">```a" opens a code block in a quote (CommonMark); its
+    # language goes to data-lang, and the quote's following lines are its code.
+    [out, nested, unclosed] = render(
+        md_page, [">```a\n> x = 1\n> ```", "> > ~~~b\n> > y", ">```a\nb"]
+    )
+    assert out["tags"][:2] == ["BLOCKQUOTE", "DIV"] and "PRE" in out["tags"]
+    assert ["data-lang", "a"] in out["attrs"] and out["text"] == "x = 1"
+    assert nested["tags"][:3] == ["BLOCKQUOTE", "BLOCKQUOTE", "DIV"]
+    assert ["data-lang", "b"] in nested["attrs"] and nested["text"] == "y"
+    # The quote ends at the first line without ">", and the code block with it.
+    assert unclosed["tags"][-1] == "P" and unclosed["text"] == "b"
+
+
 def test_hostile_input_stays_text(md_page: Any) -> None:
     hostile = (
         '<img src=x onerror="alert(1)"> <script>alert(2)</script> '
@@ -183,6 +199,7 @@ markdownish = st.lists(
 
 @settings(max_examples=150, deadline=None)
 @given(texts=st.lists(markdownish, min_size=1, max_size=8))
+@example(texts=[">```a"])
 def test_any_text_renders_to_safe_elements_and_keeps_its_letters(
     md_page: Any, texts: list[str]
 ) -> None:

@@ -9,7 +9,9 @@ without timestamps, and an FTS5 table of another shape under our name.
 :func:`adopt` converts such a file without losing an event:
 
 1. it takes the database's write lock (no one writes meanwhile) and writes a
-   backup beside it (SQLite's online backup);
+   backup beside it (SQLite's online backup; no more readable than the
+   original, nor than the adopted database, which is user-only like every
+   database tron-events creates);
 2. it builds the new database next to it (``<file>.adopting``) from the
    backup: the schema by our migrations, then every workspace, session and
    event, with ``depth`` recomputed from the tree, ``sequence`` renumbered
@@ -26,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +36,7 @@ from typing import Any
 
 import orjson
 
-from . import _preflight, ids
+from . import _preflight, ids, migrate
 from ._recorder import SessionDelta
 from ._urls import normalize_url, readonly_uri, sqlite_file
 from .errors import (
@@ -52,6 +55,9 @@ __all__ = ["AdoptSummary", "adopt", "convert_payload"]
 
 #: How long to wait for the original's writers to finish before giving up.
 LOCK_TIMEOUT_S = 10.0
+#: The adopted database's permission bits (as every database tron-events creates);
+#: the backup of the original gets no more than these.
+ADOPTED_MODE = 0o600
 
 
 @dataclass
@@ -185,9 +191,13 @@ def adopt(url: str, *, progress: Callable[[str], None] | None = None) -> AdoptSu
             f"{path} (another process has it open: stop the original Tron server, then run "
             "`tron-db adopt` again; nothing was changed)"
         )
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path + "-shm")
+    # The original's empty WAL and its SHM index: the adopted file starts without
+    # them (SQLite makes new ones with the new file's mode, not the original's).
+    for leftover in (path + "-wal", path + "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(leftover)
     os.replace(work, path)
+    _remove(work)  # what building it left beside it (its migration lock)
     return summary
 
 
@@ -203,25 +213,10 @@ def _remove(work: Path) -> None:
 
 
 def _backup(path: Path) -> Path:
-    import time
-
-    target = path.with_name(f"{path.name}.original-{time.strftime('%Y%m%dT%H%M%S')}")
-    n = 1
-    while target.exists():
-        n += 1
-        target = path.with_name(f"{path.name}.original-{time.strftime('%Y%m%dT%H%M%S')}-{n}")
-    try:
-        src = sqlite3.connect(readonly_uri(str(path)), uri=True)
-        dst = sqlite3.connect(target)
-        try:
-            src.backup(dst)
-        finally:
-            dst.close()
-            src.close()
-    except sqlite3.Error as exc:
-        target.unlink(missing_ok=True)
-        raise StorageIOError(f"could not write the backup {target}: {exc}") from None
-    return target
+    """The original, copied beside it as ``<file>.original-<time>``: no more readable
+    than the original nor than the adopted database (which is user-only)."""
+    original = stat.S_IMODE(path.stat().st_mode)
+    return migrate.backup_sqlite(path, "original", mode=original & ADOPTED_MODE)
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:

@@ -149,17 +149,9 @@ class AsyncEventStore:
         )
 
     async def find_workspace(self, path: str) -> Workspace | None:
-        """The workspace of working directory ``path`` (as ``create_session`` names it),
-        or None when no session was ever created there. Never writes (unlike
-        :meth:`get_or_create_workspace`): for filtering reads by folder."""
-        return await self._read(self._find_workspace, path)
-
-    def _find_workspace(self, path: str) -> Workspace | None:
-        # EventStore has no read-only lookup by path yet; the recorder's is the one
-        # create_session uses, with the same normalization of the path.
-        recorder = self.sync.recorder
-        with recorder.read() as cur:
-            return recorder.get_workspace_by_path(cur, path.rstrip("/") or "/")
+        """:meth:`EventStore.find_workspace`: the workspace of working directory
+        ``path``, or None. Never writes: for filtering reads by folder."""
+        return await self._read(self.sync.find_workspace, path)
 
     async def get_event(self, event_id: str) -> Event | None:
         return await self._read(self.sync.get_event, event_id)

@@ -236,9 +236,12 @@ def count_rows(url: str) -> tuple[int, int]:
         engine.dispose()
 
 
-def backup_sqlite(path: str | Path, label: str = "backup") -> Path:
+def backup_sqlite(path: str | Path, label: str = "backup", *, mode: int | None = None) -> Path:
     """A consistent copy of a SQLite database beside it (SQLite's online
-    backup: safe while others read or write it); returns its path."""
+    backup: safe while others read or write it); returns its path.
+
+    The copy gets the database's permission bits, or ``mode``: it is never
+    readable by more people than the database it copies."""
     source = Path(path)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     target = source.with_name(f"{source.name}.{label}-{stamp}")
@@ -248,13 +251,17 @@ def backup_sqlite(path: str | Path, label: str = "backup") -> Path:
         target = source.with_name(f"{source.name}.{label}-{stamp}-{n}")
     # The copy holds every session: user-only while it is written, then no more
     # readable than the database itself (SQLite would create it 0644).
-    mode = stat.S_IMODE(source.stat().st_mode)
+    if mode is None:
+        mode = stat.S_IMODE(source.stat().st_mode)
     os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
     src = sqlite3.connect(readonly_uri(str(source)), uri=True)
     try:
         dst = sqlite3.connect(target)
         try:
             src.backup(dst)
+            # One self-contained file: a WAL-mode copy would grow -wal and -shm files
+            # beside it whenever it is opened (and keep them when opened read-only).
+            dst.execute("PRAGMA journal_mode=DELETE")
         finally:
             dst.close()
         os.chmod(target, mode & 0o7777)

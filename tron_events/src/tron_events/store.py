@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel
@@ -233,6 +233,30 @@ class EventStore:
     def get_or_create_workspace(self, path: str, name: str | None = None) -> Workspace:
         with self._rec.write() as cur:
             return self._workspace(cur, path, name)
+
+    def find_workspace(self, path: str) -> Workspace | None:
+        """The workspace of working directory ``path``, or None when no session was
+        created there; never writes (unlike :meth:`get_or_create_workspace`).
+
+        ``path`` is looked up as :meth:`create_session` names a workspace (trailing
+        slashes dropped), then as tron-server's ``session.create`` names a working
+        directory (``~`` expanded; ``..`` and symlinks resolved), so ``/src/app/``,
+        ``~/app`` or a symlink to the folder find its workspace."""
+        if not findable(path) or not path.strip():
+            return None
+        candidates = [path.rstrip("/") or "/"]
+        try:
+            folder = Path(path).expanduser()
+            if folder.is_absolute():
+                candidates.append(str(folder.resolve()))
+        except (OSError, RuntimeError):  # no home for ~, a symlink loop: as given only
+            pass
+        with self._rec.read() as cur:
+            for candidate in dict.fromkeys(candidates):
+                workspace = self._rec.get_workspace_by_path(cur, candidate)
+                if workspace is not None:
+                    return workspace
+        return None
 
     def _workspace(self, cur: Cursor, path: str, name: str | None) -> Workspace:
         if not isinstance(path, str) or not path.strip():

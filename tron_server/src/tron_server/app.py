@@ -8,7 +8,9 @@ Every request first passes :class:`~tron_server.security.HostOriginGuard`.
 cookie set by ``/login?token=…`` (a one-time login code, or the token). The
 web chat's static files (``/``) load without credentials — they hold no
 secrets — and the page's RPC connection needs the cookie. ``/health`` needs
-nothing and says nothing secret.
+nothing and says nothing secret. After the Host/Origin check, any other path is
+404, for an HTTP request and a WebSocket upgrade alike (``/rpc`` over plain HTTP:
+426).
 
 Frames: over ``settings.max_frame_bytes`` a request is answered with -32600
 and the connection stays open; over four times that, the WebSocket layer
@@ -17,6 +19,7 @@ itself closes the connection with 1009 (message too big) before reading it.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,6 +32,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .connection import Connection
@@ -155,16 +159,26 @@ def create_app(
         await websocket.accept()
         await serve_connection(websocket, websocket.app.state.services, dispatcher)
 
+    async def rpc_over_http(request: Request) -> Response:
+        return PlainTextResponse(
+            "/rpc is tron-server's JSON-RPC endpoint: connect with a WebSocket "
+            "(ws://HOST:PORT/rpc)\n",
+            status_code=426,
+            headers={"Upgrade": "websocket", "Connection": "Upgrade"},
+        )
+
     routes: list[Any] = [
         Route("/health", health, methods=["GET"]),
         Route("/login", login, methods=["GET"]),
         WebSocketRoute("/rpc", rpc),
+        Route("/rpc", rpc_over_http),
     ]
     static = _static_dir()
     if static is not None:
         from starlette.staticfiles import StaticFiles
 
-        routes.append(Mount("/", app=StaticFiles(directory=static, html=True), name="web"))
+        web = StaticFiles(directory=static, html=True)
+        routes.append(Mount("/", app=_http_only(web), name="web"))
 
     hosts = allowed_hosts(settings.port, _extra_hosts(settings))
     app = Starlette(
@@ -174,6 +188,8 @@ def create_app(
             Middleware(HostOriginGuard, hosts=hosts, origins=allowed_origins(hosts)),
         ],
     )
+    app.router.default = not_found
+    _quiet_denials()
     app.state.token = token
     app.state.login_code = login_code
     app.state.auth = auth
@@ -235,6 +251,56 @@ async def serve_connection(
             # What this client made us hold is free now: give it back to the system.
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(release_memory)
+
+
+async def not_found(scope: Scope, receive: Receive, send: Send) -> None:
+    """404 for a path that is not ours, HTTP or WebSocket alike. (Host and Origin are
+    checked before routing: a refused request gets 403 whatever its path.)"""
+    response = PlainTextResponse("not found\n", status_code=404)
+    if scope["type"] == "websocket":
+        if "websocket.http.response" in scope.get("extensions", {}):
+            _DENIED.set(True)
+            await WebSocket(scope, receive, send).send_denial_response(response)
+        else:  # a server without the denial-response extension can only say 403
+            await send({"type": "websocket.close", "code": 1008, "reason": ""})
+        return
+    if scope["type"] == "http":
+        await response(scope, receive, send)
+
+
+#: Set in the task of a WebSocket upgrade answered with a denial response (404).
+_DENIED: contextvars.ContextVar[bool] = contextvars.ContextVar("tron_ws_denied", default=False)
+
+
+class _DeniedIsNoError(logging.Filter):
+    """uvicorn's websockets-sansio logs "ASGI callable returned without completing
+    handshake." at ERROR after a denial response it sent correctly (its
+    ``handshake_complete`` is not set: uvicorn PR #3138). Drop that line for the
+    upgrades we denied, and only for those: it still flags a real handler bug."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_DENIED.get() and record.msg == _INCOMPLETE_HANDSHAKE)
+
+
+_INCOMPLETE_HANDSHAKE = "ASGI callable returned without completing handshake."
+
+
+def _quiet_denials() -> None:
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _DeniedIsNoError) for f in logger.filters):
+        logger.addFilter(_DeniedIsNoError())
+
+
+def _http_only(app: ASGIApp) -> ASGIApp:
+    """``app`` for HTTP requests; a WebSocket upgrade to its paths is not found."""
+
+    async def route(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await app(scope, receive, send)
+        else:
+            await not_found(scope, receive, send)
+
+    return route
 
 
 def _static_dir() -> Any | None:

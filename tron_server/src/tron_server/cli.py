@@ -16,9 +16,11 @@ Start-up, in this order, so that a server that cannot run changes nothing:
 3. the database is opened (created and migrated if needed) — a database that
    cannot be used is one line naming why, and exit status 2;
 4. the token is read from ``<home>/server-token``, or created there (0600);
-5. once the server accepts connections: ``<home>/server.json`` is written
-   (unless another running tron-server recorded itself there), and
-   "listening" and the one-time login URL are printed.
+5. once the server accepts connections: it records itself in ``<home>/servers/``
+   and, unless another running tron-server is there, in ``<home>/server.json``
+   (clients read it; see :mod:`.server_record`: a second server on one home takes
+   over when the first stops), and "listening" and the one-time login URL are
+   printed.
 
 No traceback reaches the terminal: details go to the log file.
 """
@@ -43,11 +45,11 @@ from .logging import FORMATS, LEVELS, configure_logging, private_dir
 from .security import is_loopback_host
 from .server_record import (
     ServerRecord,
+    is_tron_server,
     new_record,
-    process_exists,
     record_path,
-    remove_server_record,
-    write_server_record,
+    register_server,
+    unregister_server,
 )
 from .settings import Settings
 
@@ -80,8 +82,10 @@ environment:
 files (in HOME, default ~/.tron; user-only):
   server-token           the token (kept across restarts; --rotate-token replaces it)
   server.json            where the running server listens (read by clients)
+  servers/PID.json       each running server (several may share a home)
   database/prod.db       the default SQLite database
-  logs/tron-server.log   the log (JSON lines, rotated at 10 MB, 5 kept; no secrets)
+  logs/tron-server.log   the log (JSON lines, rotated at 10 MB, 5 kept; no secrets;
+                         shared safely by servers on one home)
 """
 
 
@@ -197,7 +201,7 @@ def settings_error(exc: ValidationError) -> str:
         name = f"TRON_{field.upper()}"
         value = error.get("input")
         shown = f"={value!r}" if isinstance(value, str | int | float) else ""
-        lines.append(f"{name}{shown}: {error['msg']}")
+        lines.append(f"{name}{shown}: {error['msg'].removeprefix('Value error, ')}")
     return "; ".join(lines)
 
 
@@ -258,18 +262,6 @@ def _recorded_server(home: Path) -> ServerRecord | None:
     if record is None or record.pid == os.getpid() or not is_tron_server(record.pid):
         return None
     return record
-
-
-def is_tron_server(pid: int) -> bool:
-    """Whether process ``pid`` runs tron-server (its command line says so; where that
-    cannot be read, whether it exists)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except FileNotFoundError:
-        return process_exists(pid) and not Path("/proc/self").exists()
-    except OSError:
-        return process_exists(pid)
-    return b"tron_server" in cmdline or b"tron-server" in cmdline
 
 
 # -- files ------------------------------------------------------------------------------
@@ -434,14 +426,14 @@ async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool =
 
     def on_started() -> None:
         other = _recorded_server(settings.home)
-        if other is None:
-            write_server_record(settings.home, new_record(settings.host, settings.port,
-                                                          version=services.version))  # fmt: skip
-            recorded.append(True)
-        else:
+        record = new_record(settings.host, settings.port, version=services.version)
+        recorded.append(True)
+        if not register_server(settings.home, record) and other is not None:
+            # Both serve the same home (and database); clients find the first, and
+            # this one once the first stops.
             log.warning(
-                "another tron-server is recorded in server.json; leaving its record",
-                extra={"fields": {"pid": other.pid, "url": other.url}},
+                "another tron-server uses this home; clients find it until it stops",
+                extra={"fields": {"otherPid": other.pid, "otherUrl": other.url}},
             )
         shown = settings.host if ":" not in settings.host else f"[{settings.host}]"
         print(f"tron-server listening on http://{shown}:{settings.port}", flush=True)
@@ -450,10 +442,18 @@ async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool =
         print(f"  log file: {settings.log_path}", flush=True)
         print(f"  open in a browser (works once): {login_url(settings, app.state.login_code)}",
               flush=True)  # fmt: skip
+        if other is not None:
+            print(f"  note: tron-server pid {other.pid} ({other.http_url}) uses this home too; "
+                  "clients find that one until it stops", flush=True)  # fmt: skip
 
     def on_stopped() -> None:
         if recorded:
-            remove_server_record(settings.home)
+            successor = unregister_server(settings.home)
+            if successor is not None:
+                log.info(
+                    "clients of this home now find the other tron-server",
+                    extra={"fields": {"otherPid": successor.pid, "otherUrl": successor.url}},
+                )
 
     options = uvicorn_options(settings)
     for key in ("host", "port"):

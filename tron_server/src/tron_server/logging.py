@@ -19,12 +19,15 @@ strings altogether. Records may carry ``extra={"fields": {...}}``; those keys
 are merged into the JSON line (and shown as ``key=value`` in text).
 
 The file (default ``~/.tron/logs/tron-server.log``, JSON lines, 10 MB × 5) is
-user-only (0600, its folder 0700) from the moment it is created. On stderr an
+user-only (0600, its folder 0700) from the moment it is created. Servers that
+share a home share it too, safely (each line is written, and the file rotated,
+under a lock, ``tron-server.log.lock``); its lines carry the writer's ``pid``. On stderr an
 exception is one line (type and message); its traceback goes only to the file.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import logging.handlers
 import os
@@ -131,15 +134,20 @@ def _timestamp(record: logging.LogRecord) -> str:
 
 
 class JsonFormatter(logging.Formatter):
-    """``{"time", "level", "logger", "message", ...fields, "exc"?}`` per record, redacted.
+    """``{"time", "level", "logger", "message", "pid"?, ...fields, "exc"?}`` per record,
+    redacted.
 
     ``tracebacks=False`` shortens an exception to its type and message.
     """
 
-    def __init__(self, *, tracebacks: bool = True, redactor: Redactor = REDACTOR) -> None:
+    def __init__(
+        self, *, tracebacks: bool = True, redactor: Redactor = REDACTOR, pid: bool = False
+    ) -> None:
         super().__init__()
         self.tracebacks = tracebacks
         self.redactor = redactor
+        #: Add the writing process's ``pid`` (a file several servers share).
+        self.pid = pid
 
     def format(self, record: logging.LogRecord) -> str:
         redact = self.redactor.redact
@@ -149,6 +157,8 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": redact(self._message(record)),
         }
+        if self.pid:
+            line["pid"] = record.process
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
             # Each value before encoding (a secret with characters JSON escapes would
@@ -210,12 +220,63 @@ def _without_traceback(message: str) -> str:
 
 
 class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
-    """A rotating file created user-only (0600) whatever the umask, rotation included."""
+    """A rotating file created user-only (0600) whatever the umask, rotation included,
+    that several processes may share (two servers on one home).
+
+    Each record is written under an exclusive lock (``flock`` of ``<file>.lock``): the
+    size check, the rotation and the write happen as one step for all processes, and
+    a process whose file was rotated by another reopens the new one first. Without
+    this, a rotation by one server left the other writing into ``.1`` (and on into
+    the file that falls off the end), or both rotated, and lines were lost."""
+
+    def __init__(self, filename: Path, **kwargs: Any) -> None:
+        super().__init__(filename, **kwargs)
+        lock = os.open(f"{self.baseFilename}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.fchmod(lock, 0o600)
+        self._lock_fd: int | None = lock
 
     def _open(self) -> Any:
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         os.fchmod(fd, 0o600)  # an older file, or one created under another umask
         return os.fdopen(fd, "a", encoding=self.encoding or "utf-8")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        lock = self._lock_fd
+        if lock is None:  # closed
+            return
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                self._follow_rotation()
+                if self.shouldRollover(record):
+                    self.doRollover()
+                logging.FileHandler.emit(self, record)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+        except Exception:
+            self.handleError(record)
+
+    def _follow_rotation(self) -> None:
+        """Reopen the file if another process rotated it (the name is another file now)."""
+        if self.stream is None:
+            return
+        try:
+            same = os.stat(self.baseFilename).st_ino == os.fstat(self.stream.fileno()).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:
+            self.stream.close()
+            self.stream = self._open()
+
+    def close(self) -> None:
+        self.acquire()
+        try:
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+        finally:
+            self.release()
+        super().close()
 
 
 class _NoQueryString(logging.Filter):
@@ -274,7 +335,7 @@ def configure_logging(
         file_handler = _PrivateRotatingFileHandler(
             log_file, maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8"
         )
-        file_handler.setFormatter(JsonFormatter(tracebacks=True))
+        file_handler.setFormatter(JsonFormatter(tracebacks=True, pid=True))
         handlers.append(file_handler)
     root = logging.getLogger()
     for old in root.handlers[:]:

@@ -7,15 +7,23 @@ address beside its token (``<home>/server-token``)::
     {"url": "ws://127.0.0.1:8420/rpc", "httpUrl": "http://127.0.0.1:8420",
      "pid": 4242, "version": "0.1.0", "startedAt": "2026-11-24T15:20:00Z"}
 
-The file is user-only (0600) and replaced atomically. A record whose process
-is gone is stale: readers treat it as absent. A server removes its own record
-on a clean shutdown (and only its own: another server may have replaced it).
+Several servers may share a home (on different ports, one database: the store is
+safe for several processes). Each records itself in ``<home>/servers/<pid>.json``;
+``server.json`` names the one clients use: the first to start. When it stops, it
+hands ``server.json`` to the longest-running other server (or removes it when none
+is left); if it died without a word, readers fall back to the live records in
+``servers/`` themselves. Records are changed under a lock
+(``<home>/servers/.lock``), user-only (0600, the folder 0700) and replaced
+atomically. A record whose process is gone is stale: readers treat it as absent,
+and the next server to start or stop removes it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +31,8 @@ from pathlib import Path
 import orjson
 
 RECORD_NAME = "server.json"
+#: The folder of every running server's own record (``<pid>.json``).
+SERVERS_DIR = "servers"
 DEFAULT_HTTP_URL = "http://127.0.0.1:8420"
 
 
@@ -57,7 +67,10 @@ def record_path(home: Path) -> Path:
 
 def write_server_record(home: Path, record: ServerRecord) -> Path:
     """Write ``record`` to ``<home>/server.json`` (0600 from the start, atomic)."""
-    path = record_path(home)
+    return _write(record_path(home), record)
+
+
+def _write(path: Path, record: ServerRecord) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -85,11 +98,67 @@ def new_record(host: str, port: int, *, version: str = "", pid: int | None = Non
 
 
 def read_server_record(home: Path) -> ServerRecord | None:
-    """The record in ``<home>/server.json``; None when absent, unreadable or stale
-    (its process no longer exists)."""
+    """The server clients of ``home`` should use: the one in ``<home>/server.json``,
+    or, when that one is gone (killed before it could hand over), the longest-running
+    server recorded in ``<home>/servers/``; None when no recorded server runs."""
+    record = _read(record_path(home))
+    if record is not None and process_exists(record.pid):
+        return record
+    live = running_servers(home)
+    return live[0] if live else None
+
+
+def running_servers(home: Path) -> list[ServerRecord]:
+    """Every server recorded in ``<home>/servers/`` whose process runs, the
+    longest-running first."""
+    live: list[tuple[int, ServerRecord]] = []
+    for path in _own_records(home):
+        record = _read(path)
+        if record is not None and process_exists(record.pid):
+            with contextlib.suppress(OSError):  # written once, at start: a finer clock
+                live.append((path.stat().st_mtime_ns, record))
+    live.sort(key=lambda item: (item[1].started_at, item[0]))
+    return [record for _, record in live]
+
+
+def register_server(home: Path, record: ServerRecord) -> bool:
+    """A server accepts connections: write its own record, and ``server.json`` unless
+    another running server is there. Returns whether clients now find this one."""
+    with _records_locked(home):
+        _forget_stale(home)
+        _write(_own_path(home, record.pid), record)
+        current = _read(record_path(home))
+        if current is None or current.pid == record.pid or not is_tron_server(current.pid):
+            write_server_record(home, record)
+            return True
+        return False
+
+
+def unregister_server(home: Path, pid: int | None = None) -> ServerRecord | None:
+    """A server stops (this process, or ``pid``): remove its record; if clients found
+    it through ``server.json``, hand that to the longest-running other server. Returns
+    that server (None: none left, or ``server.json`` named another one already)."""
+    own = os.getpid() if pid is None else pid
+    with _records_locked(home):
+        with contextlib.suppress(FileNotFoundError):
+            _own_path(home, own).unlink()
+        current = _read(record_path(home))
+        if current is not None and current.pid != own and is_tron_server(current.pid):
+            return None  # clients find another server: nothing to hand over
+        others = [r for r in running_servers(home) if r.pid != own and is_tron_server(r.pid)]
+        if others:
+            write_server_record(home, others[0])
+            return others[0]
+        if current is not None:  # ours, or a server that is gone
+            with contextlib.suppress(FileNotFoundError):
+                record_path(home).unlink()
+        return None
+
+
+def _read(path: Path) -> ServerRecord | None:
     try:
-        data = orjson.loads(record_path(home).read_bytes())
-        record = ServerRecord(
+        data = orjson.loads(path.read_bytes())
+        return ServerRecord(
             url=str(data["url"]),
             http_url=str(data.get("httpUrl") or ""),
             pid=int(data["pid"]),
@@ -98,11 +167,44 @@ def read_server_record(home: Path) -> ServerRecord | None:
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return record if process_exists(record.pid) else None
+
+
+def _own_path(home: Path, pid: int) -> Path:
+    return home / SERVERS_DIR / f"{pid}.json"
+
+
+def _own_records(home: Path) -> list[Path]:
+    try:
+        return [p for p in (home / SERVERS_DIR).iterdir() if p.name.endswith(".json")]
+    except OSError:
+        return []
+
+
+def _forget_stale(home: Path) -> None:
+    """Remove the records of servers that are gone (killed, or the machine restarted)."""
+    for path in _own_records(home):
+        record = _read(path)
+        if record is None or not is_tron_server(record.pid):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+@contextlib.contextmanager
+def _records_locked(home: Path) -> Iterator[None]:
+    folder = home / SERVERS_DIR
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def remove_server_record(home: Path, pid: int | None = None) -> None:
-    """Remove the record if it is this process's (or ``pid``'s); leave another server's."""
+    """Remove ``server.json`` if it is this process's (or ``pid``'s); leave another
+    server's. (A server that stops calls :func:`unregister_server`, which also hands
+    the record over.)"""
     path = record_path(home)
     own = os.getpid() if pid is None else pid
     try:
@@ -129,14 +231,31 @@ def process_exists(pid: int) -> bool:
     return True
 
 
+def is_tron_server(pid: int) -> bool:
+    """Whether process ``pid`` runs tron-server (its command line says so; where that
+    cannot be read, whether it exists): a stale record's pid may be reused."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return process_exists(pid) and not Path("/proc/self").exists()
+    except OSError:
+        return process_exists(pid)
+    return b"tron_server" in cmdline or b"tron-server" in cmdline
+
+
 __all__ = [
     "DEFAULT_HTTP_URL",
     "RECORD_NAME",
+    "SERVERS_DIR",
     "ServerRecord",
+    "is_tron_server",
     "new_record",
     "process_exists",
     "read_server_record",
     "record_path",
+    "register_server",
     "remove_server_record",
+    "running_servers",
+    "unregister_server",
     "write_server_record",
 ]

@@ -75,6 +75,18 @@ class Settings(BaseSettings):
         # TRON_LOG_LEVEL=DEBUG means what --log-level debug means.
         return value.lower() if isinstance(value, str) else value
 
+    @field_validator("default_provider")
+    @classmethod
+    def _known_provider(cls, value: str) -> str:
+        # A misspelt TRON_DEFAULT_PROVIDER stops the start, not every new session's
+        # first message. (Imported here: tron-server --help does not pay for it.)
+        from tron_llm.registry import PROVIDERS
+
+        if value not in PROVIDERS:
+            known = ", ".join(sorted(PROVIDERS))
+            raise ValueError(f"unknown provider {value!r}; the known providers are {known}")
+        return value
+
     @property
     def token_path(self) -> Path:
         """Where the token is kept across restarts (mode 0600)."""

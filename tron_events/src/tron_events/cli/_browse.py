@@ -65,12 +65,12 @@ def workspace_arg(text: str) -> str:
 
 def _workspace_id(store: EventStore, text: str) -> str:
     text = workspace_arg(text)
+    found = store.find_workspace(text)
+    if found is not None:
+        return found.id
     rec = store.recorder
     with rec.read() as cur:
-        cur.execute(
-            rec.sql("SELECT id FROM workspaces WHERE path = ? OR id = ?"),
-            (text.rstrip("/") or "/", text),
-        )
+        cur.execute(rec.sql("SELECT id FROM workspaces WHERE id = ?"), (text,))
         row = cur.fetchone()
     if row is None:
         raise TronEventsError(f"no workspace {text!r} in this database")

@@ -35,6 +35,7 @@ examples:
   tron-db upgrade                           create or upgrade ~/.tron/database/prod.db
   tron-db sessions --limit 10               the ten sessions active most recently
   tron-db show sess_0193…                   a session's transcript
+  tron-db delete sess_0193… --cascade       a session and the forks that depend on it
   tron-db export --all -o backup.jsonl      everything, as JSONL
   tron-db import backup.jsonl               restore it (into a new database too)
   tron-db import --from claude-code ~/.claude/projects
@@ -113,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         "downgrade the schema to REVISION ('base' drops every table)",
         "Downgrade the schema. A downgrade that deletes sessions asks first on a terminal "
         "(needs --yes otherwise) and backs a SQLite file up beside it first; on PostgreSQL "
-        "back up yourself (pg_dump) and pass --yes.",
+        "it prints the pg_dump command to back up with, then needs --yes.",
     )
     p.add_argument("revision", help="target revision, e.g. 0001, -1 or base")
     p.add_argument("-y", "--yes", action="store_true", help="do it without asking")
@@ -181,6 +182,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="the path's events as JSON lines")
     p.add_argument("--width", type=int, default=0, help="wrap at this width (default: terminal)")
+
+    p = add(
+        "delete",
+        "delete a session and its events (asks first)",
+        "Delete a session, its events and their search rows. Asks on a terminal (--yes "
+        "otherwise); no backup is made (export the session first to keep a copy). A session "
+        "that forks or sub-agent sessions depend on is refused, naming them, unless "
+        "--cascade, which deletes them too. While tron-server runs, delete from a client "
+        "instead (session.delete waits for the session's agent to be idle).",
+    )
+    p.add_argument("session", metavar="SESSION", help="a session id or a unique prefix of one")
+    p.add_argument(
+        "--cascade",
+        action="store_true",
+        help="also delete the forks and sub-agent sessions that depend on it",
+    )
+    p.add_argument("-y", "--yes", action="store_true", help="do it without asking")
     return parser
 
 
@@ -197,6 +215,7 @@ COMMANDS = {
     "import": "_transfer",
     "sessions": "_browse",
     "show": "_browse",
+    "delete": "_delete",
 }
 
 

@@ -4,12 +4,15 @@ adopt, and the demo."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+import time
 from pathlib import Path
 
 from .. import _preflight, migrate
 from .._urls import normalize_url, sqlite_file
 from ..errors import StorageError
+from ._ask import confirm
 from ._main import FAILED, OK, PARTIAL
 
 
@@ -92,11 +95,12 @@ def _downgrade(url: str, revision: str, yes: bool) -> int:
             if path is None:
                 if not yes:
                     _err(
-                        f"{what}.\nBack the database up first (pg_dump -Fc -f tron.dump "
-                        "DBNAME), then run this again with --yes. Nothing was changed."
+                        f"{what}.\nBack the database up first:\n  {pg_dump_command(url)}\n"
+                        f"{_password_note(url)}then run this again with --yes. "
+                        "Nothing was changed."
                     )
                     return FAILED
-            elif not yes and not _confirm(what):
+            elif not yes and not confirm(what, "A backup is written beside the file first."):
                 return FAILED
             if path is not None:
                 backup = migrate.backup_sqlite(path, "pre-downgrade")
@@ -106,18 +110,50 @@ def _downgrade(url: str, revision: str, yes: bool) -> int:
     return OK
 
 
-def _confirm(what: str) -> bool:
-    """Ask on a terminal; without one, say that --yes is needed."""
-    if not (sys.stdin.isatty() and sys.stderr.isatty()):
-        _err(f"{what}.\nRun it again with --yes to do it (a backup is written first).")
-        return False
-    sys.stderr.write(f"{what}.\nA backup is written beside the file first. Type 'yes' to go on: ")
-    sys.stderr.flush()
-    answer = sys.stdin.readline().strip().lower()
-    if answer != "yes":
-        _err("nothing was changed")
-        return False
-    return True
+def pg_dump_command(url: str) -> str:
+    """The shell command that backs up the PostgreSQL database of ``url`` (its
+    host, port, user and name; never its password: pg_dump asks for it, or reads
+    ``~/.pgpass`` or ``PGPASSWORD``), quoted to run as printed."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    query = {k: v if isinstance(v, str) else v[-1] for k, v in parsed.query.items()}
+    host = parsed.host or query.pop("host", None)
+    query.pop("host", None)
+    port = parsed.port or query.pop("port", None)
+    query.pop("port", None)
+    name = parsed.database or parsed.username or "postgres"
+    args = ["pg_dump", "--format=custom"]
+    if host:
+        args += ["--host", host]
+    if port:
+        args += ["--port", str(port)]
+    if parsed.username:
+        args += ["--username", parsed.username]
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    args += ["--file", f"{safe}-{time.strftime('%Y%m%d')}.dump"]
+    # Other connection parameters (sslmode …) go with the name, as a conninfo string.
+    if query:
+        args += [
+            " ".join(f"{k}={_conninfo_value(v)}" for k, v in {"dbname": name, **query}.items())
+        ]
+    else:
+        args.append(name)
+    return shlex.join(args)
+
+
+def _password_note(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    if make_url(url).password is None:
+        return ""
+    return "(pg_dump asks for the password, or reads it from ~/.pgpass or PGPASSWORD)\n"
+
+
+def _conninfo_value(value: str) -> str:
+    if value and not any(c.isspace() or c in "'\\" for c in value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _history(url: str, *, explicit: bool) -> int:

@@ -414,7 +414,7 @@ class Orchestrator:
             if run.current is not None and run.current in waiting:
                 run.current.suspend()
             elif run.current is not None:
-                run.current.abort()
+                run.current.abort(shutdown=True)
             else:
                 run.abort_pending = True
         with anyio.move_on_after(timeout, shield=True):
@@ -739,7 +739,7 @@ class Orchestrator:
                 run.current = agent
                 if run.abort_pending:
                     run.abort_pending = False
-                    agent.abort()
+                    agent.abort(shutdown=self._closing)
                 result = await self._execute(agent, profile, run)
                 if result.stop_reason == "error" and run.last_error:
                     result.error = run.last_error  # what the client was told

@@ -88,6 +88,7 @@ from .writer import SessionWriter
 __all__ = [
     "ABORTED_RESULT",
     "HOOK_STOPPED",
+    "SHUTDOWN_RESULT",
     "AgentRun",
     "Resume",
     "RunRequest",
@@ -100,6 +101,8 @@ __all__ = [
 log = logging.getLogger("tron_server.agent")
 
 ABORTED_RESULT = "Tool execution was interrupted by the user (the turn was aborted)."
+#: The same when the server stopped the turn because it was shutting down (SIGTERM, Ctrl-C).
+SHUTDOWN_RESULT = "Tool execution was interrupted: the server shut down (the turn was stopped)."
 NOT_RUN_AFTER_ERROR = "Tool was not run: the model call failed before the turn could continue."
 #: The stop reason of a run a hook ended (``{"continue": false}``).
 HOOK_STOPPED = "hook_stopped"
@@ -261,6 +264,8 @@ class AgentRun:
         self.session_id = request.session_id
         self.progress = TurnProgress()
         self.abort_requested = False
+        #: Stopped because the server shuts down, not by the user (what the results say).
+        self.shutting_down = False
         #: Stopped while waiting for the user (a server shutdown): nothing more is recorded,
         #: so the request stays pending in the events and can be answered later.
         self.suspended = False
@@ -283,9 +288,11 @@ class AgentRun:
 
     # -- control ----------------------------------------------------------------------
 
-    def abort(self) -> None:
-        """Stop the stream or tool in progress; the run records the interruption."""
+    def abort(self, *, shutdown: bool = False) -> None:
+        """Stop the stream or tool in progress; the run records the interruption (as the
+        server's shutdown with ``shutdown``, else as the user's abort)."""
         self.abort_requested = True
+        self.shutting_down = self.shutting_down or shutdown
         if self._scope is not None:
             self._scope.cancel()
         for scope in list(self._tool_scopes):
@@ -669,14 +676,17 @@ class AgentRun:
         if self.suspended:  # the waiting request stays pending; the turn is finished later
             return "suspended", False
         unanswered = [u for u in uses if u.id not in answered]
-        await self._record_error_results(unanswered, ABORTED_RESULT)
+        await self._record_error_results(unanswered, self._interrupted_note())
         for u in unanswered:
             self._emit_cut(turn, u)
-        await self.writer.append(
-            "notification.interrupted", {"turn": turn, "reason": "aborted by the user"}
-        )
+        reason = "the server shut down" if self.shutting_down else "aborted by the user"
+        await self.writer.append("notification.interrupted", {"turn": turn, "reason": reason})
         await self._turn_end(turn, "aborted", usage)
         return "aborted", False
+
+    def _interrupted_note(self) -> str:
+        """What a cut tool's result says: the user aborted, or the server shut down."""
+        return SHUTDOWN_RESULT if self.shutting_down else ABORTED_RESULT
 
     def _emit_cut(self, turn: int, use: ToolUseBlock) -> None:
         """The card of a call cut while running keeps its output (``agent.tool_end``)."""
@@ -685,7 +695,8 @@ class AgentRun:
             self._emit(
                 "agent.tool_end",
                 {"turn": turn, "toolCallId": use.id, "name": use.name, "isError": True,
-                 "content": self._partial(use.id, ABORTED_RESULT), "interrupted": True},
+                 "content": self._partial(use.id, self._interrupted_note()),
+                 "interrupted": True},
             )  # fmt: skip
 
     async def _finish_failed(self, turn: int, model: str, stream: _Stream) -> tuple[str, bool]:
@@ -774,7 +785,7 @@ class AgentRun:
                     if result is None and self.abort_requested:
                         # Cut (or never started); the calls after it that finished keep
                         # their results.
-                        await self._record_error_results([use], ABORTED_RESULT)
+                        await self._record_error_results([use], self._interrupted_note())
                         self._emit_cut(turn, use)
                     else:
                         if result is None:  # a hook stopped the agent before it started

@@ -7,12 +7,12 @@ import importlib
 import os
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ..errors import ManagerUnavailableError
 from ..rpc import MethodRegistry, NoParams, Params, RpcContext
 from ..settings import Settings
-from .session import ensure_idle
+from .session import ensure_idle, known_provider
 from .system import _PROVIDER_KEYS as PROVIDER_KEYS
 
 
@@ -20,6 +20,8 @@ class ModelSwitchParams(Params):
     session_id: str = Field(min_length=1)
     model: str = Field(min_length=1, max_length=200)
     provider: str | None = Field(default=None, min_length=1, max_length=100)
+
+    _known_provider = field_validator("provider")(known_provider)
 
 
 def _catalog() -> Any:

@@ -26,6 +26,7 @@ import anyio
 from pydantic import Field, field_validator
 
 from tron_events import AsyncEventStore, Event, Session
+from tron_llm.registry import PROVIDERS
 
 from ..errors import AgentBusyError
 from ..rpc import MethodRegistry, Params, RpcContext, events_json
@@ -159,12 +160,26 @@ def ensure_idle(ctx: RpcContext, session_id: str, action: str) -> None:
         )
 
 
+def known_provider(value: str | None) -> str | None:
+    """A ``provider`` param's validator: a provider tron_llm has an adapter for.
+
+    An unknown name is refused at once (-32602) rather than at the next message; a
+    known provider without a key is accepted (``model.list`` says it has none)."""
+    if value is not None and value not in PROVIDERS:
+        raise ValueError(
+            f"unknown provider {value!r}; the known providers are {', '.join(sorted(PROVIDERS))}"
+        )
+    return value
+
+
 class SessionCreateParams(Params):
     working_directory: str = Field(min_length=1)
     model: str | None = Field(default=None, min_length=1)
     provider: str | None = Field(default=None, min_length=1)
     title: str | None = None
     system_prompt: str | None = None
+
+    _known_provider = field_validator("provider")(known_provider)
 
     @field_validator("working_directory")
     @classmethod
