@@ -371,3 +371,57 @@ async def test_an_approval_answered_after_a_restart_runs_the_tool_then(
         results = results_by_id(events)
         assert results["t_late"]["isError"] is False and results["t_later"]["isError"] is False
         assert llm.violations(1) == []
+
+
+async def test_deny_and_ask_rules_also_match_the_name_a_call_uses(
+    make_server: Callable[..., RunningServer], llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """``Read(./.env)`` refuses ``.env`` when it is a symlink to another file, and
+    ``Edit(vendor/**)`` an edit through ``vendor`` when that is a link to a folder elsewhere:
+    the tool acts on the target, but the rule names the link. Allow rules still need the
+    real path (a link inside ``src/`` to a file elsewhere is not allowed by ``Edit(src/**)``)."""
+    work = tmp_path / "work"
+    elsewhere = tmp_path / "elsewhere"
+    (work / "src").mkdir(parents=True)
+    elsewhere.mkdir()
+    (work / "prod.env").write_text("SECRET=1\n")
+    (work / ".env").symlink_to("prod.env")
+    (work / "vendor").symlink_to(elsewhere)
+    (elsewhere / "lib.py").write_text("x = 1\n")
+    (work / "src" / "outside.py").symlink_to(elsewhere / "lib.py")
+    settings(work, {"permissions": {
+        "allow": ["Edit(src/**)"],
+        "deny": ["Read(./.env)", "Edit(vendor/**)"],
+    }, "guardrails": {"allowedWritePaths": [str(elsewhere)]}}, ".tron/settings.json")  # fmt: skip
+    server = make_server(allow_bypass_permissions=True)
+    llm.add(
+        Response([
+            ToolUse("Read", {"file_path": ".env"}, id="t_env"),
+            ToolUse("Write", {"file_path": "vendor/lib.py", "content": "y = 2\n"}, id="t_vendor"),
+            ToolUse("Write", {"file_path": "src/outside.py", "content": "z = 3\n"}, id="t_link"),
+        ]),
+        Response([Text("Done.")]),
+    )  # fmt: skip
+    async with server.connect() as client:
+        sid = await new_session(client, work)
+        stream = client.notifications(session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "content": "go"})
+        # Only the write through src/outside.py (allowed by name, not by its real path) asks.
+        asked = await answer_next(client, stream, sid, "deny")
+        assert asked["input"]["file_path"] == "src/outside.py"
+        await complete(stream)
+        results = results_by_id(await client.sync(sid))
+        assert results["t_env"]["isError"] is True and "Read(./.env)" in results["t_env"]["content"]
+        assert "SECRET" not in results["t_env"]["content"]
+        assert "Edit(vendor/**)" in results["t_vendor"]["content"]
+        assert (elsewhere / "lib.py").read_text() == "x = 1\n"
+        # Also in bypassPermissions mode, which otherwise runs everything.
+        await client.call("session.setMode", {"sessionId": sid, "mode": "bypassPermissions"})
+        llm.add(
+            Response([ToolUse("Read", {"file_path": ".env"}, id="t_env2")]),
+            Response([Text("Done.")]),
+        )
+        await client.call("agent.message", {"sessionId": sid, "content": "again"})
+        await complete(stream)
+        result = results_by_id(await client.sync(sid))["t_env2"]
+        assert result["isError"] is True and "Read(./.env)" in result["content"]

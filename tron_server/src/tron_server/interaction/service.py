@@ -345,6 +345,7 @@ class Interaction:
     def _facts(self, run: AgentRun, tool: str, arguments: dict[str, Any]) -> CallFacts:
         wd = Path(os.path.realpath(run.working_directory))
         paths: tuple[tuple[Path, bool], ...] = ()
+        named: tuple[tuple[Path, bool], ...] = ()
         key = PATH_TOOLS.get(tool)
         if key is not None:
             raw = arguments.get(key)
@@ -355,9 +356,10 @@ class Interaction:
                 try:
                     with policy.resolve(raw) as resolved:
                         paths = ((resolved.path, resolved.is_dir),)
+                        named = ((policy.named(raw), resolved.is_dir),)
                 except (PathError, OSError, ValueError):
                     paths = ()  # the tool reports the bad path itself
-        return CallFacts(tool, arguments, wd, paths)
+        return CallFacts(tool, arguments, wd, paths, named=named)
 
     async def grant(self, run: AgentRun, rule: str, request_id: str) -> None:
         """Record an "allow always" rule in the run's top-level session (children inherit
