@@ -214,3 +214,28 @@ async def test_notify_reaches_every_client_and_is_recorded(
         await complete(stream)
         [recorded] = of_type(await a.sync(sid), "notification.user")
         assert recorded["body"] == "All green" and recorded["toolCallId"]
+
+
+async def test_a_client_that_reconnects_finds_the_question_and_answers_it(
+    server: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """The asking client goes away while the turn waits (no restart); a new connection
+    lists the request in agent.getState and answers it."""
+    llm.add(Response([COLOR]), Response([Text("Red it is.")]))
+    async with server.connect() as client:
+        sid = await new_session(client, tmp_path)
+        stream = client.notifications(session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "content": "paint"})
+        asked = await wait_for(stream, "agent.question")
+    async with server.connect() as client:
+        state = await client.call("agent.getState", {"sessionId": sid})
+        assert state["busy"] is True
+        [pending] = state["pendingRequests"]
+        assert pending["requestId"] == asked.data["requestId"] and pending["waiting"] is True
+        await client.subscribe(sid)
+        stream = client.notifications(session_id=sid)
+        answered = await respond(client, sid, pending["requestId"], "red")
+        assert answered["resumed"] is False
+        await complete(stream)
+        [result] = of_type(await client.sync(sid), "tool.result")
+        assert result["content"] == "The user chose: red"
