@@ -144,11 +144,14 @@ async def test_refused_inclusions_and_unknown_commands(
     commands.mkdir(parents=True)
     (commands / "deploy.md").write_text("Deploy: !`touch deployed.txt`\n")
     (commands / "peek.md").write_text("Look at @.env\n")
+    (commands / "creds.md").write_text("Look at @creds\n")
     (commands / "wipe.md").write_text("---\nallowed-tools: Bash\n---\n!`rm -rf ~`\n")
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
-    settings.write_text(json.dumps({"permissions": {"deny": ["Read(./.env)"]}}))
+    settings.write_text(json.dumps({"permissions": {"deny": ["Read(./.env)", "Read(./creds)"]}}))
     (tmp_path / ".env").write_text("SECRET=1\n")
+    (tmp_path / "creds.txt").write_text("TOKEN=1\n")
+    (tmp_path / "creds").symlink_to("creds.txt")  # the rule names the link
     async with server.connect() as client:
         sid = await new_session(client, tmp_path)
         with pytest.raises(RpcCallError) as needs:
@@ -158,6 +161,9 @@ async def test_refused_inclusions_and_unknown_commands(
         with pytest.raises(RpcCallError) as denied:
             await command(client, sid, "/peek")
         assert "Read(./.env)" in denied.value.message
+        with pytest.raises(RpcCallError) as linked:
+            await command(client, sid, "/creds")
+        assert "Read(./creds)" in linked.value.message
         with pytest.raises(RpcCallError) as guarded:  # allowed, but the guardrails refuse
             await command(client, sid, "/wipe")
         assert "rm -rf ~" in guarded.value.message
@@ -180,4 +186,4 @@ async def test_refused_inclusions_and_unknown_commands(
         assert "help" in names and "deploy" not in names
         names = [c["name"] for c in (await client.call(
             "command.list", {"workingDirectory": str(tmp_path)}))["commands"]]  # fmt: skip
-        assert {"deploy", "peek", "wipe"} <= set(names)
+        assert {"deploy", "peek", "creds", "wipe"} <= set(names)

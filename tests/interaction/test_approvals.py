@@ -371,3 +371,123 @@ async def test_an_approval_answered_after_a_restart_runs_the_tool_then(
         results = results_by_id(events)
         assert results["t_late"]["isError"] is False and results["t_later"]["isError"] is False
         assert llm.violations(1) == []
+
+
+async def test_deny_and_ask_rules_also_match_the_name_a_call_uses(
+    make_server: Callable[..., RunningServer], llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """``Read(./.env)`` refuses ``.env`` when it is a symlink to another file, and
+    ``Edit(vendor/**)`` an edit through ``vendor`` when that is a link to a folder elsewhere:
+    the tool acts on the target, but the rule names the link. Allow rules still need the
+    real path (a link inside ``src/`` to a file elsewhere is not allowed by ``Edit(src/**)``)."""
+    work = tmp_path / "work"
+    elsewhere = tmp_path / "elsewhere"
+    (work / "src").mkdir(parents=True)
+    elsewhere.mkdir()
+    (work / "prod.env").write_text("SECRET=1\n")
+    (work / ".env").symlink_to("prod.env")
+    (work / "vendor").symlink_to(elsewhere)
+    (elsewhere / "lib.py").write_text("x = 1\n")
+    (work / "src" / "outside.py").symlink_to(elsewhere / "lib.py")
+    settings(work, {"permissions": {
+        "allow": ["Edit(src/**)"],
+        "deny": ["Read(./.env)", "Edit(vendor/**)"],
+    }, "guardrails": {"allowedWritePaths": [str(elsewhere)]}}, ".tron/settings.json")  # fmt: skip
+    server = make_server(allow_bypass_permissions=True)
+    llm.add(
+        Response([
+            ToolUse("Read", {"file_path": ".env"}, id="t_env"),
+            ToolUse("Write", {"file_path": "vendor/lib.py", "content": "y = 2\n"}, id="t_vendor"),
+            ToolUse("Write", {"file_path": "src/outside.py", "content": "z = 3\n"}, id="t_link"),
+        ]),
+        Response([Text("Done.")]),
+    )  # fmt: skip
+    async with server.connect() as client:
+        sid = await new_session(client, work)
+        stream = client.notifications(session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "content": "go"})
+        # Only the write through src/outside.py (allowed by name, not by its real path) asks.
+        asked = await answer_next(client, stream, sid, "deny")
+        assert asked["input"]["file_path"] == "src/outside.py"
+        await complete(stream)
+        results = results_by_id(await client.sync(sid))
+        assert results["t_env"]["isError"] is True and "Read(./.env)" in results["t_env"]["content"]
+        assert "SECRET" not in results["t_env"]["content"]
+        assert "Edit(vendor/**)" in results["t_vendor"]["content"]
+        assert (elsewhere / "lib.py").read_text() == "x = 1\n"
+        # Also in bypassPermissions mode, which otherwise runs everything.
+        await client.call("session.setMode", {"sessionId": sid, "mode": "bypassPermissions"})
+        llm.add(
+            Response([ToolUse("Read", {"file_path": ".env"}, id="t_env2")]),
+            Response([Text("Done.")]),
+        )
+        await client.call("agent.message", {"sessionId": sid, "content": "again"})
+        await complete(stream)
+        result = results_by_id(await client.sync(sid))["t_env2"]
+        assert result["isError"] is True and "Read(./.env)" in result["content"]
+
+
+async def test_deny_beats_ask_beats_allow_across_the_settings_files(
+    server: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """Rules of ~/.tron/settings.json, .claude/settings.json and .tron/settings.json apply
+    together: whichever file a rule is in, deny wins over ask, and ask over allow."""
+    settings(server.home, {"permissions": {
+        "allow": ["Bash(touch:*)"], "ask": ["Bash(echo ask:*)"], "deny": ["Bash(rm:*)"],
+    }}, "settings.json")  # fmt: skip
+    settings(tmp_path, {"permissions": {"allow": ["Bash(echo:*)"], "ask": ["Bash(touch b.txt)"]}})
+    settings(tmp_path, {"permissions": {"allow": ["Bash(rm:*)"], "deny": ["Bash(touch c.txt)"]}},
+             ".tron/settings.json")  # fmt: skip
+    (tmp_path / "x").write_text("keep\n")
+    llm.add(
+        Response([
+            ToolUse("Bash", {"command": "touch a.txt"}, id="t_a"),  # home allows
+            ToolUse("Bash", {"command": "touch b.txt"}, id="t_b"),  # .claude asks
+            ToolUse("Bash", {"command": "touch c.txt"}, id="t_c"),  # .tron denies
+            ToolUse("Bash", {"command": "rm -f x"}, id="t_rm"),  # home denies, .tron allows
+            ToolUse("Bash", {"command": "echo ask me"}, id="t_echo"),  # home asks
+            ToolUse("Bash", {"command": "echo fine"}, id="t_fine"),  # .claude allows
+        ]),
+        Response([Text("Done.")]),
+    )  # fmt: skip
+    async with server.connect() as client:
+        sid = await new_session(client, tmp_path)
+        listed = (await client.call("permissions.get", {"sessionId": sid}))["rules"]
+        sources = {(r["rule"], r["behavior"]): r["source"] for r in listed}
+        assert sources[("Bash(rm:*)", "deny")] == str(server.home / "settings.json")
+        assert sources[("Bash(rm:*)", "allow")].endswith(".tron/settings.json")
+        stream = client.notifications(session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "content": "go"})
+        first = await answer_next(client, stream, sid, "allow")
+        assert first["input"] == {"command": "touch b.txt"}
+        second = await answer_next(client, stream, sid, "allow")
+        assert second["input"] == {"command": "echo ask me"}
+        await complete(stream)
+        events = await client.sync(sid)
+        assert [e["type"] for e in events].count("interaction.requested") == 2
+        results = results_by_id(events)
+        assert (tmp_path / "a.txt").exists() and (tmp_path / "b.txt").exists()
+        assert not (tmp_path / "c.txt").exists() and "touch c.txt" in results["t_c"]["content"]
+        assert (tmp_path / "x").exists() and "Bash(rm:*)" in results["t_rm"]["content"]
+        assert "fine" in results["t_fine"]["content"] and results["t_fine"]["isError"] is False
+
+
+async def test_allow_always_is_honoured_after_a_restart(
+    server: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    llm.add(Response([ToolUse("Bash", {"command": "touch a.txt"})]), Response([Text("Made.")]))
+    async with server.connect() as client:
+        sid = await new_session(client, tmp_path)
+        stream = client.notifications(session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "content": "go"})
+        await answer_next(client, stream, sid, "allow_always")
+        await complete(stream)
+    server.restart()
+    llm.add(Response([ToolUse("Bash", {"command": "touch b.txt"})]), Response([Text("Made.")]))
+    async with server.connect() as client:
+        stream = client.notifications(session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "content": "again"})
+        await complete(stream)
+        events = await client.sync(sid)
+        assert [e["type"] for e in events].count("interaction.requested") == 1
+        assert (tmp_path / "b.txt").exists()

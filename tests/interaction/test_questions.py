@@ -214,3 +214,66 @@ async def test_notify_reaches_every_client_and_is_recorded(
         await complete(stream)
         [recorded] = of_type(await a.sync(sid), "notification.user")
         assert recorded["body"] == "All green" and recorded["toolCallId"]
+
+
+async def test_a_client_that_reconnects_finds_the_question_and_answers_it(
+    server: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """The asking client goes away while the turn waits (no restart); a new connection
+    lists the request in agent.getState and answers it."""
+    llm.add(Response([COLOR]), Response([Text("Red it is.")]))
+    async with server.connect() as client:
+        sid = await new_session(client, tmp_path)
+        stream = client.notifications(session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "content": "paint"})
+        asked = await wait_for(stream, "agent.question")
+    async with server.connect() as client:
+        state = await client.call("agent.getState", {"sessionId": sid})
+        assert state["busy"] is True
+        [pending] = state["pendingRequests"]
+        assert pending["requestId"] == asked.data["requestId"] and pending["waiting"] is True
+        await client.subscribe(sid)
+        stream = client.notifications(session_id=sid)
+        answered = await respond(client, sid, pending["requestId"], "red")
+        assert answered["resumed"] is False
+        await complete(stream)
+        [result] = of_type(await client.sync(sid), "tool.result")
+        assert result["content"] == "The user chose: red"
+
+
+async def test_abort_ends_a_question_left_by_a_restart(
+    server: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """Nothing runs after the restart, yet agent.abort ends the pending question as it
+    ends a live wait: aborted, an interrupted result, no model call; the session goes on."""
+    llm.add(Response([COLOR, ToolUse("Read", {"file_path": "x"}, id="t_after")]))
+    async with server.connect() as client:
+        sid = await new_session(client, tmp_path)
+        stream = client.notifications(session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "content": "go"})
+        asked = await wait_for(stream, "agent.question")
+    server.restart()
+    async with server.connect() as client:
+        await client.subscribe(sid)
+        stream = client.notifications(session_id=sid)
+        assert (await client.call("agent.abort", {"sessionId": sid}))["aborted"] is True
+        resolved = await wait_for(stream, "agent.request_resolved")
+        assert resolved.data["outcome"] == "aborted"
+        assert (await complete(stream)).data["stopReason"] == "aborted"
+        state = await client.call("agent.getState", {"sessionId": sid})
+        assert state["pendingRequests"] == [] and state["busy"] is False
+        events = await client.sync(sid)
+        assert of_type(events, "interaction.resolved")[0]["outcome"] == "aborted"
+        results = of_type(events, "tool.result")
+        assert [r["toolCallId"] for r in results] == [asked.data["toolCallId"], "t_after"]
+        assert all(r["isError"] and r.get("interrupted") for r in results)
+        assert "aborted" in results[0]["content"]
+        assert of_type(events, "notification.interrupted")
+        assert len(llm.requests) == 1  # the model was not called again
+        with pytest.raises(RpcCallError):
+            await respond(client, sid, asked.data["requestId"], "red")
+        assert (await client.call("agent.abort", {"sessionId": sid}))["aborted"] is False
+        llm.add(Response([Text("Starting over.")]))
+        await client.call("agent.message", {"sessionId": sid, "content": "again"})
+        await complete(stream)
+        assert llm.violations(1) == []

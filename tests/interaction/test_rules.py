@@ -291,3 +291,19 @@ def test_paths_are_matched_resolved(tmp_path: Path) -> None:
         facts = CallFacts("Read", {"file_path": "link/k"}, wd, ((resolved.path, False),))
     rule = parse_rule("Read(secrets/**)", "deny", base=wd)
     assert RuleSet([rule]).first("deny", facts) is not None
+
+
+def test_deny_and_ask_rules_match_the_name_allow_rules_the_target() -> None:
+    """A call through a symlink: ``named`` is the link, ``paths`` its target."""
+    link = ((WD / ".env", False),)
+    target = ((WD / "config/prod.env", False),)
+    through = CallFacts("Read", {"file_path": ".env"}, WD, target, HOME, named=link)
+    for behavior in ("deny", "ask"):
+        rule = parse_rule("Read(./.env)", behavior, base=WD)  # type: ignore[arg-type]
+        assert RuleSet([rule]).first(behavior, through) is rule  # type: ignore[arg-type]
+    allow = parse_rule("Edit(src/**)", "allow", base=WD)
+    edit = CallFacts(
+        "Edit", {}, WD, ((Path("/etc/passwd"), False),), HOME, named=((WD / "src/p", False),)
+    )
+    assert RuleSet([allow]).allowing(edit) is None
+    assert decide(edit, mode="acceptEdits", rules=RuleSet([allow])).behavior == "ask"

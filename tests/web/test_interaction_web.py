@@ -4,7 +4,9 @@ tron-server and the scripted LLM)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import Page, expect
 
@@ -133,3 +135,56 @@ def test_slash_commands_complete_with_descriptions(page: Page, web_env: WebEnv) 
     expect(box).to_have_value("/cost")
     box.press("Enter")  # sends it
     expect(page.get_by_test_id("toasts")).to_contain_text("Cost $")
+
+
+def test_a_slash_typed_before_the_command_list_arrives_opens_the_menu(
+    browser: Any, web_env: WebEnv
+) -> None:
+    """command.list's answer is held back (a slow server) while the user types "/": the
+    menu opens when the list arrives, not only at the next key."""
+    env = web_env
+    held: list[tuple[Any, str | bytes]] = []
+    hold = {"on": False}
+    ids: set[Any] = set()
+
+    def route(ws: Any) -> None:
+        server = ws.connect_to_server()
+
+        def from_page(message: str | bytes) -> None:
+            if isinstance(message, str) and '"command.list"' in message:
+                ids.add(json.loads(message).get("id"))
+            server.send(message)
+
+        def from_server(message: str | bytes) -> None:
+            answer = isinstance(message, str) and '"id"' in message
+            if hold["on"] and answer and json.loads(message).get("id") in ids:
+                held.append((ws, message))
+                return
+            ws.send(message)
+
+        ws.on_message(from_page)
+        server.on_message(from_server)
+
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    try:
+        context.route_web_socket("**/rpc**", route)
+        page = context.new_page()
+        page.goto(env.server.login_url)
+        expect(page.get_by_test_id("conn-status")).to_have_attribute("data-state", "connected")
+        sid = _session(env, "Slow list")
+        hold["on"] = True
+        _open(page, sid, "Slow list")
+        box = page.get_by_test_id("composer-input")
+        box.click()
+        box.type("/")
+        menu = page.get_by_test_id("command-menu")
+        page.wait_for_timeout(300)
+        expect(menu).to_be_hidden()  # nothing to list yet
+        assert held, "command.list was not called (or not held back)"
+        hold["on"] = False
+        for socket, message in held:
+            socket.send(message)
+        expect(menu).to_be_visible()
+        expect(menu.locator("[data-name=help]")).to_be_visible()
+    finally:
+        context.close()

@@ -364,6 +364,13 @@ class Orchestrator:
         await self._abort_run(run)
         return True
 
+    async def wait_finished(self, session_id: str, timeout: float = ABORT_WAIT) -> None:
+        """Wait (at most ``timeout`` seconds) until the session's running loop ends."""
+        run = self._runs.get(session_id)
+        if run is not None:
+            with anyio.move_on_after(timeout, shield=True):
+                await run.finished.wait()
+
     async def _abort_run(self, run: _SessionRun) -> None:
         run.queue.clear()
         if run.current is not None:

@@ -60,12 +60,13 @@ class ExpandEnv:
 
     ``check_bash(command)`` returns why a command is refused (guardrails, hooks,
     permissions) or None; ``run_bash(command)`` returns (output, exit code);
-    ``check_read(path)`` why reading a resolved path is refused (a deny rule) or None."""
+    ``check_read(path, is_dir, named)`` why reading a resolved path, which the text names
+    ``named`` (symlinks not followed), is refused (a deny rule) or None."""
 
     paths: PathPolicy
     check_bash: Callable[[str], Awaitable[str | None]]
     run_bash: Callable[[str], Awaitable[tuple[str, int | None]]]
-    check_read: Callable[[Path, bool], Awaitable[str | None]]
+    check_read: Callable[[Path, bool, Path], Awaitable[str | None]]
 
 
 def split_arguments(arguments: str) -> list[str]:
@@ -141,7 +142,7 @@ async def _include(raw: str, env: ExpandEnv, seen: set[Path]) -> tuple[Path, str
                 path = resolved.path
                 if path in seen:
                     return None
-                refusal = await env.check_read(path, resolved.is_dir)
+                refusal = await env.check_read(path, resolved.is_dir, env.paths.named(candidate))
                 if refusal is not None:
                     raise ExpansionError(f"@{candidate} was not included: {refusal}")
                 seen.add(path)

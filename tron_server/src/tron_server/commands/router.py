@@ -193,7 +193,10 @@ def _env(rpc: RpcContext, session: Session, command: CommandFile) -> ExpandEnv:
     real_wd = Path(os.path.realpath(wd))
 
     async def verdict(
-        tool: str, tool_input: dict[str, Any], found: tuple[tuple[Path, bool], ...]
+        tool: str,
+        tool_input: dict[str, Any],
+        found: tuple[tuple[Path, bool], ...],
+        named: tuple[tuple[Path, bool], ...] = (),
     ) -> Verdict:
         settings = await anyio.to_thread.run_sync(load_permission_settings, wd, services.home)
         try:
@@ -205,7 +208,7 @@ def _env(rpc: RpcContext, session: Session, command: CommandFile) -> ExpandEnv:
         interaction = services.interaction
         mode = await interaction.mode(session.id) if interaction is not None else "default"
         return decide(
-            CallFacts(tool, tool_input, real_wd, found),
+            CallFacts(tool, tool_input, real_wd, found, named=named),
             mode=mode,
             rules=RuleSet(settings.rules).plus(extra),
             edit_roots=settings.additional_directories,
@@ -251,8 +254,10 @@ def _env(rpc: RpcContext, session: Session, command: CommandFile) -> ExpandEnv:
             code = int(tail) if tail.lstrip("-").isdigit() else None
         return text, code
 
-    async def check_read(path: Path, is_dir: bool) -> str | None:
-        found = await verdict("Read", {"file_path": str(path)}, ((path, is_dir),))
+    async def check_read(path: Path, is_dir: bool, named: Path) -> str | None:
+        found = await verdict(
+            "Read", {"file_path": str(path)}, ((path, is_dir),), ((named, is_dir),)
+        )
         return found.reason if found.behavior == "deny" else None
 
     return ExpandEnv(paths=paths, check_bash=check_bash, run_bash=run_bash, check_read=check_read)

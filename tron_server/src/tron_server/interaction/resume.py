@@ -15,7 +15,9 @@ have:
 then the loop calls the model again, so the history it sends is the one a live run would
 have produced. A new message sent instead of an answer *cancels* the request: the waiting
 call and the calls after it get error results saying so, the turn is closed, and the new
-message starts the next turn.
+message starts the next turn. ``agent.abort`` instead of an answer closes the turn as a
+live abort would (``aborted``: interrupted results, ``notification.interrupted``) and does
+not call the model.
 
 It continues the turn with the turn's own steps (:class:`~tron_server.agent.turn.AgentRun`'s
 ``_run_tool``, ``_run_tools``, ``_record_result``, ``_close_aborted``, ``_turn_end``).
@@ -98,6 +100,8 @@ class Resumption:
         data = resolved_notification(info, answer, resumed=True)
         self.interaction.requests.remember(data)
         run.notify_client("agent.request_resolved", data)
+        if answer.outcome == "aborted":
+            return await run._close_aborted(turn, [target, *later], set(), usage)
         if answer.outcome != "answered":
             await self._error_results(run, [target], CANCELLED_ANSWER)
             await self._error_results(run, later, NOT_RUN_CANCELLED)

@@ -73,13 +73,18 @@ class CallFacts:
 
     ``paths``: the resolved paths the call acts on, each with whether it is a folder
     (empty for tools that take none, or when a path could not be resolved).
-    ``working_directory``: the session's, resolved (``os.path.realpath``)."""
+    ``working_directory``: the session's, resolved (``os.path.realpath``).
+    ``named``: the same paths as the call names them (symlinks not followed,
+    :meth:`~tron_server.tools.PathPolicy.named`): deny and ask rules match them too, so a
+    rule naming a symlink still refuses (or asks for) a call through it; allow rules
+    match only ``paths``, so a link cannot carry an allowed name to another file."""
 
     tool: str
     input: Mapping[str, Any]
     working_directory: Path
     paths: tuple[tuple[Path, bool], ...] = ()
     home: Path = field(default_factory=Path.home)
+    named: tuple[tuple[Path, bool], ...] = ()
 
     @property
     def command(self) -> str:
@@ -119,9 +124,12 @@ class Rule:
         # Edit(...) covers every tool that changes files, Read(...) every one that reads.
         return (name == "Edit" and tool in EDIT_TOOLS) or (name == "Read" and tool in READ_TOOLS)
 
-    def matches(self, call: CallFacts, segment: str | None = None) -> bool:
+    def matches(
+        self, call: CallFacts, segment: str | None = None, *, by_name: bool = False
+    ) -> bool:
         """Whether the rule applies to ``call`` (for Bash: to ``segment`` of its command
-        line when given, else to the whole line)."""
+        line when given, else to the whole line). ``by_name``: a path rule also matches
+        the paths as the call names them (``CallFacts.named``; for deny and ask rules)."""
         if not self.covers_tool(call.tool):
             return False
         spec = self.specifier
@@ -130,7 +138,7 @@ class Rule:
         if call.tool == "Bash":
             return _text_matches(spec, segment if segment is not None else call.command)
         if call.tool in PATH_TOOLS:
-            return self._path_matches(call)
+            return self._path_matches(call, by_name)
         if call.tool == "Task":
             value = call.input.get("subagent_type") or "general-purpose"
             return _text_matches(spec, str(value))
@@ -141,11 +149,12 @@ class Rule:
             return bool(host) and fnmatch.fnmatchcase(host.lower(), spec[7:].strip().lower())
         return False
 
-    def _path_matches(self, call: CallFacts) -> bool:
+    def _path_matches(self, call: CallFacts, by_name: bool) -> bool:
         if not call.paths or self.specifier is None:
             return False
         base, pattern = self._pattern(call)
-        for path, is_dir in call.paths:
+        candidates = (*call.paths, *call.named) if by_name else call.paths
+        for path, is_dir in candidates:
             relative = _relative(path, base)
             if relative is not None and pattern.matches(relative, is_dir=is_dir):
                 return True
@@ -261,7 +270,7 @@ class RuleSet:
         if call.tool == "Bash":
             texts = [call.command, *command_segments(call.command)]
         for rule in rules:
-            if any(rule.matches(call, t) for t in texts):
+            if any(rule.matches(call, t, by_name=True) for t in texts):
                 return rule
         return None
 

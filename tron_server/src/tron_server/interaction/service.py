@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tron_events import AsyncEventStore, SessionNotFound
 from tron_events.messages import ToolUseBlock
@@ -345,6 +345,7 @@ class Interaction:
     def _facts(self, run: AgentRun, tool: str, arguments: dict[str, Any]) -> CallFacts:
         wd = Path(os.path.realpath(run.working_directory))
         paths: tuple[tuple[Path, bool], ...] = ()
+        named: tuple[tuple[Path, bool], ...] = ()
         key = PATH_TOOLS.get(tool)
         if key is not None:
             raw = arguments.get(key)
@@ -355,9 +356,10 @@ class Interaction:
                 try:
                     with policy.resolve(raw) as resolved:
                         paths = ((resolved.path, resolved.is_dir),)
+                        named = ((policy.named(raw), resolved.is_dir),)
                 except (PathError, OSError, ValueError):
                     paths = ()  # the tool reports the bad path itself
-        return CallFacts(tool, arguments, wd, paths)
+        return CallFacts(tool, arguments, wd, paths, named=named)
 
     async def grant(self, run: AgentRun, rule: str, request_id: str) -> None:
         """Record an "allow always" rule in the run's top-level session (children inherit
@@ -532,17 +534,20 @@ class Interaction:
                 f"session {session_id!r} does not exist", {"sessionId": session_id}
             ) from None
 
-    async def cancel_pending(self, session_id: str) -> Resumption | None:
+    async def cancel_pending(
+        self, session_id: str, outcome: Literal["cancelled", "aborted"] = "cancelled"
+    ) -> Resumption | None:
         """For a new message to an idle session whose stopped run left a request: the
-        :class:`Resumption` that cancels it (None when nothing is pending). Call
-        :meth:`release` with its request id if the message is then not sent."""
+        :class:`Resumption` that cancels it (None when nothing is pending); with
+        ``outcome="aborted"``, for ``agent.abort`` of that session, the one that ends it
+        as an abort. Call :meth:`release` with its request id if it is then not run."""
         if self.orchestrator.is_running(session_id):
             return None
         pt = await find_pending_turn(self.store, session_id)
         if pt is None or pt.request_id in self._claimed:
             return None
         self._claimed.add(pt.request_id)
-        return Resumption(self, pt, Answer("cancelled"))
+        return Resumption(self, pt, Answer(outcome))
 
     def release(self, request_id: str) -> None:
         self._claimed.discard(request_id)

@@ -100,11 +100,31 @@ def register(registry: MethodRegistry) -> None:
     @registry.method(
         "agent.abort",
         SessionParams,
-        description="Stop the running turn (stream and tools) and drop queued messages.",
+        description="Stop the running turn (stream and tools) and drop queued messages; on an "
+        "idle session, end the question or approval a stopped run left pending.",
         needs=AGENT_NEEDS,
     )
     async def abort(ctx: RpcContext, p: SessionParams) -> dict[str, Any]:
-        return {"aborted": await _orchestrator(ctx).abort(p.session_id)}
+        orchestrator = _orchestrator(ctx)
+        if await orchestrator.abort(p.session_id):
+            return {"aborted": True}
+        # After a restart nothing runs, but a request may still wait in the events: the
+        # abort ends it as it would have ended a live wait (without calling the model).
+        interaction = ctx.services.interaction
+        resume = (
+            await interaction.cancel_pending(p.session_id, "aborted")
+            if interaction is not None
+            else None
+        )
+        if resume is None or interaction is None:
+            return {"aborted": False}
+        try:
+            await orchestrator.send_message(p.session_id, "", resume=resume)
+        except BaseException:
+            interaction.release(resume.pending.request_id)
+            raise
+        await orchestrator.wait_finished(p.session_id)
+        return {"aborted": True}
 
     @registry.method(
         "agent.getState",

@@ -411,6 +411,22 @@ class PathPolicy:
         except OSError as exc:
             raise PathError(f"Cannot use the path {shown}: {exc.strerror or exc}") from None
 
+    def named(self, raw: str | os.PathLike[str]) -> Path:
+        """The path as ``raw`` names it, without resolving anything: absolute, ``.`` and
+        ``..`` collapsed in the text, symlinks kept; below the working directory, rebased
+        onto its real path (the frame :meth:`resolve`'s results are in). Deny and ask
+        permission rules match this name as well as the resolved path, so a rule naming a
+        symlink (``Read(./.env)`` with ``.env -> prod.env``) still applies to it. Raises
+        :class:`InvalidPath`."""
+        text = os.path.normpath(self.absolute(raw))
+        if text.startswith("//"):
+            text = "/" + text.lstrip("/")  # POSIX keeps a leading //; the walk does not
+        path = Path(text)
+        wd = self.working_directory
+        if path == wd or path.is_relative_to(wd):
+            return self.real_working_directory / path.relative_to(wd)
+        return path
+
     def display(self, path: Path) -> str:
         """``path`` relative to the working directory when below it, else absolute."""
         return display_path(path, self.real_working_directory)

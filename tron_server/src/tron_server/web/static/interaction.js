@@ -89,6 +89,8 @@ export class Interaction {
     } catch {
       this.commands = [];
     }
+    // A "/" typed before the list arrived opens the menu now, not at the next key.
+    if (document.activeElement === this.input) this.updateMenu();
   }
 
   async loadModes() {
