@@ -75,6 +75,9 @@ async def test_every_built_in_command(
         with pytest.raises(RpcCallError) as too_far:
             await command(client, sid, "/rewind 5")
         assert "not 5" in too_far.value.message
+        with pytest.raises(RpcCallError) as alone:
+            await command(client, sid, "/rewind force")
+        assert "goes with files" in alone.value.message
 
         cleared = await command(client, sid, "/clear")
         assert "cleared" in cleared["output"]
@@ -187,3 +190,30 @@ async def test_refused_inclusions_and_unknown_commands(
         names = [c["name"] for c in (await client.call(
             "command.list", {"workingDirectory": str(tmp_path)}))["commands"]]  # fmt: skip
         assert {"deploy", "peek", "creds", "wipe"} <= set(names)
+
+
+async def test_rewind_files_takes_the_files_back(
+    server: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    from tests.server.scripted_llm import ToolUse
+
+    llm.add(
+        Response([Text("Writing."), ToolUse("Write", {"file_path": "a.txt", "content": "new\n"})]),
+        Response([Text("Done.")]),
+    )
+    async with server.connect() as client:
+        sid = await new_session(client, tmp_path)
+        await command(client, sid, "/mode acceptEdits")  # Write without asking
+        stream = client.notifications(session_id=sid)
+        await command(client, sid, "write it")
+        await complete(stream)
+        assert (tmp_path / "a.txt").read_text() == "new\n"
+        (tmp_path / "a.txt").write_text("edited by hand\n")
+        with pytest.raises(RpcCallError) as conflict:  # an outside edit: nothing written
+            await command(client, sid, "/rewind files")
+        assert conflict.value.code == -32006
+        assert (tmp_path / "a.txt").read_text() == "edited by hand\n"
+        rewound = await command(client, sid, "/rewind 1 files force")
+        assert "1 file(s) restored, 1 over changes made outside the agent" in rewound["output"]
+        assert rewound["restore"]["forced"] == [str((tmp_path / "a.txt").resolve())]
+        assert not (tmp_path / "a.txt").exists()

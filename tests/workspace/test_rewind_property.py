@@ -2,7 +2,7 @@
 delete, rename, chmod, symlink, binary files, nested folders), a rewind with files to
 any earlier event leaves the folder exactly as it was at that event, file by file; and
 rewinding back to the old head (or to any abandoned event) with files brings that
-state back."""
+state back, also through the store opened anew."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from tests.workspace.conftest import Harness, make_repo, new_harness, read_tree
 from tron_events import AsyncEventStore, EventStore
+from tron_server.workspace import Workspace
 
 EXAMPLES = 100 if os.environ.get("HYPOTHESIS_PROFILE") == "dev" else 8
 PATHS = ["a.txt", "b.bin", "d/c.txt", "d/e/f.txt", "x", "d/e"]
@@ -84,6 +85,14 @@ async def scenario(store: EventStore, kind: str, data: st.DataObject) -> None:
             target, expected = seen[index]
             await h.workspace.rewind(h.session_id, target, restore_files=True)
             assert read_tree(h.root) == expected, f"rewind to state {index}"
+        # The store opened anew (new connections, no shadow, nothing cached): the record
+        # alone restores the start and the end again. (A new process: test_rewind_files.)
+        with EventStore.open(store.url) as reopened:
+            workspace = Workspace(AsyncEventStore(reopened), base / "other-home")
+            for index in (0, len(seen) - 1):
+                target, expected = seen[index]
+                await workspace.rewind(h.session_id, target, restore_files=True)
+                assert read_tree(h.root) == expected, f"reopened: rewind to state {index}"
 
 
 @pytest.mark.parametrize("kind", ["plain", "git"])

@@ -150,6 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--with-forks", action="store_true", help="with --session: also its forks and children"
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+    p.add_argument(
+        "--without-files",
+        action="store_true",
+        help="leave out the recorded file contents (the sessions then cannot be rewound "
+        "with files where they are imported)",
+    )
 
     p = add(
         "import",

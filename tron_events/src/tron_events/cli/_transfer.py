@@ -58,6 +58,7 @@ def _export(args: argparse.Namespace, url: str) -> int:
             "workspace": workspace_arg(args.workspace) if args.workspace else None,
             "all": args.all,
             "with_forks": args.with_forks,
+            "files": not args.without_files,
             "progress": progress.update,
         }
         if args.output and args.output != "-":
@@ -87,7 +88,8 @@ def _export(args: argparse.Namespace, url: str) -> int:
     progress.close()
     _err(
         f"exported {summary.sessions} session(s), {summary.events} event(s) "
-        f"in {summary.workspaces} workspace(s) to {where}"
+        + (f"and {summary.blobs} file content(s) " if summary.blobs else "")
+        + f"in {summary.workspaces} workspace(s) to {where}"
     )
     return OK
 

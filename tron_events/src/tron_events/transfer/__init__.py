@@ -22,6 +22,7 @@ from ._jsonl import import_jsonl, read_items
 from .format import (
     FORMAT_NAME,
     FORMAT_VERSION,
+    BlobRecord,
     EventRecord,
     ExportFormatError,
     Header,
@@ -33,6 +34,7 @@ from .format import (
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "BlobRecord",
     "EventRecord",
     "ExportFormatError",
     "ExportSummary",

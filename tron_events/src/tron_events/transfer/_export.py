@@ -4,19 +4,27 @@ Everything is read in one read transaction (one snapshot on both backends),
 a session's events a page at a time in ``sequence`` order, and each event
 line is built by the database itself (the stored payload JSON spliced in
 unchanged), so memory stays flat and the payload bytes are the stored ones.
+
+After a session's events come the file contents its file events name (``blob``
+records, each once per export), so an imported session can still be rewound with
+its files.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
 from typing import IO, Any, Literal
 
 import orjson
 
 from .._recorder import SESSION_COLUMNS, WORKSPACE_COLUMNS, Cursor, Recorder, session_from_row
-from ..errors import SessionNotFound, TronEventsError
+from ..blobs import decode_all
+from ..errors import MissingContent, SessionNotFound, TronEventsError
+from ..files import RECORD_TYPES, changes_of
 from ..models import Session, Workspace
 from ..store import EventStore, now
 from .format import header
@@ -25,6 +33,8 @@ __all__ = ["ExportSummary", "NothingToExport", "export_jsonl", "iter_export_reco
 
 #: Events read per query.
 PAGE = 2_000
+#: File contents decoded (and held) at a time.
+BLOB_PAGE = 32
 
 
 class NothingToExport(TronEventsError):
@@ -36,6 +46,8 @@ class ExportSummary:
     workspaces: int = 0
     sessions: int = 0
     events: int = 0
+    #: File contents written (``blob`` records).
+    blobs: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +193,79 @@ def _session_record(s: Session) -> dict[str, Any]:
     }
 
 
-_Kind = Literal["plan", "workspace", "session", "events"]
+_Kind = Literal["plan", "workspace", "session", "events", "blobs", "notice"]
+
+
+def _blob_record(h: str, data: bytes, base: str | None) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "kind": "blob",
+        "hash": h,
+        "size": len(data),
+        "data": base64.b64encode(data).decode("ascii"),
+    }
+    if base is not None:
+        record["base"] = base
+    return record
+
+
+def _referenced(rec: Recorder, cur: Cursor, session_id: str) -> dict[str, str | None]:
+    """The stored contents the session's file events name, in order, each with the
+    content it was recorded as a change of (its ``before``: a delta base), or None."""
+    marks = ", ".join("?" for _ in RECORD_TYPES)
+    cur.execute(
+        rec.sql(
+            f"SELECT type, payload FROM events WHERE session_id = ? AND type IN ({marks}) "
+            "ORDER BY sequence"
+        ),
+        (session_id, *sorted(RECORD_TYPES)),
+    )
+    found: dict[str, str | None] = {}
+    for type_, payload in cur.fetchall():
+        for change in changes_of(type_, orjson.loads(payload)):
+            before = change.before.hash if change.before and change.before.stored else None
+            if before is not None:
+                found.setdefault(before, None)
+            if change.after is not None and change.after.stored:
+                found.setdefault(change.after.hash, before)
+    return found
+
+
+def _session_blobs(
+    rec: Recorder, cur: Cursor, session_id: str, sent: set[str]
+) -> Iterator[tuple[_Kind, Any]]:
+    """``blobs`` pages (lists of records) of the contents the session names that were
+    not written yet; a ``notice`` for those that are not stored intact."""
+    wanted = [(h, b) for h, b in _referenced(rec, cur, session_id).items() if h not in sent]
+    missing: list[str] = []
+    fetch = partial(rec.get_blob_rows, cur)
+    for i in range(0, len(wanted), BLOB_PAGE):
+        page = wanted[i : i + BLOB_PAGE]
+        hashes = [h for h, _ in page]
+        try:
+            contents = decode_all(hashes, fetch)
+        except MissingContent as exc:
+            bad = set(exc.hashes)
+            missing.extend(h for h in hashes if h in bad)
+            contents = decode_all([h for h in hashes if h not in bad], fetch)
+        records = []
+        for h, base in page:
+            if h in contents:
+                sent.add(h)
+                records.append(_blob_record(h, contents[h], base if base in sent else None))
+        if records:
+            yield "blobs", records
+    if missing:
+        yield (
+            "notice",
+            {
+                "kind": "notice",
+                "sessionId": session_id,
+                "message": f"{len(missing)} recorded file content(s) of this session are missing "
+                f"or damaged in the source database and were not exported ({', '.join(missing[:3])}"
+                f"{' …' if len(missing) > 3 else ''}): a rewind with files that needs them "
+                "will refuse",
+            },
+        )
 
 
 def _stream(
@@ -190,15 +274,18 @@ def _stream(
     workspace: str | None,
     everything: bool,
     with_forks: bool,
+    files: bool = True,
 ) -> Iterator[tuple[_Kind, Any]]:
     """The export as (kind, thing): first ``plan`` (the number of events, once the
     scope is known to exist), then workspaces, then each session followed by pages
-    of its events as wire-form JSON text (a list of str per page)."""
+    of its events as wire-form JSON text (a list of str per page), then pages of the
+    file contents (``blobs``: records) its file events name."""
     rec = store.recorder
     wire = rec.wire_json_columns()
     page_sql = rec.sql(
         f"SELECT {wire} FROM events WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
     )
+    sent: set[str] = set()
     with rec.read() as cur:
         plan = _plan(rec, cur, session_id, workspace, everything, with_forks)
         yield "plan", plan.events
@@ -216,6 +303,8 @@ def _stream(
                 after = rows[-1][1]
                 if len(rows) < PAGE:
                     break
+            if files:
+                yield from _session_blobs(rec, cur, s.id, sent)
 
 
 def export_jsonl(
@@ -226,6 +315,7 @@ def export_jsonl(
     workspace: str | None = None,
     all: bool = False,
     with_forks: bool = False,
+    files: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> ExportSummary:
     """Write an export to ``out`` (a binary file object), streaming.
@@ -233,11 +323,14 @@ def export_jsonl(
     Exactly one scope: ``session_id`` (with the sessions its forks come from,
     so the file stands alone; ``with_forks`` adds its forks and children,
     recursively), ``workspace`` (a path or a workspace id), or ``all``.
-    ``progress(done, total)`` is called with event counts as pages are written.
+    ``files`` (the default): the file contents the sessions' file events name go
+    along (``blob`` records), so the sessions can be rewound with files where they
+    are imported. ``progress(done, total)`` is called with event counts as pages
+    are written.
     """
     summary = ExportSummary()
     total = 0
-    for kind, thing in _stream(store, session_id, workspace, all, with_forks):
+    for kind, thing in _stream(store, session_id, workspace, all, with_forks, files):
         if kind == "plan":
             # The header goes out once the scope is known to exist: an unknown
             # workspace or session writes nothing at all.
@@ -258,6 +351,11 @@ def export_jsonl(
         elif kind == "session":
             summary.sessions += 1
             out.write(orjson.dumps(_session_record(thing)) + b"\n")
+        elif kind == "blobs":
+            summary.blobs += len(thing)
+            out.write(b"".join(orjson.dumps(record) + b"\n" for record in thing))
+        elif kind == "notice":
+            out.write(orjson.dumps(thing) + b"\n")
         else:
             summary.workspaces += 1
             out.write(orjson.dumps(_workspace_record(thing)) + b"\n")
@@ -271,10 +369,11 @@ def iter_export_records(
     workspace: str | None = None,
     all: bool = False,
     with_forks: bool = False,
+    files: bool = True,
 ) -> Iterator[dict[str, Any]]:
     """The export's records as dicts (the header first), what
     :func:`export_jsonl` writes one per line; lazily, page by page."""
-    for kind, thing in _stream(store, session_id, workspace, all, with_forks):
+    for kind, thing in _stream(store, session_id, workspace, all, with_forks, files):
         if kind == "plan":  # the scope exists
             yield header(exported_at=now(), generator=_generator())
         elif kind == "events":
@@ -283,5 +382,9 @@ def iter_export_records(
                 yield {"kind": "event", **record}
         elif kind == "session":
             yield _session_record(thing)
+        elif kind == "blobs":
+            yield from thing
+        elif kind == "notice":
+            yield thing
         else:
             yield _workspace_record(thing)

@@ -5,10 +5,16 @@ batches inside that session's own transaction, so memory stays bounded by a
 batch however long a session is, and a session that fails any check leaves
 nothing behind. A dry run does the same inside one transaction (a savepoint
 per session, so later forks still find their sources) and rolls it back.
+
+``blob`` records (file contents the file events name) are stored by hash, checked
+against it, between sessions in transactions of their own: a content is only ever
+a content, whatever session names it, so storing one is never wrong.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -17,6 +23,7 @@ from typing import Any
 import orjson
 
 from .._recorder import Cursor, NewEvent, Recorder, SessionDelta
+from ..blobs import content_hash
 from ..errors import (
     InvalidPayload,
     StorageError,
@@ -30,6 +37,7 @@ from ..payloads import validate_payload
 from ..search_text import search_text
 from ..store import ALL_EVENTS, HEAD_MODEL_TYPES, EventStore, _count, _model_and_provider_at
 from .format import (
+    BlobRecord,
     EventRecord,
     NoticeRecord,
     SessionRecord,
@@ -49,6 +57,10 @@ BATCH = 500
 DEPTH_WINDOW = 100_000
 #: How many skipped records and notices ``describe`` lists one by one.
 SHOWN = 20
+#: Bytes of file contents stored per transaction.
+BLOB_BATCH_BYTES = 16 << 20
+#: Bytes of recent contents kept as delta bases for the next versions of their files.
+BLOB_BASES_BYTES = 64 << 20
 
 
 @dataclass
@@ -72,6 +84,8 @@ class ImportSummary:
     skipped: list[tuple[int, str]] = field(default_factory=list)
     #: (session id or None, message): what an importer or this import wants said.
     notices: list[tuple[str | None, str]] = field(default_factory=list)
+    #: File contents (``blob`` records) stored that the database did not hold yet.
+    blobs_imported: int = 0
 
     @property
     def sessions_imported(self) -> int:
@@ -97,6 +111,7 @@ class ImportSummary:
         self.refused += other.refused
         self.skipped += other.skipped
         self.notices += other.notices
+        self.blobs_imported += other.blobs_imported
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +125,7 @@ class ImportSummary:
             "refused": [{"sessionId": s, "reason": r} for s, r in self.refused],
             "skipped": [{"record": n, "reason": r} for n, r in self.skipped],
             "notices": [{"sessionId": s, "message": m} for s, m in self.notices],
+            "blobsImported": self.blobs_imported,
         }
 
     def describe(self) -> str:
@@ -118,6 +134,7 @@ class ImportSummary:
         lines = [
             f"{would} {len(self.imported)} session(s), {self.events_imported} event(s)"
             + (f", {self.workspaces_created} new workspace(s)" if self.workspaces_created else "")
+            + (f", {self.blobs_imported} file content(s)" if self.blobs_imported else "")
         ]
         if self.extended:
             added = sum(n for _, n in self.extended)
@@ -257,6 +274,12 @@ class _Importer:
         self.from_records: set[str] = set()
         #: Sessions refused so far (their dependents are refused for that reason).
         self.refused: set[str] = set()
+        #: File contents read, not stored yet (stored before the next session).
+        self.blobs: list[tuple[str, bytes, str | None]] = []
+        self.blob_bytes = 0
+        #: Recent contents by hash: delta bases for later versions of their files.
+        self.bases: dict[str, bytes] = {}
+        self.bases_bytes = 0
 
     def run(self, stream: _Stream) -> ImportSummary:
         if self.summary.dry_run:
@@ -265,6 +288,7 @@ class _Importer:
                 raise _Rollback  # a dry run writes nothing
         else:
             self._loop(stream, None)
+            self._store_blobs()
         for type_, count in sorted(self.unknown_types.items()):
             self.summary.notices.append(
                 (
@@ -278,16 +302,69 @@ class _Importer:
     def _loop(self, stream: _Stream, outer: Cursor | None) -> None:
         while (item := stream.next()) is not None:
             record = self._record(item)
-            if isinstance(record, WorkspaceRecord):
+            if isinstance(record, BlobRecord):
+                self._blob(item, record, outer)
+            elif isinstance(record, WorkspaceRecord):
                 self.workspaces[record.id] = record
             elif isinstance(record, SessionRecord):
+                if outer is None:
+                    self._store_blobs()  # not while a session's transaction is open
                 self._session(record, stream, outer)
             elif isinstance(record, EventRecord):
                 self.summary.skipped.append(
                     (item.number, f"event {record.id} does not follow its session's record")
                 )
 
-    def _record(self, item: Item) -> WorkspaceRecord | SessionRecord | EventRecord | None:
+    def _blob(self, item: Item, record: BlobRecord, dry_run: Cursor | None) -> None:
+        """Check a file content against its hash, and keep it to be stored (``dry_run``:
+        the dry run's transaction; what would be stored is only counted)."""
+        try:
+            data = base64.b64decode(record.data, validate=True)
+        except (binascii.Error, ValueError):
+            self.summary.skipped.append((item.number, f"blob {record.hash}: data is not base64"))
+            return
+        if content_hash(data) != record.hash or (
+            record.size is not None and record.size != len(data)
+        ):
+            self.summary.skipped.append(
+                (item.number, f"blob {record.hash}: its data does not have that hash (damaged)")
+            )
+            return
+        if dry_run is not None:
+            if record.hash not in self.bases and not self.rec.blob_depths(dry_run, [record.hash]):
+                self.summary.blobs_imported += 1
+            self.bases[record.hash] = b""  # counted once
+            return
+        self.blobs.append((record.hash, data, record.base))
+        self.blob_bytes += len(data)
+        if self.blob_bytes >= BLOB_BATCH_BYTES:
+            self._store_blobs()
+
+    def _store_blobs(self) -> None:
+        """Store the contents read so far (one transaction), each as the difference
+        from its ``base`` when that was a recent content of this import."""
+        pending, self.blobs, self.blob_bytes = self.blobs, [], 0
+        if not pending:
+            return
+        new = self.store.missing_blobs(h for h, _, _ in pending)
+        items: list[bytes | tuple[bytes, bytes | None]] = []
+        for h, data, base in pending:
+            if h in new:
+                base_data = self.bases.get(base) if base is not None else None
+                items.append((data, base_data) if base_data is not None else data)
+                new.discard(h)  # the same content twice in a batch: stored once
+            if h not in self.bases:
+                self.bases[h] = data
+                self.bases_bytes += len(data)
+        self.store.put_blobs(items)
+        self.summary.blobs_imported += len(items)
+        while self.bases_bytes > BLOB_BASES_BYTES and self.bases:
+            oldest = next(iter(self.bases))
+            self.bases_bytes -= len(self.bases.pop(oldest))
+
+    def _record(
+        self, item: Item
+    ) -> WorkspaceRecord | SessionRecord | EventRecord | BlobRecord | None:
         """The record of an item; notices, headers and bad or unknown records
         are dealt with here (None)."""
         if item.error is not None:
@@ -318,7 +395,7 @@ class _Importer:
         event, makes the session incomplete: refused."""
         while (item := stream.peek()) is not None:
             kind = _kind(item)
-            if kind in ("session", "workspace") or (kind is None and is_header(item.data)):
+            if kind in ("session", "workspace", "blob") or (kind is None and is_header(item.data)):
                 return
             stream.next()
             if kind == "error":
@@ -338,7 +415,7 @@ class _Importer:
         while (item := stream.peek()) is not None:
             kind = _kind(item)
             if kind not in ("event", "error"):
-                if kind in ("session", "workspace") or is_header(item.data):
+                if kind in ("session", "workspace", "blob") or is_header(item.data):
                     break
                 stream.next()
                 self._record(item)

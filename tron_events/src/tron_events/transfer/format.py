@@ -27,6 +27,7 @@ from ..errors import TronEventsError
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "BlobRecord",
     "EventRecord",
     "ExportFormatError",
     "Header",
@@ -166,13 +167,28 @@ class NoticeRecord(_Record):
     message: str
 
 
-Record = WorkspaceRecord | SessionRecord | EventRecord | NoticeRecord
+class BlobRecord(_Record):
+    """A file content the file events of the export name (``before``/``after`` hashes
+    of ``file.write``, ``file.edit``, ``file.changes``, ``file.restore``), so an
+    imported session can still be rewound with its files. ``data`` is the content in
+    base64; ``base`` optionally names a content of the same file earlier in the input
+    (the importer may store this one as the difference from it)."""
+
+    kind: Literal["blob"] = "blob"
+    hash: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    size: int | None = Field(default=None, ge=0)
+    data: str
+    base: str | None = None
+
+
+Record = WorkspaceRecord | SessionRecord | EventRecord | NoticeRecord | BlobRecord
 
 _MODELS: dict[str, type[_Record]] = {
     "workspace": WorkspaceRecord,
     "session": SessionRecord,
     "event": EventRecord,
     "notice": NoticeRecord,
+    "blob": BlobRecord,
 }
 KINDS = frozenset(_MODELS)
 

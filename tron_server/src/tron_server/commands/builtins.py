@@ -12,7 +12,8 @@ the method get the same result and record the same events. A command's text outp
 ``/compact [instructions]``   summarize the history now (the instructions guide the summary)
 ``/model [name]``             switch the model; without a name, the current one and the list
 ``/fork``                     a new session continuing from the head (``session``: the new one)
-``/rewind [N | eventId]``     back to before the N-th last message (default 1), or to an event
+``/rewind [N | eventId]``     back to before the N-th last message (default 1), or to an event;
+                              ``… files [force]``: the files go back too (a rewind with files)
 ``/cost``                     tokens and cost of the session (and its sub-agents)
 ``/context``                  how full the context window is
 ``/agents``                   the sub-agents the Task tool can start
@@ -146,7 +147,12 @@ async def _fork(cx: CommandContext, args: str) -> dict[str, Any]:
 async def _rewind(cx: CommandContext, args: str) -> dict[str, Any]:
     store = cx.rpc.services.store
     assert store is not None
-    target = args.strip()
+    words = args.split()
+    # "files": the files the agent changed go back too; "force": over outside edits.
+    files, force = "files" in words, "force" in words
+    if force and not files:
+        raise InvalidParams("/rewind … force goes with files: /rewind [N | eventId] files force")
+    target = " ".join(w for w in words if w not in ("files", "force"))
     if target.startswith("evt_"):
         event_id = target
     else:
@@ -165,11 +171,25 @@ async def _rewind(cx: CommandContext, args: str) -> dict[str, Any]:
         if message.parent_id is None:
             raise InvalidOperationError("nothing to rewind to before that message")
         event_id = message.parent_id
-    session = await cx.call("session.rewind", {"sessionId": cx.session_id, "eventId": event_id})
-    return {
-        "output": f"Rewound to {event_id}: later events stay in the tree (fork from them).",
-        "session": session,
-    }
+    params: dict[str, Any] = {"sessionId": cx.session_id, "eventId": event_id}
+    if files:
+        params.update(restoreFiles=True, force=force)
+    session = await cx.call("session.rewind", params)
+    output = f"Rewound to {event_id}: later events stay in the tree (fork from them)."
+    restore = session.pop("restore", None) if isinstance(session, dict) else None
+    if restore is not None:
+        output += f" {len(restore['files'])} file(s) restored"
+        if restore["forced"]:
+            output += f", {len(restore['forced'])} over changes made outside the agent"
+        if restore["skipped"]:
+            output += (
+                f", {len(restore['skipped'])} left as they are (too large to have been recorded)"
+            )
+        output += "."
+    answer = {"output": output, "session": session}
+    if restore is not None:
+        answer["restore"] = restore
+    return answer
 
 
 async def _cost(cx: CommandContext, args: str) -> dict[str, Any]:
@@ -252,9 +272,9 @@ BUILTINS: dict[str, Builtin] = {
         Builtin("fork", "Continue in a new session forked at the head", _fork),
         Builtin(
             "rewind",
-            "Go back to before the last message (or N, or an event)",
+            "Go back to before the last message (or N, or an event); files: the files too",
             _rewind,
-            "[N | eventId]",
+            "[N | eventId] [files [force]]",
         ),
         Builtin("cost", "Tokens and cost of this session", _cost),
         Builtin("context", "How much of the context window is in use", _context),

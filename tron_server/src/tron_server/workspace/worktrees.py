@@ -338,13 +338,20 @@ class Worktrees:
         """Remove the worktree (and the branch, if asked); recorded as
         ``worktree.released``."""
         info = await self._active(session_id)
-        deleted = await anyio.to_thread.run_sync(self._release, info, delete_branch, force)
+        deleted, kept = await anyio.to_thread.run_sync(self._release, info, delete_branch, force)
         payload = {"path": info.path, "branch": info.branch, "branchDeleted": deleted}
+        # Recorded even when git kept the branch: the worktree itself is gone.
         await self.store.append(session_id, "worktree.released", payload)
+        if kept is not None:
+            raise kept
         return payload
 
     @staticmethod
-    def _release(info: WorktreeInfo, delete_branch: bool, force: bool) -> bool:
+    def _release(
+        info: WorktreeInfo, delete_branch: bool, force: bool
+    ) -> tuple[bool, WorkspaceError | None]:
+        """Remove the worktree (raises when git refuses: nothing removed), then the
+        branch if asked; whether it was deleted, or why git kept it."""
         repo = Path(info.repository)
         if Path(info.path).exists():
             args = ["worktree", "remove", *(["--force"] if force else []), info.path]
@@ -358,16 +365,16 @@ class Worktrees:
                 )
         _git.run(["worktree", "prune"], cwd=repo, check=False)
         if not delete_branch:
-            return False
+            return False, None
         done = _git.run(["branch", "-D" if force else "-d", info.branch], cwd=repo, check=False)
         if done.returncode != 0:
-            raise WorkspaceError(
+            return False, WorkspaceError(
                 f"the worktree was removed but git kept the branch {info.branch}: "
                 f"{done.stderr.decode('utf-8', 'replace').strip()} (release with force to "
                 "delete it anyway)",
                 reason="branch_not_merged",
             )
-        return True
+        return True, None
 
     async def _active(self, session_id: str) -> WorktreeInfo:
         info = await self.get(session_id)
