@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 
+# The scripted LLM and a server on it (tests/server's fixtures), for the tests here that
+# run a server.
+from tests.server.conftest import llm, server, server_factory  # noqa: F401
 from tron_events import AsyncEventStore, Session
 
 

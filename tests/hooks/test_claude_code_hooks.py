@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory, server_factory
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse, scripted_llm
+from tests.server.conftest import RunningServer
+from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tron_server.client import TronClient
-
-__all__ = ["server_factory"]
 
 pytestmark = pytest.mark.anyio
 
@@ -58,20 +55,6 @@ if os.path.exists(answer + ".exit2"):
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLM]:
-    async with scripted_llm() as served:
-        yield served
-
-
-@pytest.fixture
-def server(
-    server_factory: ServerFactory, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
-) -> RunningServer:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    return server_factory(anthropic_base_url=llm.base_url)
 
 
 class Project:

@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory, server_factory
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse, scripted_llm
+from tests.server.conftest import RunningServer
+from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tron_server.client import TronClient
-
-__all__ = ["server_factory"]
 
 pytestmark = pytest.mark.anyio
 
@@ -45,20 +42,6 @@ def project(tmp_path: Path) -> Path:
     hooks = {event: [{"hooks": [{"type": "command", "command": command}]}] for event in LIFECYCLE}
     (workdir / ".tron" / "settings.json").write_text(json.dumps({"hooks": hooks}))
     return workdir
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLM]:
-    async with scripted_llm() as served:
-        yield served
-
-
-@pytest.fixture
-def server(
-    server_factory: ServerFactory, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
-) -> RunningServer:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    return server_factory(anthropic_base_url=llm.base_url)
 
 
 def logged(project: Path, event: str | None = None) -> list[dict[str, Any]]:

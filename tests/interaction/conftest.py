@@ -3,15 +3,15 @@ wait for notifications."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory, server_factory
-from tests.server.scripted_llm import ScriptedLLM, scripted_llm
+from tests.server.conftest import RunningServer, ServerFactory, llm, server_factory  # noqa: F401
+from tests.server.scripted_llm import ScriptedLLM
 from tron_server.client import Notification, NotificationStream, TronClient
 
 __all__ = ["server_factory"]  # the fixture, for this folder's tests
@@ -25,14 +25,10 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLM]:
-    async with scripted_llm() as served:
-        yield served
-
-
-@pytest.fixture
 def make_server(
-    server_factory: ServerFactory, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
+    server_factory: ServerFactory,
+    llm: ScriptedLLM,  # noqa: F811 (tests/server's fixture, imported above)
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Callable[..., RunningServer]:
     """``make_server(**settings)``: a server on the scripted LLM, in the default mode (it
     asks before anything that is not read-only) unless told otherwise."""

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import pytest
 import uvicorn
 
+from tests.server.scripted_llm import ScriptedLLM, scripted_llm
 from tron_server.app import create_app, uvicorn_options
 from tron_server.client import TronClient
 from tron_server.security import load_or_create_token
@@ -193,3 +194,21 @@ async def client(running_server: RunningServer) -> AsyncIterator[TronClient]:
     """A TronClient connected to ``running_server``."""
     async with running_server.connect() as c:
         yield c
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[ScriptedLLM]:
+    """The scripted LLM on a port of its own (queue replies with ``llm.add``)."""
+    async with scripted_llm() as served:
+        yield served
+
+
+@pytest.fixture
+def server(
+    server_factory: ServerFactory, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
+) -> RunningServer:
+    """A server whose Anthropic provider is ``llm``; the other providers have no key."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    for var in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    return server_factory(anthropic_base_url=llm.base_url)

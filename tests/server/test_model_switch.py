@@ -4,34 +4,17 @@ model.list says which providers are configured (17.11)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, scripted_llm
+from tests.server.conftest import RunningServer
+from tests.server.scripted_llm import Response, ScriptedLLM, Text
 from tron_server.client import TronClient
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLM]:
-    async with scripted_llm() as served:
-        yield served
-
-
-@pytest.fixture
-def server(
-    server_factory: ServerFactory, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
-) -> RunningServer:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    for var in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    return server_factory(anthropic_base_url=llm.base_url, default_model="claude-sonnet-4-5")
 
 
 async def turn(client: TronClient, sid: str, text: str) -> None:

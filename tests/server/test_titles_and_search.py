@@ -4,32 +4,17 @@ per tool call instead of one per copy of its arguments."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse, scripted_llm
+from tests.server.conftest import RunningServer
+from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tron_server.client import TronClient
 from tron_server.methods.session import title_from_prompt
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLM]:
-    async with scripted_llm() as served:
-        yield served
-
-
-@pytest.fixture
-def server(
-    server_factory: ServerFactory, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
-) -> RunningServer:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    return server_factory(anthropic_base_url=llm.base_url, default_model="claude-sonnet-4-5")
 
 
 async def turn(client: TronClient, sid: str, text: str) -> None:

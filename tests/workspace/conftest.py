@@ -13,6 +13,9 @@ from typing import Any
 
 import pytest
 
+# The scripted LLM and a server on it (tests/server's fixtures), for the tests here that
+# run a server.
+from tests.server.conftest import llm, server, server_factory  # noqa: F401
 from tron_events import AsyncEventStore, EventStore
 from tron_server.tools import ToolContext, ToolResult, default_tools
 from tron_server.workspace import Workspace

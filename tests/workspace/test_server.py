@@ -4,35 +4,18 @@ worktree with a turn on it, merged back with and without a conflict."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory, server_factory  # noqa: F401
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse, scripted_llm
+from tests.server.conftest import RunningServer
+from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tests.workspace.conftest import git, make_repo, read_tree
 from tron_server.client import RpcCallError, TronClient
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLM]:
-    async with scripted_llm() as served:
-        yield served
-
-
-@pytest.fixture
-def server(
-    server_factory: ServerFactory,  # noqa: F811
-    llm: ScriptedLLM,
-    monkeypatch: pytest.MonkeyPatch,
-) -> RunningServer:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    return server_factory(anthropic_base_url=llm.base_url, default_model="claude-sonnet-4-5")
 
 
 async def turn(client: TronClient, session_id: str) -> None:

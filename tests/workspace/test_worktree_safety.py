@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.conftest import RunningServer, server_factory  # noqa: F401
+from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import ScriptedLLM, ToolUse
 from tests.workspace.conftest import git, make_repo, read_tree
-from tests.workspace.test_server import head, llm, script, server, turn  # noqa: F401
+from tests.workspace.test_server import head, script, turn
 from tron_events.blobs import content_hash
 from tron_server.client import RpcCallError
 
@@ -23,8 +23,8 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_merge_and_release_refuse_what_would_lose_work(
-    server: RunningServer,  # noqa: F811
-    llm: ScriptedLLM,  # noqa: F811
+    server: RunningServer,
+    llm: ScriptedLLM,
     tmp_path: Path,
 ) -> None:
     repo = make_repo(tmp_path / "repo", {"app.py": "value = 1\n"})
@@ -66,8 +66,8 @@ async def test_merge_and_release_refuse_what_would_lose_work(
 
 
 async def test_a_missing_content_refuses_the_rewind_over_rpc(
-    server: RunningServer,  # noqa: F811
-    llm: ScriptedLLM,  # noqa: F811
+    server: RunningServer,
+    llm: ScriptedLLM,
     tmp_path: Path,
 ) -> None:
     project = tmp_path / "p"
