@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory
+from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import (
     Response,
     ScriptedLLM,
@@ -18,7 +17,6 @@ from tests.server.scripted_llm import (
     Thinking,
     ToolUse,
     error_response,
-    scripted_llm,
 )
 from tests.server.test_agent_harness import Harness, assert_event_order, h
 from tests.tools.proctree_script import (
@@ -334,26 +332,12 @@ async def test_a_nul_byte_in_a_tool_path_fails_the_call_not_the_turn(h: Harness)
 # -- through the real server, with the real Bash tool ----------------------------------
 
 
-@pytest.fixture
-async def served_llm() -> AsyncIterator[ScriptedLLM]:
-    async with scripted_llm() as served:
-        yield served
-
-
-@pytest.fixture
-def server(
-    server_factory: ServerFactory, served_llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
-) -> RunningServer:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    return server_factory(anthropic_base_url=served_llm.base_url, default_model="claude-sonnet-4-5")
-
-
 async def test_abort_over_the_server_keeps_bash_output_and_ends_its_process_tree(
-    server: RunningServer, served_llm: ScriptedLLM, tmp_path: Path
+    server: RunningServer, llm: ScriptedLLM, tmp_path: Path
 ) -> None:
     script = write_tree_script(tmp_path)
     command = f"echo 'building the tree'; bash {script}"
-    served_llm.add(
+    llm.add(
         Response([Text("Running it."), ToolUse("Bash", {"command": command}, id="toolu_bash")]),
         Response([Text("Stopped, then continued.")]),
     )
@@ -401,5 +385,5 @@ async def test_abort_over_the_server_keeps_bash_output_and_ends_its_process_tree
         with anyio.fail_after(20):
             while (await stream.next()).method != "agent.complete":
                 pass
-        assert served_llm.violations(-1) == []
-        assert "building the tree" in str(served_llm.requests[-1]["messages"])
+        assert llm.violations(-1) == []
+        assert "building the tree" in str(llm.requests[-1]["messages"])
