@@ -2,14 +2,18 @@
 delete, rename, chmod, symlink, binary files, nested folders), a rewind with files to
 any earlier event leaves the folder exactly as it was at that event, file by file; and
 rewinding back to the old head (or to any abandoned event) with files brings that
-state back, also through the store opened anew."""
+state back, also through the store opened anew in another process."""
 
 from __future__ import annotations
 
 import base64
+import itertools
 import os
+import pickle
 import shlex
-import tempfile
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -17,9 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.workspace.conftest import Harness, make_repo, new_harness, read_tree
+from tests.workspace.conftest import Harness, Tree, make_repo, new_harness, read_tree
 from tron_events import AsyncEventStore, EventStore
-from tron_server.workspace import Workspace
 
 EXAMPLES = 100 if os.environ.get("HYPOTHESIS_PROFILE") == "dev" else 8
 PATHS = ["a.txt", "b.bin", "d/c.txt", "d/e/f.txt", "x", "d/e"]
@@ -66,45 +69,91 @@ async def one_operation(h: Harness, data: st.DataObject) -> None:
         await h.bash(f"mkdir -p {folder} && ln -sfn {quote(target)} {quote(path)}")
 
 
-async def scenario(store: EventStore, kind: str, data: st.DataObject) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp)
-        root = base / "project"
-        if kind == "git":
-            make_repo(root, {".gitignore": "*.log\n", "a.txt": "committed\n"})
-        astore = AsyncEventStore(store)
-        h = await new_harness(astore, base / "home", root)
-        seen = [(await h.head(), read_tree(h.root))]
-        for _ in range(data.draw(st.integers(1, 12), label="operations")):
-            await one_operation(h, data)
-            seen.append((await h.head(), read_tree(h.root)))
-        # Several rewinds in a row, to earlier events and back to abandoned ones: each
-        # one plans from where the one before left the tree.
-        order = data.draw(st.permutations(range(len(seen) - 1)), label="rewinds")[:4]
-        for index in [*order, len(seen) - 1]:
-            target, expected = seen[index]
-            await h.workspace.rewind(h.session_id, target, restore_files=True)
-            assert read_tree(h.root) == expected, f"rewind to state {index}"
-        # The store opened anew (new connections, no shadow, nothing cached): the record
-        # alone restores the start and the end again. (A new process: test_rewind_files.)
-        with EventStore.open(store.url) as reopened:
-            workspace = Workspace(AsyncEventStore(reopened), base / "other-home")
-            for index in (0, len(seen) - 1):
-                target, expected = seen[index]
-                await workspace.rewind(h.session_id, target, restore_files=True)
-                assert read_tree(h.root) == expected, f"reopened: rewind to state {index}"
+@dataclass
+class Recorded:
+    """One example's session, its folder and the states a new process must restore."""
+
+    session_id: str
+    root: Path
+    states: list[tuple[str, Tree]]  # (event id, the folder at that event)
+
+
+async def scenario(store: EventStore, kind: str, data: st.DataObject, base: Path) -> Recorded:
+    root = base / "project"
+    if kind == "git":
+        make_repo(root, {".gitignore": "*.log\n", "a.txt": "committed\n"})
+    h = await new_harness(AsyncEventStore(store), base / "home", root)
+    seen = [(await h.head(), read_tree(h.root))]
+    for _ in range(data.draw(st.integers(1, 12), label="operations")):
+        await one_operation(h, data)
+        seen.append((await h.head(), read_tree(h.root)))
+    # Several rewinds in a row, to earlier events and back to abandoned ones: each
+    # one plans from where the one before left the tree.
+    order = data.draw(st.permutations(range(len(seen) - 1)), label="rewinds")[:4]
+    for index in [*order, len(seen) - 1]:
+        target, expected = seen[index]
+        await h.workspace.rewind(h.session_id, target, restore_files=True)
+        assert read_tree(h.root) == expected, f"rewind to state {index}"
+    return Recorded(h.session_id, h.root, [seen[0], seen[-1]])
+
+
+# Run in a new process: the store opened anew (new connections, another home, so no
+# shadow repository and nothing cached) must restore the start and the end of every
+# example from the record alone.
+REOPEN = """
+import pickle, sys
+import anyio
+from tests.workspace.conftest import read_tree
+from tron_events import AsyncEventStore, EventStore
+from tron_server.workspace import Workspace
+
+url, home, examples = pickle.load(sys.stdin.buffer)
+
+async def main() -> None:
+    with EventStore.open(url) as store:
+        workspace = Workspace(AsyncEventStore(store), home)
+        for n, (session_id, root, states) in enumerate(examples):
+            for target, expected in states:
+                await workspace.rewind(session_id, target, restore_files=True)
+                if read_tree(root) != expected:
+                    sys.exit(f"example {n}: rewind to {target} in a new process differs")
+
+anyio.run(main)
+"""
+
+
+def restore_in_a_new_process(url: str, home: Path, examples: list[Recorded]) -> None:
+    payload = pickle.dumps((url, home, [(r.session_id, r.root, r.states) for r in examples]))
+    done = subprocess.run(
+        [sys.executable, "-c", REOPEN],
+        input=payload,
+        capture_output=True,
+        cwd=Path(__file__).resolve().parents[2],  # the repository: ``tests`` importable
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
 
 
 @pytest.mark.parametrize("kind", ["plain", "git"])
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(data=st.data())
 def test_a_rewind_with_files_restores_the_folder_of_any_earlier_event(
-    store: EventStore, backend: str, kind: str, data: st.DataObject
+    store: EventStore, backend: str, kind: str, tmp_path: Path
 ) -> None:
     if kind == "git" and backend == "postgres":
         pytest.skip("the git variant runs on SQLite (the store side is the same)")
-    anyio.run(scenario, store, kind, data)
+    examples: list[Recorded] = []
+    numbers = itertools.count()  # a fresh folder per example, failed ones included
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @given(data=st.data())
+    def example(data: st.DataObject) -> None:
+        base = tmp_path / f"example-{next(numbers)}"
+        examples.append(anyio.run(scenario, store, kind, data, base))
+
+    example()
+    # Every example's session, in one new process (a process per example would
+    # dominate the run): the store's record alone restores each one.
+    restore_in_a_new_process(store.url, tmp_path / "other-home", examples)
