@@ -27,6 +27,7 @@ from tron_events import (
     DatabaseNotFound,
     DatabaseUnreachable,
     EventStore,
+    StorageError,
     UnsupportedDatabase,
     migrate,
 )
@@ -244,6 +245,56 @@ def test_a_read_only_database_is_refused_at_start() -> None:
         assert cli.returncode == 2 and "read-only" in cli.stderr, cli.stderr
         assert "backup" not in cli.stderr and sorted(folder.iterdir()) == before
     finally:
+        shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize(
+    "path", ["/proc/tron-nope.db", "/tmp/" + "n" * 300 + ".db", "/tmp/" + "n" * 300 + "/x.db"]
+)
+def test_a_database_the_system_will_not_create_is_one_clear_line(path: str) -> None:
+    # /proc: root passes the access check and the kernel still refuses (ENOENT);
+    # a name too long fails the first stat. Neither is an "unexpected error".
+    result = tron_db("upgrade", "-d", path)
+    assert result.returncode == 2, result.stderr
+    [line] = [ln for ln in result.stderr.splitlines() if not ln.endswith("…")]
+    assert "cannot" in line and "unexpected error" not in line, line
+    with pytest.raises(StorageError, match="cannot"):
+        EventStore.open(path)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
+def test_a_database_in_a_folder_it_cannot_write_is_refused_for_reading_too() -> None:
+    """A WAL database is read through its -shm file, which SQLite creates beside it:
+    in a folder this user cannot write (someone else's, a read-only mount) the
+    read commands say so, not "an I/O error ... check the disk"."""
+    folder = Path(tempfile.mkdtemp(prefix="tron-ro-dir-"))
+    try:
+        db = folder / "theirs.db"
+        populated(str(db))
+        assert not list(folder.glob("*-shm"))  # closed cleanly: SQLite must create it
+        db.chmod(0o644)
+        folder.chmod(0o755)
+        prefix: list[str] = []
+        if os.geteuid() == 0:
+            setpriv = shutil.which("setpriv")
+            if setpriv is None:
+                pytest.skip("running as root without setpriv: cannot drop privileges")
+            prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        else:
+            folder.chmod(0o555)
+        before = sorted(folder.iterdir())
+        for command in ("current", "sessions", "check"):
+            cli = subprocess.run(
+                [*prefix, TRON_DB, command, "-d", str(db)], capture_output=True, text=True,
+                timeout=60,
+            )  # fmt: skip
+            assert cli.returncode == 2, (command, cli.stdout, cli.stderr)
+            assert "Traceback" not in cli.stderr and cli.stderr.count("\n") == 1, cli.stderr
+            assert f"the folder {folder} is not writable" in cli.stderr, cli.stderr
+            assert "I/O error" not in cli.stderr
+        assert sorted(folder.iterdir()) == before
+    finally:
+        folder.chmod(0o755)
         shutil.rmtree(folder)
 
 

@@ -188,6 +188,29 @@ def test_a_bad_environment_variable_is_named_in_one_line(
     assert not (tmp_path / "h").exists()  # refused before anything was written
 
 
+def test_a_bad_option_value_is_named_as_the_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The parser checks the type; the range is the settings' check, which must not blame
+    # a TRON_* variable the user never set.
+    monkeypatch.delenv("TRON_ASK_TIMEOUT", raising=False)
+    assert main(["--home", str(tmp_path / "h"), "--ask-timeout", "-5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tron-server: --ask-timeout=-5.0: ") and err.count("\n") == 1, err
+    assert "TRON_ASK_TIMEOUT" not in err and not (tmp_path / "h").exists()
+
+
+def test_a_home_that_is_a_file_is_said_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "notes.txt"
+    home.write_text("mine")
+    assert main(["--home", str(home), "--port", str(free_port())]) == 2
+    err = capsys.readouterr().err
+    assert err == f"tron-server: cannot use {home}: it is a file, not a folder (--home)\n", err
+    assert home.read_text() == "mine" and sorted(tmp_path.iterdir()) == [home]
+
+
 def test_the_log_level_variable_is_case_insensitive(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRON_LOG_LEVEL", "DEBUG")
     monkeypatch.setenv("TRON_LOG_FORMAT", "Text")

@@ -487,6 +487,28 @@ def test_server_restart_log_in_again_and_catch_up(page: Page, web_env: WebEnv) -
     shot(page, "08-recovered")
 
 
+def test_a_plain_restart_keeps_the_page_logged_in(page: Page, web_env: WebEnv) -> None:
+    """Issue 17.10: the token outlives a restart, so an open page reconnects by itself,
+    with no login banner, and goes on working."""
+    env = web_env
+    sid = env.new_session("Restarted")
+    env.seed(sid, "Before the restart", Response([Text("Noted: quince.")]))
+    open_session(page, sid)
+    status = page.get_by_test_id("conn-status")
+    expect(status).to_have_attribute("data-state", "connected")
+    env.server.stop()
+    expect(status).to_have_attribute("data-state", "offline")
+    env.server.start()  # same home, same token file: tron-server started again
+    expect(status).to_have_attribute("data-state", "connected")
+    expect(page.get_by_test_id("login-banner")).to_be_hidden()
+    expect(assistant(page, "quince")).to_have_count(1)
+    env.llm.add(Response([Text("Still logged in: medlar.")]))
+    send(page, "Still there?")
+    expect(assistant(page, "medlar")).to_have_count(1)
+    wait_idle(page)
+    assert_transcript_matches_store(page, env)
+
+
 # -- 8. a page opened without the login URL -----------------------------------------------
 
 

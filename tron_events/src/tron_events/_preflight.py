@@ -129,7 +129,11 @@ def _inspect_sqlite(url: str, path: str, must_exist: bool, writable: bool) -> Fo
             "give a file path"
         )
     p = Path(path)
-    if not p.exists():
+    try:
+        exists = p.exists()
+    except OSError as exc:  # a name too long, a loop of links, a folder it cannot search
+        raise DatabaseNotFound(f"cannot use {path}: {exc.strerror or exc}") from None
+    if not exists:
         if must_exist:
             raise DatabaseNotFound(not_found_message(path))
         if writable:
@@ -203,6 +207,17 @@ def _sqlite_tables(path: str) -> tuple[list[str], dict[str, list[str]], str | No
             ) from None
         if "locked" in text or "busy" in text:
             raise StoreBusy(path) from None
+        folder = Path(path).parent
+        if ("unable to open" in text or "readonly" in text) and not os.access(
+            folder, os.W_OK | os.X_OK
+        ):
+            # A WAL database is read through its -shm file, which SQLite creates
+            # beside it: a read-only folder or mount cannot hold it.
+            raise DatabaseReadOnly(
+                f"cannot read {path}: SQLite needs to create its -shm file beside it, "
+                f"and the folder {folder} is not writable (a read-only mount?); copy the "
+                "database to a writable folder"
+            ) from None
         if "unable to open" in text:
             raise StorageIOError(f"cannot open {path}: {text}") from None
         raise StorageIOError(f"cannot read {path}: {text}") from None

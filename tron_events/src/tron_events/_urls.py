@@ -90,7 +90,10 @@ def readonly_uri(path: str) -> str:
 def sqlite_is_current(url: str) -> bool:
     """True if the SQLite database exists and is at HEAD_REVISION."""
     path = sqlite_file(url)
-    if path is None or not Path(path).is_file():
+    try:
+        if path is None or not Path(path).is_file():
+            return False
+    except OSError:  # a name too long …: the full check says what is wrong
         return False
     try:
         conn = sqlite3.connect(readonly_uri(path), uri=True)

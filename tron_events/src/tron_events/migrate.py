@@ -7,6 +7,7 @@ the tron-events wheel as ``tron_events/migrations``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
@@ -39,11 +40,13 @@ from ._urls import (
     sqlite_file,
 )
 from .errors import (
+    DatabaseNotFound,
     DatabaseReadOnly,
     DatabaseUnreachable,
     DiskFull,
     MigrationError,
     NotATronDatabase,
+    StorageError,
     StorageIOError,
     StoreBusy,
     TronEventsError,
@@ -87,17 +90,29 @@ def create_private_file(path: Path) -> None:
     gives its journal, WAL and SHM files the database's own mode."""
     missing: list[Path] = []
     folder = path.parent
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
-    for new in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(new, 0o700)
     try:
+        while not folder.exists():
+            missing.append(folder)
+            folder = folder.parent
+        for new in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(new, 0o700)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except FileExistsError:  # another process created it first, or it was there
         return
+    except OSError as exc:
+        # What the preflight's access checks cannot foresee (root on /sys, a name too
+        # long, a read-only mount): said as what it is, not as an unexpected error.
+        raise cannot_create(path, exc) from None
     os.close(fd)
+
+
+def cannot_create(path: Path, exc: OSError) -> StorageError:
+    """The typed error for a database file (or its folder) the system will not create."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return DatabaseReadOnly(f"cannot create {path}: {reason}")
+    return DatabaseNotFound(f"cannot create {path}: {reason}")
 
 
 def alembic_config(url: str, connection: Connection | None = None) -> Config:

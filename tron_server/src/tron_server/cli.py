@@ -191,14 +191,15 @@ def login_url(settings: Settings, code: str) -> str:
     return f"http://{host}:{settings.port}/login?token={code}"
 
 
-def settings_error(exc: ValidationError) -> str:
-    """What is wrong with the settings, naming the variable (or option) to fix, one
-    line per setting (the options are checked by the parser: a bad value here came
-    from a ``TRON_*`` variable)."""
+def settings_error(exc: ValidationError, args: argparse.Namespace | None = None) -> str:
+    """What is wrong with the settings, naming the option or the ``TRON_*`` variable
+    the bad value came from (the parser checks types, not ranges: ``--ask-timeout -5``
+    gets here), one line for all."""
     lines = []
     for error in exc.errors():
         field = str(error["loc"][0]) if error["loc"] else "?"
-        name = f"TRON_{field.upper()}"
+        given = args is not None and getattr(args, field, None) is not None
+        name = f"--{field.replace('_', '-')}" if given else f"TRON_{field.upper()}"
         value = error.get("input")
         shown = f"={value!r}" if isinstance(value, str | int | float) else ""
         lines.append(f"{name}{shown}: {error['msg'].removeprefix('Value error, ')}")
@@ -474,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = settings_from_args(args)
     except ValidationError as exc:
-        return fail(settings_error(exc))
+        return fail(settings_error(exc, args))
     if not 0 < settings.port < 65536:
         parser.error(f"--port must be between 1 and 65535, not {settings.port}")
     if not is_loopback_host(settings.host) and not settings.allow_remote:
@@ -507,6 +508,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except OSError as exc:  # the home folder or the log file cannot be written
+        if settings.home.exists() and not settings.home.is_dir():
+            return fail(f"cannot use {settings.home}: it is a file, not a folder (--home)")
         return fail(f"cannot use {settings.home}: {exc.strerror or exc}")
     finally:
         sock.close()
