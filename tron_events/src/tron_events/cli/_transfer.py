@@ -121,21 +121,22 @@ def _import(args: argparse.Namespace, url: str) -> int:
         p = Path(path).expanduser()
         if not p.exists():
             raise TronEventsError(f"no such file or folder: {p}")
-        files = list(sorted(p.rglob("*.jsonl"))) if p.is_dir() else [p]
-        if not files:
+        found = sorted(p.rglob("*.jsonl")) if p.is_dir() else [p]
+        if not found:
             raise TronEventsError(f"no .jsonl files under {p}")
+        files = list(found)
         # Before the database is created: a file that is no export, or a folder
         # that holds none, is refused with nothing written.
         refusals: list[str] = []
-        for file in files:
+        for candidate in found:
             try:
-                with file.open("rb") as fh:
-                    _precheck(fh.readline(1 << 20), str(file))
+                with candidate.open("rb") as fh:
+                    _precheck(fh.readline(1 << 20), str(candidate))
             except ExportFormatError as exc:
                 if not p.is_dir():
                     raise
                 refusals.append(str(exc))
-        if len(refusals) == len(files):
+        if len(refusals) == len(found):
             raise ExportFormatError(_nothing_in(p, "Tron export", refusals))
     total = ImportSummary(dry_run=args.dry_run)
     with _store(url, args.dry_run) as store:
