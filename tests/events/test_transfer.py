@@ -333,3 +333,36 @@ def test_a_later_export_of_a_session_extends_it(store: EventStore, other: EventS
     other.rewind(main, user.id)
     refused = dict(import_jsonl(other, io.BytesIO(export_bytes(store, session_id=main))).refused)
     assert "was rewound here" in refused[main]
+
+
+def test_with_forks_takes_sub_agent_children_at_any_depth(
+    store: EventStore, other: EventStore
+) -> None:
+    """``with_forks`` exports a session with its sub-agent sessions (children and
+    theirs), and a child exported alone brings the sessions it was spawned from:
+    either file imports with the parent links and spawning events whole."""
+    from tests.events.test_child_sessions import parent_with_call, spawn
+
+    parent_id, call_id = parent_with_call(store)
+    child_id = spawn(store, parent_id, call_id)
+    inner = store.append(
+        child_id, "tool.call", {"toolCallId": "toolu_2", "name": "Task", "arguments": {}}
+    )
+    grandchild_id = spawn(store, child_id, inner.id)
+    unrelated = store.create_session(working_directory="/elsewhere", model="m", provider="p")
+
+    def sessions(**scope: Any) -> list[str]:
+        records = iter_export_records(store, **scope)
+        return [r["id"] for r in records if r.get("kind") == "session"]
+
+    family = [parent_id, child_id, grandchild_id]
+    assert sessions(session_id=parent_id) == [parent_id]
+    assert sessions(session_id=parent_id, with_forks=True) == family
+    assert unrelated.id not in sessions(session_id=parent_id, with_forks=True)
+    assert sessions(session_id=grandchild_id) == family  # it stands alone
+    summary = import_jsonl(other, io.BytesIO(export_bytes(store, session_id=grandchild_id)))
+    assert summary.sessions_imported == 3
+    assert other.get_session(grandchild_id).parent_session_id == child_id
+    spawning = other.get_spawning_event(grandchild_id)
+    assert spawning is not None and spawning.id == inner.id
+    assert [s.id for s in other.get_descendant_sessions(parent_id)] == [child_id, grandchild_id]

@@ -101,6 +101,10 @@ async def test_a_client_watching_the_parent_sees_both_children_work(
         assert fork["session"]["kind"] == "fork"
         again = await client.call("session.get", {"sessionId": parent})
         assert again["childSessionIds"] == children
+    # The server's defaults: up to 4 children at once, and children without Task (depth 1).
+    task_spec = next(t for t in routes.last("PARENT")["tools"] if t["name"] == "Task")
+    assert "up to 4 at once" in task_spec["description"]
+    assert all(t["name"] != "Task" for t in routes.last("KID-1")["tools"])
     for i in range(len(llm.requests)):
         assert llm.violations(i) == [], i
 

@@ -407,6 +407,56 @@ def test_no_start_fails_clearly(env: TronEnv, tmp_path: Path) -> None:
     _no_traceback(proc)
 
 
+def test_no_server_and_none_can_start_says_why(env: TronEnv, tmp_path: Path) -> None:
+    """Nothing answers and the server tron starts cannot run: a sentence naming the
+    cause and what to do, exit 3, never "unexpected error" or a traceback."""
+    import signal
+    import time
+
+    from tron_server.server_record import process_exists, read_server_record
+
+    project = env.project("cannot-start")
+    # A file where the home should be: no server can keep its token or database there.
+    not_a_home = tmp_path / "home-file"
+    not_a_home.write_text("")
+    proc = subprocess.run(
+        [*TRON, "--home", str(not_a_home), "-p", "x"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env.env(TRON_PORT=str(_free_port())),
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert "none could be started" in proc.stderr and "is a file, not a folder" in proc.stderr
+    assert "unexpected error" not in proc.stderr
+    _no_traceback(proc)
+    # A server that starts and exits at once (its database cannot be reached): its
+    # own reason is shown, from the log it wrote.
+    home = tmp_path / "unreachable-db"
+    proc = subprocess.run(
+        [*TRON, "--home", str(home), "-p", "x"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=env.env(
+            TRON_PORT=str(_free_port()),
+            TRON_DATABASE_URL="postgresql+psycopg://nobody@127.0.0.1:1/none",
+        ),
+        stdin=subprocess.DEVNULL,
+    )
+    record = read_server_record(home)
+    if record is not None and process_exists(record.pid):  # pragma: no cover - a failure
+        os.kill(record.pid, signal.SIGTERM)
+        time.sleep(1)
+    assert proc.returncode == 3, proc.stderr
+    assert "the one started in the background exited" in proc.stderr
+    assert "cannot reach PostgreSQL" in proc.stderr
+    _no_traceback(proc)
+
+
 def test_interactive_without_a_terminal_points_to_print_mode(env: TronEnv) -> None:
     proc = env.tron(cwd=env.project("notty"))
     assert proc.returncode == 2 and "use -p for scripts" in proc.stderr

@@ -108,7 +108,7 @@ def _import(args: argparse.Namespace, url: str) -> int:
                 source_path = _stdin_file(folder)
             else:
                 source_path = Path(path).expanduser()
-            records = importer(source_path)
+            records = _sessions_ahead(importer(source_path), source, source_path)
             with _store(url, args.dry_run) as store:
                 summary = _import_counted(store, records, args.dry_run)
         return _report(summary, args.json)
@@ -121,12 +121,23 @@ def _import(args: argparse.Namespace, url: str) -> int:
         p = Path(path).expanduser()
         if not p.exists():
             raise TronEventsError(f"no such file or folder: {p}")
-        files = list(sorted(p.rglob("*.jsonl"))) if p.is_dir() else [p]
-        if not files:
+        found = sorted(p.rglob("*.jsonl")) if p.is_dir() else [p]
+        if not found:
             raise TronEventsError(f"no .jsonl files under {p}")
-        if not p.is_dir():
-            with p.open("rb") as fh:
-                _precheck(fh.readline(1 << 20), str(p))  # before the database is created
+        files = list(found)
+        # Before the database is created: a file that is no export, or a folder
+        # that holds none, is refused with nothing written.
+        refusals: list[str] = []
+        for candidate in found:
+            try:
+                with candidate.open("rb") as fh:
+                    _precheck(fh.readline(1 << 20), str(candidate))
+            except ExportFormatError as exc:
+                if not p.is_dir():
+                    raise
+                refusals.append(str(exc))
+        if len(refusals) == len(found):
+            raise ExportFormatError(_nothing_in(p, "Tron export", refusals))
     total = ImportSummary(dry_run=args.dry_run)
     with _store(url, args.dry_run) as store:
         for file in files:
@@ -141,6 +152,34 @@ def _import(args: argparse.Namespace, url: str) -> int:
                 total.source = summary.source
             total.merge(summary)
     return _report(total, args.json)
+
+
+def _nothing_in(folder: Path, what: str, reasons: list[str]) -> str:
+    shown = "".join(f"\n  {r}" for r in reasons[:5])
+    more = f"\n  … and {len(reasons) - 5} more" if len(reasons) > 5 else ""
+    return f"nothing to import under {folder}: no file there is a {what}:{shown}{more}"
+
+
+def _sessions_ahead(
+    records: Iterator[dict[str, Any]], source: str, path: Path
+) -> Iterator[dict[str, Any]]:
+    """``records`` again, once a session is among them: read up to the first one
+    (only the header, workspaces and notices come before it) so that a folder
+    holding no session of this format is refused before the database is created,
+    rather than leaving an empty database and "imported 0 session(s)"."""
+    ahead: list[dict[str, Any]] = []
+    for record in records:
+        ahead.append(record)
+        if record.get("kind") == "session":
+            return itertools.chain(ahead, records)
+    skipped = [
+        str(r.get("message"))[len("skipped: ") :]
+        for r in ahead
+        if r.get("kind") == "notice" and str(r.get("message", "")).startswith("skipped: ")
+    ]
+    if skipped:
+        raise ExportFormatError(_nothing_in(path, f"{source} session", skipped))
+    raise ExportFormatError(f"nothing to import: no {source} session in {path}")
 
 
 _SAFE_NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
@@ -278,7 +317,10 @@ def _report(summary: ImportSummary, as_json: bool) -> int:
         print(orjson.dumps(summary.to_dict(), option=orjson.OPT_INDENT_2).decode())
     else:
         print(summary.describe())
-    if summary.refused or summary.skipped:
+    # A file of a folder that an importer skipped (another format, unreadable)
+    # is as much a partial import as a skipped record of an export.
+    skipped_files = any(m.startswith("skipped: ") for _, m in summary.notices)
+    if summary.refused or summary.skipped or skipped_files:
         return PARTIAL
     return OK
 

@@ -233,7 +233,22 @@ async def attach(
                 "(or run `tron` without --server to start one in the background).",
                 EXIT_NO_SERVER,
             ) from None
-    launched = start_server(address.home)
+    try:
+        launched = start_server(address.home)
+    except OSError as exc:
+        # The home cannot hold the server's files (a file in its place, no room, no
+        # permission) or Python cannot be run: say so rather than "unexpected error".
+        home = address.home
+        if home.exists() and not home.is_dir():
+            why = f"{home} is a file, not a folder"
+        else:
+            why = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+        raise TerminalError(
+            f"No tron-server answers at {url}, and none could be started on the home "
+            f"{home} ({why}). Fix that, pass another --home (or TRON_HOME), or start one "
+            "with `tron-server`.",
+            EXIT_NO_SERVER,
+        ) from None
     if announce is not None:
         announce(
             f"Started tron-server in the background (pid {launched.process.pid}, "
