@@ -205,6 +205,17 @@ def test_open_raises_typed_errors() -> None:
         EventStore.open("postgresql+psycopg://postgres@127.0.0.1:1/db")
 
 
+def unprivileged() -> list[str]:
+    """The command prefix that runs as nobody when we are root (root writes anything),
+    else none; skips the test when root cannot drop its privileges."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: cannot drop privileges")
+    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
 @pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
 def test_a_read_only_database_is_refused_at_start() -> None:
     """Run as an unprivileged user (root writes anything) against a file it
@@ -220,12 +231,7 @@ def test_a_read_only_database_is_refused_at_start() -> None:
             f"try:\n    EventStore.open({str(db)!r})\nexcept DatabaseReadOnly as e:\n"
             "    print(e)\nelse:\n    sys.exit('opened a read-only database for writing')\n"
         )
-        prefix: list[str] = []
-        if os.geteuid() == 0:
-            setpriv = shutil.which("setpriv")
-            if setpriv is None:
-                pytest.skip("running as root without setpriv: cannot drop privileges")
-            prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        prefix = unprivileged()
         result = subprocess.run(
             [*prefix, sys.executable, "-c", script], capture_output=True, text=True, timeout=60
         )
@@ -274,13 +280,8 @@ def test_a_database_in_a_folder_it_cannot_write_is_refused_for_reading_too() -> 
         assert not list(folder.glob("*-shm"))  # closed cleanly: SQLite must create it
         db.chmod(0o644)
         folder.chmod(0o755)
-        prefix: list[str] = []
-        if os.geteuid() == 0:
-            setpriv = shutil.which("setpriv")
-            if setpriv is None:
-                pytest.skip("running as root without setpriv: cannot drop privileges")
-            prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-        else:
+        prefix = unprivileged()
+        if not prefix:
             folder.chmod(0o555)
         before = sorted(folder.iterdir())
         for command in ("current", "sessions", "check"):
