@@ -398,3 +398,37 @@ def test_rewind_with_files_lists_the_files_and_restores_them(env: TronEnv) -> No
         await until(lambda: user_texts(app) == ["› first"], pilot)
 
     run_app(env, project, body)
+
+
+def test_a_code_block_in_a_reply_is_highlighted(env: TronEnv) -> None:
+    """Issue 22.2: code blocks in the streamed Markdown are highlighted, per their
+    language: the parts of a Python definition are drawn in several colours (a plain
+    block would draw every character alike)."""
+    from textual.geometry import Region
+    from textual.widgets import Label
+    from textual.widgets._markdown import MarkdownFence
+
+    project = env.project("pilot-code")
+    reply = "Here:\n\n```python\ndef answer(x):\n    return x + 42\n```\n"
+    env.llm.add(Response([Text(reply)]))
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        app.input.load_text("show code")
+        await pilot.press("enter")
+        await until(lambda: bool(app.transcript.query(MarkdownFence)), pilot)
+        await until(lambda: app.model is not None and not app.model.busy, pilot)
+        await pilot.pause(0.1)
+        fence = app.transcript.query_one(MarkdownFence)
+        assert "def answer(x):" in fence.code
+        label = fence.query_one(Label)  # the fence draws its code through a Label
+        width, height = label.size
+        colours: dict[str, set[str]] = {}
+        for strip in label.render_lines(Region(0, 0, width, height)):
+            for segment in strip:
+                word = segment.text.strip()
+                if word and segment.style is not None and segment.style.color is not None:
+                    colours.setdefault(word, set()).add(segment.style.color.name)
+        # Keywords, names, operators and numbers: a plain block draws all in one colour.
+        assert "def" in colours and len(set().union(*colours.values())) >= 3, colours
+
+    run_app(env, project, body)
