@@ -432,3 +432,19 @@ def test_a_code_block_in_a_reply_is_highlighted(env: TronEnv) -> None:
         assert "def" in colours and len(set().union(*colours.values())) >= 3, colours
 
     run_app(env, project, body)
+
+
+def test_a_late_status_update_while_the_app_closes_is_dropped(env: TronEnv) -> None:
+    """A worker that waited on the server (the status after a turn: session.get) may
+    finish while the app shuts down and its widgets are already gone: it must not fail
+    the app (seen once in CI as NoMatches('#status') at exit)."""
+    project = env.project("pilot-closing")
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        for selector in ("#status", "#notice", "#transcript"):
+            await app.query_one(selector).remove()  # what the shutdown does first
+        app._render_status()  # each of these raised NoMatches before
+        app._notice("back")
+        await app._refresh()
+
+    run_app(env, project, body)

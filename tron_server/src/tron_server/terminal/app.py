@@ -32,6 +32,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
@@ -334,7 +335,8 @@ class TronApp(App[None]):
         self._refresh_pending = False
         async with self._refresh_lock:
             items = transcript_items(self.model) if self.model is not None else []
-            await self.transcript.sync(items)
+            with contextlib.suppress(NoMatches):  # see _render_status
+                await self.transcript.sync(items)
             self._render_status()
 
     def _status_soon(self) -> None:
@@ -389,12 +391,18 @@ class TronApp(App[None]):
         parts.append((state, 6))
         while len(parts) > 1 and len(" · ".join(p for p, _ in parts)) > width - 2:
             parts.remove(min(parts, key=lambda p: p[1]))
-        self.query_one("#status", StatusLine).update(" · ".join(p for p, _ in parts))
+        # A worker that was waiting on the server may get here while the app shuts down
+        # and its widgets are already gone: then there is nothing left to show.
+        with contextlib.suppress(NoMatches):
+            self.query_one("#status", StatusLine).update(" · ".join(p for p, _ in parts))
 
     # -- connection -----------------------------------------------------------------
 
     def _notice(self, text: str, *, ok: bool = False) -> None:
-        notice = self.query_one("#notice", ConnectionNotice)
+        try:
+            notice = self.query_one("#notice", ConnectionNotice)
+        except NoMatches:  # shutting down (see _render_status)
+            return
         notice.update(text)
         notice.set_class(bool(text), "shown")
         notice.set_class(ok, "ok")
