@@ -428,13 +428,12 @@ def test_a_new_database_is_user_only_whatever_the_umask(
     capsys.readouterr()
 
 
-@pytest.mark.parametrize(("answer", "status"), [(b"no\n", 2), (b"yes\n", 0)])
-def test_downgrade_asks_on_a_terminal(tmp_path: Path, answer: bytes, status: int) -> None:
-    db = tmp_path / "t.db"
-    populated(str(db))
+def answer_on_a_terminal(args: list[str], answer: bytes) -> tuple[bytes, int, bool]:
+    """Run ``tron-db ARGS`` on a pseudo-terminal, type ``answer`` at its "Type 'yes'"
+    prompt: (what it printed, its exit status, whether the prompt came)."""
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child
-        os.execv(TRON_DB, [TRON_DB, "downgrade", "base", "-d", str(db)])
+        os.execv(TRON_DB, [TRON_DB, *args])
     seen = b""
     deadline = time.monotonic() + 120
     answered = False
@@ -453,8 +452,16 @@ def test_downgrade_asks_on_a_terminal(tmp_path: Path, answer: bytes, status: int
             answered = True
     _, code = os.waitpid(pid, 0)
     os.close(fd)
+    return seen, os.waitstatus_to_exitcode(code), answered
+
+
+@pytest.mark.parametrize(("answer", "status"), [(b"no\n", 2), (b"yes\n", 0)])
+def test_downgrade_asks_on_a_terminal(tmp_path: Path, answer: bytes, status: int) -> None:
+    db = tmp_path / "t.db"
+    populated(str(db))
+    seen, code, answered = answer_on_a_terminal(["downgrade", "base", "-d", str(db)], answer)
     assert answered, seen
-    assert os.waitstatus_to_exitcode(code) == status, seen
+    assert code == status, seen
     tables = sqlite3.connect(db).execute("SELECT name FROM sqlite_master").fetchall()
     assert (("sessions",) in tables) is (status == 2)
     assert bool(list(tmp_path.glob("t.db.pre-downgrade-*"))) is (status == 0)

@@ -3,19 +3,13 @@ or sub-agent sessions depend on the session unless ``--cascade``, one-line error
 
 from __future__ import annotations
 
-import os
-import pty
-import select
-import shutil
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.events.test_cli import answer_on_a_terminal
 from tron_events import EventStore, SessionNotFound
 from tron_events.cli import main
-
-TRON_DB = shutil.which("tron-db") or "tron-db"
 
 
 def family(url: str) -> dict[str, str]:
@@ -105,28 +99,8 @@ def test_errors_are_one_line_and_create_nothing(
 def test_delete_asks_on_a_terminal(tmp_path: Path, answer: bytes, status: int) -> None:
     db = str(tmp_path / "t.db")
     ids = family(db)
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.execv(TRON_DB, [TRON_DB, "delete", ids["other"], "-d", db])
-    seen = b""
-    deadline = time.monotonic() + 120
-    answered = False
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 1)
-        if ready:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-        if not answered and b"Type 'yes'" in seen:
-            os.write(fd, answer)
-            answered = True
-    _, code = os.waitpid(pid, 0)
-    os.close(fd)
+    seen, code, answered = answer_on_a_terminal(["delete", ids["other"], "-d", db], answer)
     assert answered and b"No backup is made" in seen, seen
-    assert os.waitstatus_to_exitcode(code) == status, seen
+    assert code == status, seen
     assert ("other" in existing(db, ids)) is (status == 2)
     assert existing(db, ids) - {"other"} == set(ids) - {"other"}
