@@ -28,6 +28,7 @@ from ..hooks.guardrails import path_policy
 from ..interaction import CallFacts, RuleSet, Verdict, decide, parse_rule
 from ..interaction.rules import RuleSyntaxError
 from ..interaction.settings import load_permission_settings
+from ..protocol import AGENT_COMMAND_OUTPUT
 from ..tools.base import ToolContext
 from .builtins import BUILTINS, Builtin, CommandContext
 from .expand import ExpandEnv, ExpansionError, expand_body
@@ -142,7 +143,7 @@ async def run_command_message(
         output = str(result.get("output") or "")
         rpc.services.hub.publish(
             session_id,
-            "agent.command_output",
+            AGENT_COMMAND_OUTPUT,
             {"name": name, "arguments": arguments, "output": output},
         )
         return {"accepted": True, "turn": None, "queued": False, "runId": None,

@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 
 from ..errors import ManagerUnavailableError
 from ..interaction import Interaction
+from ..protocol import SESSION_MODE_CHANGED
 from ..rpc import MethodRegistry, NoParams, Params, RpcContext
 from .session import session_details
 
@@ -61,7 +62,7 @@ async def set_mode(ctx: RpcContext, session_id: str, mode: str) -> dict[str, Any
     session["permissionMode"] = new
     ctx.services.hub.publish(
         session_id,
-        "session.mode_changed",
+        SESSION_MODE_CHANGED,
         {"sessionId": session_id, "previousMode": previous, "mode": new, "session": session},
     )
     return {"sessionId": session_id, "previousMode": previous, "mode": new}
