@@ -28,7 +28,6 @@ from pydantic import Field, field_validator
 from tron_events import AsyncEventStore, Event, Session
 from tron_llm.registry import PROVIDERS
 
-from ..errors import AgentBusyError
 from ..protocol import (
     SESSION_CREATED,
     SESSION_DELETED,
@@ -123,13 +122,8 @@ async def session_details(store: AsyncEventStore, session: Session) -> dict[str,
 
 
 def ensure_idle(ctx: RpcContext, session_id: str, action: str) -> None:
-    """-32003 when the session's agent is running a turn (abort it first)."""
-    orchestrator = ctx.services.orchestrator
-    if orchestrator is not None and orchestrator.is_running(session_id):
-        raise AgentBusyError(
-            f"cannot {action} session {session_id!r} while its agent is running; "
-            "call agent.abort first or wait for agent.complete"
-        )
+    """-32003 when the session's agent is running a turn (:meth:`.Runtime.ensure_idle`)."""
+    ctx.services.runtime.ensure_idle(session_id, action)
 
 
 def known_provider(value: str | None) -> str | None:
@@ -303,7 +297,7 @@ def register(registry: MethodRegistry) -> None:
     async def rewind(ctx: RpcContext, p: SessionRewindParams) -> dict[str, Any]:
         store = ctx.services.store
         assert store is not None
-        ensure_idle(ctx, p.session_id, "rewind")
+        ctx.services.runtime.ensure_idle(p.session_id, "rewind")
         restore: dict[str, Any] | None = None
         if p.restore_files or ctx.services.workspace is not None:
             current = await store.get_session(p.session_id)
@@ -326,7 +320,7 @@ def register(registry: MethodRegistry) -> None:
     async def end(ctx: RpcContext, p: SessionEndParams) -> dict[str, Any]:
         store = ctx.services.store
         assert store is not None
-        ensure_idle(ctx, p.session_id, "end")
+        ctx.services.runtime.ensure_idle(p.session_id, "end")
         orchestrator = ctx.services.orchestrator
         if orchestrator is not None:
             current = await store.get_session(p.session_id)
@@ -344,7 +338,7 @@ def register(registry: MethodRegistry) -> None:
     )
     async def delete(ctx: RpcContext, p: SessionDeleteParams) -> dict[str, Any]:
         assert ctx.services.store is not None
-        ensure_idle(ctx, p.session_id, "delete")
+        ctx.services.runtime.ensure_idle(p.session_id, "delete")
         await ctx.services.store.delete_session(p.session_id, cascade=p.cascade)
         hub = ctx.services.hub
         hub.publish(p.session_id, SESSION_DELETED, {"sessionId": p.session_id})
