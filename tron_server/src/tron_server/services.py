@@ -11,11 +11,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from .hub import Hub
 from .runtime import Runtime
 from .settings import Settings
 
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
     from .agent.orchestrator import Orchestrator
     from .interaction import Interaction
     from .providers import ProviderFactory
-    from .rpc.registry import MethodRegistry
     from .tools import ToolRegistry
     from .workspace import Workspace
 
@@ -42,13 +40,37 @@ def server_version() -> str:
         return "0.0.0"
 
 
+class Notifier(Protocol):
+    """What the methods and the runtime use of the hub: :class:`tron_server.hub.Hub`, in
+    the transport above, is the one a server runs (``conn``: its connections)."""
+
+    def publish(
+        self,
+        session_id: str | None,
+        method: str,
+        data: Any,
+        *,
+        timestamp: str | None = None,
+        also_to: str | None = None,
+    ) -> int: ...
+
+    def emit(self, method: str, session_id: str, data: dict[str, Any]) -> None: ...
+
+    async def subscribe(self, conn: Any, session_id: str) -> None: ...
+
+    def unsubscribe(self, conn: Any, session_id: str) -> bool: ...
+
+    def drop_session(self, session_id: str) -> None: ...
+
+
 @dataclass
 class Services:
     """Everything the methods use. Built by the app's lifespan (or by a test)."""
 
     settings: Settings
     store: AsyncEventStore | None
-    hub: Hub
+    #: Notifications to the clients (the transport's Hub).
+    hub: Notifier
     #: The agent runtime (None in tests that run without one: agent.* answer -32002).
     orchestrator: Orchestrator | None = None
     tools: ToolRegistry | None = None
@@ -58,8 +80,6 @@ class Services:
     providers: ProviderFactory | None = None
     #: Questions, approvals, permission modes (None: tools run without a permission gate).
     interaction: Interaction | None = None
-    #: The methods this server answers (system.info lists them).
-    registry: MethodRegistry | None = None
     #: File recording, rewinds with files, diffs and worktrees.
     workspace: Workspace | None = None
     version: str = ""
@@ -81,8 +101,11 @@ class Services:
 # -- building the services of a running server ------------------------------------------
 
 
-async def open_services(settings: Settings, registry: MethodRegistry | None = None) -> Services:
-    """Open the store (created and migrated if needed) and build every manager."""
+async def open_services(
+    settings: Settings, new_hub: Callable[[AsyncEventStore], Notifier]
+) -> Services:
+    """Open the store (created and migrated if needed) and build every manager;
+    ``new_hub(store)`` makes the hub (the transport's: ``tron_server.hub.Hub``)."""
     from tron_events import AsyncEventStore
 
     # The store first: a database that cannot be used is reported before the
@@ -97,7 +120,7 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
     from .tools import default_tools
     from .workspace import Workspace
 
-    services = Services(settings=settings, store=store, hub=Hub(store), registry=registry)
+    services = Services(settings=settings, store=store, hub=new_hub(store))
     services.workspace = Workspace(
         store,
         settings.home,
