@@ -64,6 +64,8 @@ from ..hooks.base import HookContext, HookEngine
 from ..hooks.settings import HookSettingsError
 from ..protocol import AGENT_COMPLETE, AGENT_ERROR, session_json
 from ..tools.base import ToolRegistry
+from ..tools.skill import SkillTool
+from .compaction import maybe_auto_compact
 from .lifecycle import HooksFactory, Lifecycle
 from .rules import SessionRules
 from .subagents import (
@@ -139,13 +141,8 @@ def _has_content(content: str | list[dict[str, Any]]) -> bool:
 
 def _add_skill_tool(tools: ToolRegistry, home: Path) -> None:
     """Offer the Skill tool (from the context layer) when the registry lacks it."""
-    if "Skill" in tools.names():
-        return
-    try:
-        from ..tools.skill import SkillTool
-    except ImportError:
-        return
-    tools.register(SkillTool(home))
+    if "Skill" not in tools.names():
+        tools.register(SkillTool(home))
 
 
 class Orchestrator:
@@ -524,8 +521,6 @@ class Orchestrator:
     async def _before_turn(self, run: AgentRun) -> None:
         if self.auto_compact_threshold is None:
             return
-        from .compaction import maybe_auto_compact
-
         await maybe_auto_compact(self, run)
 
     async def _drive(self, run: _SessionRun, first: RunRequest) -> None:
