@@ -23,6 +23,7 @@ import contextvars
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -52,6 +53,7 @@ from .security import (
 )
 from .services import Services, open_services, server_version, stop_runtime
 from .settings import Settings
+from .web import STATIC_DIR
 
 log = logging.getLogger("tron_server.app")
 
@@ -322,11 +324,7 @@ def _http_only(app: ASGIApp) -> ASGIApp:
     return route
 
 
-def _static_dir() -> Any | None:
-    try:
-        from .web import STATIC_DIR
-    except ImportError:
-        return None
+def _static_dir() -> Path | None:
     return STATIC_DIR if STATIC_DIR.is_dir() else None
 
 

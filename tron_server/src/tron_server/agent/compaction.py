@@ -38,6 +38,7 @@ from tron_events.messages import (
     ToolUseBlock,
 )
 from tron_llm import LLMError, LLMRequest, Provider
+from tron_llm.catalog import get_model
 
 from ..errors import InvalidOperationError, ProviderError
 from ..hooks.base import HookContext, HookEngine
@@ -127,10 +128,6 @@ class CompactionResult:
 
 def context_window(model: str) -> int:
     """The model's context window from the catalog (128k when unknown)."""
-    try:
-        from tron_llm.catalog import get_model
-    except ImportError:  # pragma: no cover - the catalog ships with tron_llm
-        return DEFAULT_CONTEXT_WINDOW
     info = get_model(model)
     return info.context_window if info is not None else DEFAULT_CONTEXT_WINDOW
 
