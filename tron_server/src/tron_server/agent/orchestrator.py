@@ -67,6 +67,7 @@ from tron_events import (
 )
 from tron_llm import Provider, ReasoningLevel
 
+from ..browser.urls import UrlVerdict
 from ..errors import (
     AgentBusyError,
     InvalidParams,
@@ -127,6 +128,10 @@ class UserInTheLoop(Protocol):
     def waiting_runs(self) -> list[AgentRun]: ...
 
     async def mode(self, session_id: str) -> str: ...
+
+    async def check_url(
+        self, session_id: str, tool: str, url: str, tool_call_id: str | None = None
+    ) -> UrlVerdict: ...
 
 
 @dataclass
@@ -250,6 +255,7 @@ class Orchestrator:
         ``interaction``; runs waiting for the user are suspended, not aborted, at shutdown."""
         self.interaction = interaction
         self._deps.gate = interaction.gate
+        self._deps.check_url = interaction.check_url
 
     def current_run(self, session_id: str) -> AgentRun | None:
         """The session's running AgentRun (None when idle or about to start)."""
@@ -351,6 +357,10 @@ class Orchestrator:
             with anyio.CancelScope(shield=True):
                 await self._abort_run(run)
             raise
+        finally:
+            # The sub-agent's task is over: what its tools kept (a browser) goes with it.
+            with anyio.CancelScope(shield=True):
+                await self.release(session_id)
         return slot[0] if slot else RunResult(0, "aborted", "the sub-agent's run did not finish")
 
     async def abort(self, session_id: str) -> bool:
@@ -360,9 +370,17 @@ class Orchestrator:
         children of the session are aborted with it (their Task calls are cancelled)."""
         run = self._runs.get(session_id)
         if run is None:
+            await self.release(session_id)
             return False
         await self._abort_run(run)
+        await self.release(session_id)
         return True
+
+    async def release(self, session_id: str) -> None:
+        """Free what the tools keep for the session (its browser): on abort, at its end, when
+        a sub-agent's run is over. Never raises."""
+        with anyio.CancelScope(shield=True):
+            await self.tools.release(session_id)
 
     async def wait_finished(self, session_id: str, timeout: float = ABORT_WAIT) -> None:
         """Wait (at most ``timeout`` seconds) until the session's running loop ends."""
@@ -431,6 +449,9 @@ class Orchestrator:
             if run.task is not None and not run.task.done():
                 log.warning("agent loop of %s did not stop in time; cancelling", run.session_id)
                 run.task.cancel()
+        # Every browser (and whatever else tools keep) goes before the server does.
+        with anyio.CancelScope(shield=True):
+            await self.tools.aclose()
         current = [engine for _stamp, engine in self._engines.values()]
         engines = {id(e): e for e in [self.hooks, *current, *self._retired] if e is not None}
         for engine in engines.values():
@@ -470,6 +491,7 @@ class Orchestrator:
     async def session_ending(self, session: Session, reason: str) -> None:
         """Run the SessionEnd hooks to their end (before ``session.end`` is appended, so
         their records land in the session). Never raises for a hook's failure."""
+        await self.release(session.id)
         engine = self._engine_or_none(Path(session.working_directory))
         if engine is None:
             return
