@@ -17,6 +17,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 if TYPE_CHECKING:
     from playwright.async_api import CDPSession, Page
 
@@ -30,6 +32,8 @@ FRAME_INTERVAL = 1 / MAX_FPS
 FRAME_QUALITY = 60
 FRAME_MAX_WIDTH = 1280
 FRAME_MAX_HEIGHT = 800
+#: How long stopping the screencast of a page may take (a busy page may not answer).
+STOP_TIMEOUT = 2.0
 
 FrameSink = Callable[[dict[str, Any]], None]
 """Receives ``{"data": base64 JPEG, "width", "height", "url", "seq"}``; must not block."""
@@ -64,15 +68,21 @@ class Screencast:
             return
         self._cdp, self._page = cdp, page
 
-    async def stop(self) -> None:
-        cdp, self._cdp, self._page = self._cdp, None, None
+    def forget(self) -> None:
+        """Stop sending frames without telling the page (its context is closing: Chromium
+        answers ``stopScreencast`` only once a navigation in progress is over)."""
+        self._cdp, self._page = None, None
         for task in list(self._acks):
             task.cancel()
+
+    async def stop(self) -> None:
+        cdp = self._cdp
+        self.forget()
         if cdp is not None:
             with contextlib.suppress(Exception):
-                await cdp.send("Page.stopScreencast")
-            with contextlib.suppress(Exception):
-                await cdp.detach()
+                with anyio.move_on_after(STOP_TIMEOUT):
+                    await cdp.send("Page.stopScreencast")
+                    await cdp.detach()
 
     def _on_frame(self, params: dict[str, Any]) -> None:
         cdp, page = self._cdp, self._page

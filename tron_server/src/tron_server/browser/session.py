@@ -174,7 +174,7 @@ class BrowserSession:
             return
         self.closed = True
         with anyio.CancelScope(shield=True):
-            await self.screencast.stop()
+            self.screencast.forget()
             context, self.context = self.context, None
             self.pages = []
             if context is not None:
@@ -317,7 +317,9 @@ class BrowserSession:
             if refused is None:
                 await route.continue_()
                 return
-            await route.abort("blockedbyclient")
+            # A page the agent may not open: the navigation is cancelled and the tab stays
+            # where it was (blocking it would show Chromium's error page instead).
+            await route.abort("aborted" if main else "blockedbyclient")
         except Exception:  # the page or context closed meanwhile
             return
         if main:
@@ -403,8 +405,9 @@ class BrowserSession:
             )
         except PlaywrightError as exc:
             message = _message(exc)
-            if "ERR_BLOCKED_BY_CLIENT" in message:
-                raise ActionError(" ".join(self.take_notes()) or f"{url} was blocked") from None
+            blocked = [n for n in self.notes if n.startswith("Blocked")]
+            if blocked and ("ERR_ABORTED" in message or "ERR_BLOCKED_BY_CLIENT" in message):
+                raise ActionError(" ".join(self.take_notes())) from None
             raise ActionError(f"cannot open {url}: {message}") from None
         else:
             if response is not None and response.status >= 400:
