@@ -30,6 +30,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from .connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
+from .protocol import BROADCAST_PREFIXES, EVENTS_NEW
 from .rpc.frames import notification_frame
 
 if TYPE_CHECKING:
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tron_server.hub")
 
-#: Notifications with these prefixes go to every connection, subscribed or not.
-BROADCAST_PREFIXES = ("session.",)
 #: A ``lossy`` notification (a browser frame) skips a connection holding more than this
 #: for its client: the next frame shows the page anyway, and a slow client is not closed.
 LOSSY_PENDING_BYTES = 1024 * 1024
@@ -219,7 +218,7 @@ class Hub:
             try:
                 async for event in events:
                     self.publish(
-                        event.session_id, "events.new", event.to_wire(), timestamp=event.timestamp
+                        event.session_id, EVENTS_NEW, event.to_wire(), timestamp=event.timestamp
                     )
             except Exception:
                 if self._closing:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .hub import Hub
+from .runtime import Runtime
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -70,6 +71,11 @@ class Services:
     @property
     def home(self) -> Path:
         return self.settings.home
+
+    @property
+    def runtime(self) -> Runtime:
+        """Send, abort, ensure-idle: what the methods and the commands call."""
+        return Runtime(self.orchestrator, self.interaction)
 
 
 # -- building the services of a running server ------------------------------------------
@@ -144,6 +150,7 @@ def _add_web_tools(services: Services) -> None:
     """WebFetch (answering prompts with the session's model) and the Browser, whose frames
     and status go to the session's subscribers (frames dropped for a client behind)."""
     from .browser import BrowserManager
+    from .protocol import BROWSER_FRAME
     from .tools.browser import Browser
     from .tools.webfetch import SessionModelSummarizer, WebFetch
 
@@ -152,7 +159,7 @@ def _add_web_tools(services: Services) -> None:
     hub = services.hub
 
     def emit(method: str, session_id: str, data: dict[str, Any]) -> None:
-        hub.publish(session_id, method, data, lossy=method == "browser.frame")
+        hub.publish(session_id, method, data, lossy=method == BROWSER_FRAME)
 
     services.tools.register(WebFetch(SessionModelSummarizer(services.store, services.providers)))
     manager = BrowserManager(emit, chromium=services.settings.chromium_path)

@@ -38,6 +38,7 @@ from urllib.request import url2pathname
 
 import anyio
 
+from ..protocol import BROWSER_FRAME, BROWSER_STATUS
 from .engine import Engine
 from .frames import Screencast
 from .urls import HostResolver, UrlCheck, UrlRefused, UrlVerdict, non_public, parse_web_url
@@ -179,7 +180,7 @@ class BrowserSession:
             self.pages = []
             if context is not None:
                 await self.engine.close_context(context)
-            self.publish("browser.status", {"open": False, "url": None, "title": None,
+            self.publish(BROWSER_STATUS, {"open": False, "url": None, "title": None,
                                             "action": self.last_action or None})  # fmt: skip
 
     @property
@@ -256,7 +257,7 @@ class BrowserSession:
         task.add_done_callback(self._tasks.discard)
 
     def _frame(self, frame: dict[str, Any]) -> None:
-        self.publish("browser.frame", frame)
+        self.publish(BROWSER_FRAME, frame)
 
     # -- what may be opened ---------------------------------------------------------------
 
@@ -370,7 +371,7 @@ class BrowserSession:
         """Tell the clients where the browser is and what it did last."""
         if self.closed or not self.pages:
             return
-        self.publish("browser.status", {"open": True, "url": self.pages[-1].url, "title": title,
+        self.publish(BROWSER_STATUS, {"open": True, "url": self.pages[-1].url, "title": title,
                                         "action": self.last_action})  # fmt: skip
 
     async def navigate(self, url: str, tool_call_id: str | None) -> None:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..browser.engine import BrowserUnavailable
 from ..browser.manager import BrowserManager
 from ..browser.session import ActionError, BrowserSession
-from ._paths import PathError, PathPolicy
+from ..paths import PathError, PathPolicy
 from .base import Tool, ToolContext, ToolResult
 
 __all__ = ["Browser", "BrowserParams"]
