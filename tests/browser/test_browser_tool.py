@@ -130,6 +130,10 @@ async def test_the_model_drives_the_browser_through_local_pages(
         found = await client.call("events.search", {"query": "Welcome page two", "sessionId": sid})
         assert any(h["type"] == "tool.result" for h in found["hits"]), found
 
+        # Frames and status are notifications only: nothing of them is stored.
+        events = await client.sync(sid)
+        assert not [e for e in events if e["type"].startswith("browser")]
+
         # The browser stays open for the next message; aborting closes it.
         engine = browser_engine(server)
         assert engine.running
