@@ -260,7 +260,7 @@ async def test_the_browser_stays_where_the_rules_allow(
         assert (tmp_path / "report.txt").read_text() == "the report\n"
 
 
-async def test_a_sub_agent_browses_in_a_context_of_its_own(
+async def test_a_sub_agent_browses_in_a_context_of_its_own_and_shutdown_closes_all(
     site: Site, llm: ScriptedLLM, make_server: Any, tmp_path: Path
 ) -> None:
     need_chromium()
@@ -280,6 +280,7 @@ async def test_a_sub_agent_browses_in_a_context_of_its_own(
         Response([Text("Done.")]),
     )
     manager = browser_engine(server)
+    drivers_before = _driver_pids()  # another test's browser may run in this process
     async with server.connect() as client:
         sid = await new_session(client, tmp_path)
         seen = await run_message(client, sid, "delegate")
@@ -292,3 +293,11 @@ async def test_a_sub_agent_browses_in_a_context_of_its_own(
         tool = server.services.tools.get("Browser")
         assert tool.manager.get(child_ids[0]) is None  # closed when its task ended
         assert tool.manager.get(sid) is not None and manager.running
+    # The server stops with the parent's browser open: nothing of it outlives the server.
+    chromium = manager.processes()
+    drivers = [p for p in _driver_pids() if p not in drivers_before]
+    assert chromium and drivers
+    server.stop()
+    with anyio.fail_after(15):
+        while _alive(chromium + drivers):
+            await anyio.sleep(0.1)
