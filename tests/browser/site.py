@@ -110,8 +110,8 @@ class Site:
         elif path == "/console":
             body = _page("Console", (
                 "<h1>Logs</h1><script>console.log('hello from the page');"
-                "console.error('boom: something failed');"
-                "setTimeout(() => { throw new Error('uncaught kaboom'); }, 0);</script>"
+                "console.error('boom: something failed');</script>"
+                "<script>throw new Error('uncaught kaboom');</script>"
             ))  # fmt: skip
         elif path == "/redirect":
             status, body, headers = 302, b"", {"Location": "/final"}

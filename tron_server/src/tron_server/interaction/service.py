@@ -369,7 +369,7 @@ class Interaction:
         the gate let that call do (the user's "allow once" included) is allowed too."""
         run = self.orchestrator.current_run(session_id)
         try:
-            if run is not None and run.session_id == session_id:
+            if run is not None:
                 live = await self._load(run)
                 mode = await self._effective(live)
                 rules = RuleSet(live.settings.rules).plus(await self._grants(session_id))
