@@ -5,12 +5,12 @@ byte-order mark, else for HTML the document's own ``<meta charset>`` (or its
 ``http-equiv`` form) in the first 4 KB, else UTF-8 — and when the body is not UTF-8,
 windows-1252, as browsers do for undeclared legacy pages. Undecodable bytes become U+FFFD.
 
-HTML becomes Markdown through html-to-markdown (MIT, kept up, typed; a Rust core, about
-twenty times faster than the pure-Python markdownify here: a 2 MB page takes a second, not
-twenty): scripts, styles and templates go, navigation and forms are left out (its default
-preprocessing), headings are ATX ``#`` lines, relative links absolute, and inline
-``data:`` images, which would only fill the context with base64, keep their alt text and
-lose the data.
+HTML becomes Markdown through html-to-markdown (MIT, kept up, typed; a Rust core, 15–20
+times faster than the pure-Python markdownify here, ``benchmarks/RESULTS_web.md``: a 2 MB
+page takes 2 s, not 45, under load): scripts, styles and templates go, navigation and
+forms are left out (its default preprocessing), headings are ATX ``#`` lines, relative
+links absolute, and inline ``data:`` images, which would only fill the context with
+base64, keep their alt text and lose the data.
 """
 
 from __future__ import annotations
