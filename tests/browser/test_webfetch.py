@@ -214,3 +214,30 @@ async def test_a_loopback_address_asks_even_when_every_tool_is_allowed(
         results = [e["payload"] for e in await client.sync(sid) if e["type"] == "tool.result"]
         assert "The user denied permission to run WebFetch" in str(results[0]["content"])
         assert "Welcome to page two" in str(results[1]["content"]) and not results[1]["isError"]
+
+
+async def test_an_approval_answered_after_a_restart_reaches_the_address(
+    site: Site, llm: ScriptedLLM, make_server: Any, tmp_path: Path
+) -> None:
+    """The request survives a restart; answered "allow" then, the call runs as shown (the
+    address it asked about included)."""
+    server = make_server(llm)
+    llm.add(
+        Response([ToolUse("WebFetch", {"url": f"{site.base}/page2"})]),
+        Response([Text("Read it.")]),
+    )
+    async with server.connect() as client:
+        sid = (await client.call("session.create", {"workingDirectory": str(tmp_path)}))["id"]
+        stream = client.notifications(["agent.approval"], session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "content": "fetch"})
+        await stream.next(timeout=60)
+    server.restart()
+    async with server.connect() as client:
+        [pending] = (await client.call("agent.getState", {"sessionId": sid}))["pendingRequests"]
+        stream = client.notifications(["agent.complete"], session_id=sid)
+        await client.call("agent.respond", {"sessionId": sid,
+                          "requestId": pending["requestId"], "answer": "allow"})  # fmt: skip
+        await stream.next(timeout=60)
+        results = [e["payload"] for e in await client.sync(sid) if e["type"] == "tool.result"]
+        assert "Welcome to page two" in str(results[0]["content"]), results
+    assert site.hits == ["/page2"]

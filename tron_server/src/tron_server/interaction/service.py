@@ -20,6 +20,7 @@ recorded through the run's writer, so the very next tool call follows it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -304,6 +305,10 @@ class Interaction:
         refusal the model sees. Waits for the user's approval when the verdict is "ask"."""
         if use.id in self._preapproved:
             self._preapproved.discard(use.id)
+            if use.name in URL_TOOLS:  # approved as it was shown, private address or not
+                with contextlib.suppress(PermissionSettingsError, RuleSyntaxError):
+                    live = await self._load(run)
+                    live.approved_urls[use.id] = (url_host(arguments.get("url")), True)
             return None
         try:
             live = await self._load(run)
