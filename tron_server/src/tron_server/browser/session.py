@@ -73,6 +73,8 @@ ACTION_TIMEOUT_MS = 10_000
 MAX_WAIT_MS = 30_000
 MAX_SNAPSHOT_CHARS = 30_000
 MAX_CONSOLE = 200
+#: Notes in one result (a page loading many blocked resources would flood it).
+MAX_NOTES = 20
 #: A full-page screenshot is cut at this height (CSS pixels): taller images are scaled
 #: down by the providers until they are unreadable.
 MAX_SCREENSHOT_HEIGHT = 4000
@@ -355,7 +357,11 @@ class BrowserSession:
         self.last_action = action
 
     def take_notes(self) -> list[str]:
+        """What happened since the last result (blocked requests, downloads, dialogs…), at
+        most :data:`MAX_NOTES` of them and how many more there were."""
         notes, self.notes = self.notes, []
+        if len(notes) > MAX_NOTES:
+            notes = [*notes[:MAX_NOTES], f"(and {len(notes) - MAX_NOTES} more like these)"]
         return notes
 
     async def summary(self) -> str:
