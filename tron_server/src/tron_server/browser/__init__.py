@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .engine import DEFAULT_CHROMIUM, BrowserUnavailable, Engine
 from .manager import BrowserManager
-from .session import ActionError, BrowserSession, Outcome
+from .session import ActionError, BrowserSession
 from .urls import UrlCheck, UrlRefused, UrlVerdict, non_public, parse_web_url
 
 __all__ = [
@@ -27,7 +27,6 @@ __all__ = [
     "BrowserSession",
     "BrowserUnavailable",
     "Engine",
-    "Outcome",
     "UrlCheck",
     "UrlRefused",
     "UrlVerdict",

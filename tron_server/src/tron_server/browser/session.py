@@ -30,7 +30,6 @@ import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -60,8 +59,8 @@ __all__ = [
     "MAX_CONSOLE",
     "MAX_SNAPSHOT_CHARS",
     "NAVIGATION_TIMEOUT_MS",
+    "ActionError",
     "BrowserSession",
-    "Outcome",
     "Publish",
 ]
 
@@ -85,16 +84,6 @@ Publish = Callable[[str, dict[str, Any]], None]
 """``(notification method, data)`` for the session's clients; never blocks."""
 PlaceDownload = Callable[[str], Awaitable[Path]]
 """Suggested file name → where to save the download (raises ``OSError``/``ValueError``)."""
-
-
-@dataclass
-class Outcome:
-    """An action's result: text for the model, maybe an image, and whether it failed."""
-
-    text: str
-    image: bytes | None = None
-    error: bool = False
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 class ActionError(Exception):
