@@ -162,10 +162,31 @@ async def open_services(
     services.interaction = interaction
     services.tools.register(AskUserTool(interaction))
     services.tools.register(NotifyTool(interaction))
+    _add_web_tools(services)
     # genai-prices loads its price snapshot on first use (~0.7 s): pay it at startup,
     # off the event loop, not in the first turn.
     await anyio.to_thread.run_sync(_warm_prices)
     return services
+
+
+def _add_web_tools(services: Services) -> None:
+    """WebFetch (answering prompts with the session's model) and the Browser, whose frames
+    and status go to the session's subscribers (frames dropped for a client behind)."""
+    from .browser import BrowserManager
+    from .protocol import BROWSER_FRAME
+    from .tools.browser import Browser
+    from .tools.webfetch import SessionModelSummarizer, WebFetch
+
+    assert services.tools is not None and services.store is not None
+    assert services.providers is not None
+    hub = services.hub
+
+    def emit(method: str, session_id: str, data: dict[str, Any]) -> None:
+        hub.publish(session_id, method, data, lossy=method == BROWSER_FRAME)
+
+    services.tools.register(WebFetch(SessionModelSummarizer(services.store, services.providers)))
+    manager = BrowserManager(emit, chromium=services.settings.chromium_path)
+    services.tools.register(Browser(manager))
 
 
 def _warm_prices() -> None:

@@ -53,6 +53,7 @@ from tron_events import (
 )
 from tron_llm import Provider, ReasoningLevel
 
+from ..browser.urls import UrlVerdict
 from ..errors import (
     AgentBusyError,
     InvalidParams,
@@ -108,6 +109,10 @@ class UserInTheLoop(Protocol):
     def waiting_runs(self) -> list[AgentRun]: ...
 
     async def mode(self, session_id: str) -> str: ...
+
+    async def check_url(
+        self, session_id: str, tool: str, url: str, tool_call_id: str | None = None
+    ) -> UrlVerdict: ...
 
 
 @dataclass
@@ -214,6 +219,7 @@ class Orchestrator:
         ``interaction``; runs waiting for the user are suspended, not aborted, at shutdown."""
         self.interaction = interaction
         self._deps.gate = interaction.gate
+        self._deps.check_url = interaction.check_url
 
     def current_run(self, session_id: str) -> AgentRun | None:
         """The session's running AgentRun (None when idle or about to start)."""
@@ -315,6 +321,10 @@ class Orchestrator:
             with anyio.CancelScope(shield=True):
                 await self._abort_run(run)
             raise
+        finally:
+            # The sub-agent's task is over: what its tools kept (a browser) goes with it.
+            with anyio.CancelScope(shield=True):
+                await self.release(session_id)
         return slot[0] if slot else RunResult(0, "aborted", "the sub-agent's run did not finish")
 
     async def abort(self, session_id: str) -> bool:
@@ -324,9 +334,17 @@ class Orchestrator:
         children of the session are aborted with it (their Task calls are cancelled)."""
         run = self._runs.get(session_id)
         if run is None:
+            await self.release(session_id)
             return False
         await self._abort_run(run)
+        await self.release(session_id)
         return True
+
+    async def release(self, session_id: str) -> None:
+        """Free what the tools keep for the session (its browser): on abort, at its end, when
+        a sub-agent's run is over. Never raises."""
+        with anyio.CancelScope(shield=True):
+            await self.tools.release(session_id)
 
     async def wait_finished(self, session_id: str, timeout: float = ABORT_WAIT) -> None:
         """Wait (at most ``timeout`` seconds) until the session's running loop ends."""
@@ -395,6 +413,9 @@ class Orchestrator:
             if run.task is not None and not run.task.done():
                 log.warning("agent loop of %s did not stop in time; cancelling", run.session_id)
                 run.task.cancel()
+        # Every browser (and whatever else tools keep) goes before the server does.
+        with anyio.CancelScope(shield=True):
+            await self.tools.aclose()
         await self.lifecycle.drain(timeout)
 
     # -- sub-agents and lifecycle hooks ------------------------------------------------
@@ -412,7 +433,9 @@ class Orchestrator:
         self.lifecycle.session_created(session)
 
     async def session_ending(self, session: Session, reason: str) -> None:
-        """SessionEnd, before ``session.end`` (:meth:`.Lifecycle.session_ending`)."""
+        """SessionEnd, before ``session.end`` (:meth:`.Lifecycle.session_ending`); what the
+        session's tools keep (its browser) is released first."""
+        await self.release(session.id)
         await self.lifecycle.session_ending(session, reason)
 
     async def context_reset(self, session_id: str, source: str) -> None:
