@@ -52,6 +52,7 @@ class Notifier(Protocol):
         *,
         timestamp: str | None = None,
         also_to: str | None = None,
+        lossy: bool = False,
     ) -> int: ...
 
     def emit(self, method: str, session_id: str, data: dict[str, Any]) -> None: ...
