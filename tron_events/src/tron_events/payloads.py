@@ -460,6 +460,68 @@ class MetadataImport(Payload):
     reason: str | None = None
 
 
+class HandoffCodeChange(Payload):
+    """One change a handoff lists: the file and what was done to it."""
+
+    path: str
+    description: str = ""
+
+
+class MemoryHandoff(Payload):
+    """``memory.handoff``: episodic memory, the original Tron's handoff. A structured
+    summary of a session (or of the part of it a compaction summarized), made by a side
+    call whose forced tool has these fields as its input schema; ``complete`` is False
+    when the model's reply did not fit that schema and only ``summary`` could be kept
+    (``fallbackReason`` says why). Indexed for full-text search (``search_text.py``)."""
+
+    summary: str
+    code_changes: list[HandoffCodeChange] = []
+    current_state: str = ""
+    next_steps: list[str] = []
+    blockers: list[str] = []
+    #: Lessons: what worked or did not, worth remembering in this workspace.
+    patterns: list[str] = []
+    #: What made it: ``session_end``, ``manual`` (``/handoff``, ``memory.handoff``),
+    #: ``compaction``, ``import`` (an importer, from another agent's summary).
+    trigger: str = "manual"
+    complete: bool = True
+    fallback_reason: str | None = None
+    model: str | None = None
+    #: The last event the handoff covers (its session's head when it was made).
+    through_event_id: str | None = None
+    #: Set by importers: the agent whose record it came from (``claude-code``).
+    source: str | None = None
+
+
+class LedgerRef(Payload):
+    """A ledger file as ``memory.loaded`` read it: ``scope`` ``project``
+    (``.tron/ledger.md``) or ``user`` (``~/.tron/ledger.md``), ``revision`` the SHA-256
+    of the bytes read, ``bytes`` their number, ``truncated`` whether the budget cut it."""
+
+    path: str
+    scope: Literal["project", "user"]
+    revision: str
+    bytes: int = 0
+    truncated: bool = False
+
+
+class MemoryLoaded(Payload):
+    """``memory.loaded``: what memory was put in front of the model, recorded where it
+    stands so that reconstruction reproduces the request exactly (``content`` becomes user
+    text there, as ``hook.context`` does): the ledger revisions read, the ids of the
+    ``memory.handoff`` events and the lessons injected, within ``budgetTokens``."""
+
+    content: str
+    ledger: list[LedgerRef] = []
+    handoff_ids: list[str] = []
+    patterns: list[str] = []
+    budget_tokens: int | None = None
+    #: Estimated tokens of ``content`` (4 characters a token).
+    tokens: int | None = None
+    #: ``startup`` (a session's first message), ``compact`` or ``clear`` (after them).
+    source: str = "startup"
+
+
 class AnyPayload(Payload):
     """For event types whose payload the store does not interpret."""
 
@@ -510,6 +572,8 @@ _TYPED: dict[str, type[Payload]] = {
     "notification.user": UserNotification,
     "command.invoked": CommandInvoked,
     "metadata.import": MetadataImport,
+    "memory.handoff": MemoryHandoff,
+    "memory.loaded": MemoryLoaded,
 }
 
 _UNTYPED = [

@@ -12,7 +12,8 @@ stored events show:
   when they were recorded before it, the legacy order); consecutive same-role
   messages merge; ``compact.summary`` replaces everything before it;
   ``context.cleared`` empties the history; ``hook.context`` (text hooks gave the model)
-  is user text where it stands, like a ``message.user``;
+  and ``memory.loaded`` (the ledger and handoffs put before it) are user text where they
+  stand, like a ``message.user``;
 * repair, in the projection only: a ``tool_use`` without a result gets a synthetic
   error result; a result whose ``tool_use`` is not in the assistant message right
   before it is dropped; empty text is dropped; leading assistant messages are dropped.
@@ -618,7 +619,12 @@ def _second_pass(
                             if not result_ids or result_ids[-1] != held[1]:
                                 result_ids.append(held[1])
 
-        elif kind == "tool.result" or kind == "message.user" or kind == "hook.context":
+        elif (
+            kind == "tool.result"
+            or kind == "message.user"
+            or kind == "hook.context"
+            or kind == "memory.loaded"
+        ):
             payload = event.payload
             event_id = event.id
             if kind == "tool.result":
@@ -630,7 +636,8 @@ def _second_pass(
                 blocks = []
                 found = [(use_id, _result(use_id, payload.get("content"), payload.get("isError")))]
             else:
-                # A hook's context is user text where it stands, like the user's own words.
+                # A hook's context and the memory put before the model are user text
+                # where they stand, like the user's own words.
                 if state is not None and kind == "message.user":
                     turn = payload.get("turn")
                     if type(turn) is int and turn > state.turn_count:

@@ -1,8 +1,10 @@
 """What of an event is indexed for full-text search, and how literal queries are read.
 
 User, assistant and system message text, thinking, tool_use and tool.call
-names and arguments, tool results and compaction summaries. Other event types
-are not indexed (their payloads are bookkeeping, not conversation).
+names and arguments, tool results, compaction summaries and handoffs
+(``memory.handoff``: every text field). Other event types are not indexed
+(their payloads are bookkeeping, not conversation; ``memory.loaded`` repeats
+the ledger and handoffs it injected, so it is not indexed either).
 
 Both backends index the same text, bounded per event: the first
 :data:`MAX_INDEXED_CHARS` characters of what :func:`search_text` extracts
@@ -80,6 +82,21 @@ def _blocks_text(content: Any, out: _Parts) -> None:
             _blocks_text(block.get("content"), out)
 
 
+def _handoff_text(payload: dict[str, Any], out: _Parts) -> None:
+    for key in ("summary", "currentState"):
+        value = payload.get(key)
+        if isinstance(value, str):
+            out.append(value)
+    for change in payload.get("codeChanges") or []:
+        if isinstance(change, dict):
+            out.append(str(change.get("path", "")))
+            out.append(str(change.get("description", "")))
+    for key in ("nextSteps", "blockers", "patterns"):
+        for item in payload.get(key) or []:
+            if isinstance(item, str):
+                out.append(item)
+
+
 def search_text(
     event_type: str, payload: dict[str, Any], limit: int | None = MAX_INDEXED_CHARS
 ) -> str:
@@ -100,6 +117,8 @@ def search_text(
         out.append(_json_text(payload.get("arguments", {})))
     elif event_type == "compact.summary":
         out.append(str(payload.get("summary", "")))
+    elif event_type == "memory.handoff":
+        _handoff_text(payload, out)
     text = "\n".join(out.items)
     if limit is not None and len(text) > limit:
         text = text[:limit]
