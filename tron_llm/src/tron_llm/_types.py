@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tron_events.messages import Message
 
@@ -59,6 +59,16 @@ class LLMRequest(BaseModel):
     """None turns thinking off; each adapter maps the level to its provider's knob."""
     stop_sequences: list[str] = Field(default_factory=list)
     prompt_caching: bool = True
+    tool_choice: str | None = None
+    """The name of a tool of ``tools`` the model must call (a forced tool: the reply is
+    one call of it). Side calls use it to get typed fields from every provider. With
+    Anthropic, thinking is off for such a request (the API refuses both together)."""
+
+    @model_validator(mode="after")
+    def _known_tool_choice(self) -> LLMRequest:
+        if self.tool_choice is not None and self.tool_choice not in {t.name for t in self.tools}:
+            raise ValueError(f"tool_choice {self.tool_choice!r} names no tool of the request")
+        return self
 
 
 class Usage(BaseModel):

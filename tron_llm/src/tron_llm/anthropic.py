@@ -200,7 +200,11 @@ def build_body(request: LLMRequest) -> dict[str, Any]:
         if caching:
             tools[-1]["cache_control"] = dict(_EPHEMERAL)
         body["tools"] = tools
-    if request.reasoning is not None and _tool_loop_without_thinking(messages):
+    if request.tool_choice is not None:
+        body["tool_choice"] = {"type": "tool", "name": request.tool_choice}
+    if request.reasoning is not None and request.tool_choice is not None:
+        log.info("thinking off for this request: it forces a tool (the API refuses both)")
+    elif request.reasoning is not None and _tool_loop_without_thinking(messages):
         log.info("thinking off for this request: the tool calls it answers came without thinking")
     elif request.reasoning is not None:
         max_tokens, budget = thinking_budget(request.model, request.max_tokens, request.reasoning)

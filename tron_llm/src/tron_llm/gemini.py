@@ -222,6 +222,10 @@ def build_body(request: LLMRequest, ids: ToolIdMap | None = None) -> dict[str, A
         body["systemInstruction"] = {"parts": [{"text": request.system}]}
     if request.tools:
         body["tools"] = [{"functionDeclarations": [function_declaration(t) for t in request.tools]}]
+    if request.tool_choice is not None:
+        body["toolConfig"] = {
+            "functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [request.tool_choice]}
+        }
     config: dict[str, Any] = {
         "maxOutputTokens": max_output_tokens(request.model, request.max_tokens, request.reasoning)
     }

@@ -154,6 +154,8 @@ class OpenAIChatProvider(OpenAIHTTPProvider):
                 }
                 for tool in request.tools
             ]
+        if request.tool_choice is not None:
+            body["tool_choice"] = {"type": "function", "function": {"name": request.tool_choice}}
         return body
 
     def new_parser(self, request: LLMRequest) -> StreamParser:

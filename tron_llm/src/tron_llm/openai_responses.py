@@ -148,6 +148,8 @@ class OpenAIResponsesProvider(OpenAIHTTPProvider):
                 }
                 for tool in request.tools
             ]
+        if request.tool_choice is not None:
+            body["tool_choice"] = {"type": "function", "name": request.tool_choice}
         return body
 
     def new_parser(self, request: LLMRequest) -> StreamParser:
