@@ -40,7 +40,7 @@ from . import commands, methods
 from .connection import Connection
 from .hub import Hub
 from .logging import add_secret
-from .memory import release_memory
+from .heap import release_memory
 from .rpc import Dispatcher, MethodRegistry, RpcContext
 from .security import (
     COOKIE_NAME,
