@@ -38,9 +38,9 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from . import commands, methods
 from .connection import Connection
+from .heap import release_memory
 from .hub import Hub
 from .logging import add_secret
-from .heap import release_memory
 from .rpc import Dispatcher, MethodRegistry, RpcContext
 from .security import (
     COOKIE_NAME,

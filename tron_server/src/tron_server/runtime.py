@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import AgentBusyError, ManagerUnavailableError
 
 if TYPE_CHECKING:  # types only: importing the runtime is paid for in open_services
+    from tron_events import Event
+
     from .agent.orchestrator import Orchestrator
     from .interaction import Interaction
 
@@ -96,3 +98,10 @@ class Runtime:
             raise
         await orchestrator.wait_finished(session_id)
         return True
+
+    async def handoff(self, session_id: str) -> Event:
+        """Make a handoff of the session now (``memory.handoff``, ``/handoff``): -32003 while
+        its agent runs, -32004 when handoffs are off or there is nothing to remember yet,
+        -32005 when the model call fails."""
+        self.ensure_idle(session_id, "make a handoff of")
+        return await self.agent().handoff(session_id)

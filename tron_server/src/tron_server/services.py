@@ -119,6 +119,7 @@ async def open_services(
     from .interaction import AskUserTool, Interaction, NotifyTool
     from .providers import ProviderFactory
     from .tools import default_tools
+    from .tools.recall import Recall
     from .workspace import Workspace
 
     services = Services(settings=settings, store=store, hub=new_hub(store))
@@ -150,6 +151,8 @@ async def open_services(
             max_depth=settings.subagent_max_depth,
             enabled=settings.subagent_max_depth > 0,
         ),
+        memory=True,
+        files=services.workspace.recorder,
     )
     interaction = Interaction(
         store,
@@ -164,6 +167,7 @@ async def open_services(
     services.tools.register(AskUserTool(interaction))
     services.tools.register(NotifyTool(interaction))
     _add_web_tools(services)
+    services.tools.register(Recall(store))
     # genai-prices loads its price snapshot on first use (~0.7 s): pay it at startup,
     # off the event loop, not in the first turn.
     await anyio.to_thread.run_sync(_warm_prices)

@@ -12,7 +12,9 @@ takes it: no tool definitions or thinking signatures needed) — and records
 ``compact.boundary {originalTokens, compactedTokens, reason, model}`` then
 ``compact.summary {summary, boundaryEventId, originalTokens, compactedTokens}``.
 Reconstruction afterwards starts from the summary; the raw events stay stored,
-searchable and forkable. A blocking ``PreCompact`` hook may refuse it.
+searchable and forkable. A blocking ``PreCompact`` hook may refuse it. With memory on,
+a handoff of the compacted part and the ledger brought up to date follow
+(:mod:`.session_memory`), then the ledger is put before the fresh history again.
 
 It runs on ``context.compact``, for ``context.previewCompaction`` without
 recording anything, and automatically before a turn when the context use passes
@@ -238,6 +240,14 @@ class CompactionHost(Protocol):
 
     async def context_reset(self, session_id: str, source: str) -> None: ...
 
+    async def remember_compaction(
+        self,
+        session_id: str,
+        messages: list[Message],
+        through: str,
+        writer: SessionWriter | None,
+    ) -> None: ...
+
 
 async def compact_session(
     orchestrator: CompactionHost,
@@ -350,7 +360,10 @@ async def compact_session(
     log.info(
         "compacted session %s (%s): %d → %d tokens", session_id, reason, tokens_before, tokens_after
     )
-    await orchestrator.context_reset(session_id, "compact")  # SessionStart hooks, again
+    # The handoff of the part just compacted and the ledger brought up to date (memory),
+    # then SessionStart hooks and the ledger again for the fresh history.
+    await orchestrator.remember_compaction(session_id, messages, path[-1].id, writer)
+    await orchestrator.context_reset(session_id, "compact")
     return CompactionResult(
         summary, tokens_before, tokens_after, True, boundary_event.id, summary_event.id
     )

@@ -40,13 +40,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, get_args
+from typing import TYPE_CHECKING, Any, Protocol, get_args
 
 import anyio
 
 from tron_events import (
     AsyncEventStore,
     ConcurrencyConflict,
+    Event,
     Session,
     SessionNotActive,
     SessionNotFound,
@@ -56,6 +57,7 @@ from tron_llm import Provider, ReasoningLevel
 from ..browser.urls import UrlVerdict
 from ..errors import (
     AgentBusyError,
+    InvalidOperationError,
     InvalidParams,
     ManagerUnavailableError,
     SessionNotActiveError,
@@ -69,6 +71,7 @@ from ..tools.skill import SkillTool
 from . import compaction
 from .lifecycle import HooksFactory, Lifecycle
 from .rules import SessionRules
+from .session_memory import SessionMemory
 from .subagents import (
     TASK_TOOL_NAME,
     ParentLink,
@@ -82,6 +85,11 @@ from .subagents import (
 )
 from .turn import AgentRun, Resume, RunRequest, RunResult, ToolGate, TurnDeps
 from .writer import SessionWriter
+
+if TYPE_CHECKING:
+    from tron_events.messages import Message
+
+    from ..workspace.recorder import FileRecorder
 
 __all__ = ["Emit", "HooksFactory", "Orchestrator", "ProviderFactory"]
 
@@ -98,6 +106,8 @@ ABORT_WAIT = 5.0
 
 _run_ids = itertools.count(1)
 _LEVELS = frozenset(get_args(ReasoningLevel))
+#: The tool the ``memory.recall`` setting offers or withholds.
+RECALL_TOOL = "Recall"
 
 
 class UserInTheLoop(Protocol):
@@ -167,12 +177,17 @@ class Orchestrator:
         max_tokens: int | None = None,
         auto_compact_threshold: float | None = None,
         subagents: SubagentSettings | None = None,
+        memory: bool = False,
+        files: FileRecorder | None = None,
     ) -> None:
         """``hooks`` serves every session; ``hooks_factory`` (if given) builds one engine
         per working directory instead (guardrails depend on it). A ``hooks`` engine
         created without a recorder gets :meth:`record_event`. ``auto_compact_threshold``
         (a share of the context window, e.g. 0.8) turns on compaction before a turn.
-        ``subagents`` sets the Task tool's limits (default: 4 in parallel, depth 1)."""
+        ``subagents`` sets the Task tool's limits (default: 4 in parallel, depth 1).
+        ``memory`` turns on the ledger, handoffs and lessons (:mod:`.session_memory`;
+        each folder's settings may turn parts off); ``files`` records the ledger's
+        changes as the tools record theirs."""
         self.store = store
         self.providers = providers
         self.tools = tools
@@ -211,6 +226,11 @@ class Orchestrator:
             session_start=self.lifecycle.session_start,
             on_stop=self.lifecycle.stop_hooks,
         )
+        #: Ledger, handoffs and lessons (None: off for this runtime).
+        self.memory: SessionMemory | None = None
+        if memory:
+            self.memory = SessionMemory(self, home, recorder=files)
+            self._deps.memory_at_start = self.memory.at_start
 
     # -- public API -------------------------------------------------------------------
 
@@ -391,6 +411,12 @@ class Orchestrator:
         agent may be running (signature of ``HookEngine``'s ``record``)."""
         await self._writer(session_id).record(event_type, payload)
 
+    async def append_event(
+        self, session_id: str, event_type: str, payload: dict[str, Any]
+    ) -> Event:
+        """:meth:`record_event`, returning the event."""
+        return await self._writer(session_id).record(event_type, payload)
+
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Abort every running loop, wait for them to record it, drain the hooks."""
         self._closing = True
@@ -434,14 +460,49 @@ class Orchestrator:
 
     async def session_ending(self, session: Session, reason: str) -> None:
         """SessionEnd, before ``session.end`` (:meth:`.Lifecycle.session_ending`); what the
-        session's tools keep (its browser) is released first."""
+        session's tools keep (its browser) is released first, and the session's handoff
+        and ledger are recorded (:meth:`.SessionMemory.at_session_end`)."""
         await self.release(session.id)
+        if self.memory is not None:
+            await self.memory.at_session_end(session.id)
         await self.lifecycle.session_ending(session, reason)
 
     async def context_reset(self, session_id: str, source: str) -> None:
         """SessionStart again after ``/clear`` or a compaction
-        (:meth:`.Lifecycle.context_reset`)."""
+        (:meth:`.Lifecycle.context_reset`), then the ledgers and lessons again."""
         await self.lifecycle.context_reset(session_id, source)
+        if self.memory is not None:
+            await self.memory.after_reset(session_id, source)
+
+    async def remember_compaction(
+        self,
+        session_id: str,
+        messages: list[Message],
+        through: str,
+        writer: SessionWriter | None,
+    ) -> None:
+        """After a compaction: the handoff of the compacted part and the ledger
+        (:meth:`.SessionMemory.after_compaction`; nothing when memory is off)."""
+        if self.memory is not None:
+            await self.memory.after_compaction(session_id, messages, through, writer)
+
+    async def handoff(self, session_id: str) -> Event:
+        """Make a handoff of the session now (``/handoff``, ``memory.handoff``). Raises
+        :class:`InvalidOperationError` when memory or handoffs are off or the session has
+        no conversation yet, :class:`ProviderError` when the side call fails."""
+        if self.memory is None:
+            raise InvalidOperationError("memory is not enabled in this server")
+        session = await self.store.get_session(session_id)
+        settings = await self.memory.settings(Path(session.working_directory))
+        if not settings.handoffs:
+            raise InvalidOperationError(
+                'handoffs are switched off for this folder ("memory" in settings.json)'
+                + (f": {settings.error}" if settings.error else "")
+            )
+        remembered = await self.memory.remember(session_id, "manual", ledger=False)
+        if remembered.handoff is None:
+            raise InvalidOperationError("the model gave no handoff; nothing was recorded")
+        return remembered.handoff
 
     async def hook_session_info(self, ctx: HookContext) -> dict[str, Any]:
         """What every hook gets about its session (:meth:`.Lifecycle.hook_session_info`)."""
@@ -477,9 +538,15 @@ class Orchestrator:
             )
             spawner = Spawner(self, agent, profile, agents)
             extra.append(TaskTool(spawner, max_parallel=self.subagents.max_parallel))
-        if profile.tools is None and not extra:
+        allowed = profile.tools
+        if self.memory is not None and RECALL_TOOL in self.tools:
+            settings = await self.memory.settings(agent.working_directory)
+            if not settings.recall:  # the tool is not offered at all
+                names = allowed if allowed is not None else self.tools.names()
+                allowed = tuple(n for n in names if n != RECALL_TOOL)
+        if allowed is None and not extra:
             return self.tools
-        return ScopedTools(self.tools, profile.tools, extra)
+        return ScopedTools(self.tools, allowed, extra)
 
     # -- internals --------------------------------------------------------------------
 

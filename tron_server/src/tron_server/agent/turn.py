@@ -145,6 +145,9 @@ ToolGate = Callable[["AgentRun", ToolUseBlock, dict[str, Any], HookDecision],
 a result refuses it (the model sees it). It may wait for the user's approval."""
 
 
+MemoryAtStart = Callable[[str, Path, "str | list[dict[str, Any]]"], Awaitable[list[Draft]]]
+"""``(session_id, working_directory, prompt content)`` → events to record before the prompt."""
+
 StopHooks = Callable[["AgentRun", "RunResult", bool],
                      Awaitable["tuple[HookEvent, HookDecision] | None"]]  # fmt: skip
 """``(run, result so far, stop_hook_active)`` → the event run (Stop or SubagentStop) and its
@@ -207,6 +210,9 @@ class TurnDeps:
     ``ToolContext.check_url``."""
     session_start: Callable[[AgentRun], Awaitable[None]] | None = None
     """Awaited first in a run (the SessionStart hooks, whose context precedes the prompt)."""
+    memory_at_start: MemoryAtStart | None = None
+    """The events putting memory before a session's first message (``memory.loaded``),
+    recorded in the same commit as, just before, the ``message.user``."""
     on_stop: StopHooks | None = None
     """The Stop (SubagentStop) hooks, run when the model stops."""
     max_stop_continuations: int = 8
@@ -379,8 +385,13 @@ class AgentRun:
         await self._before_turn()
         prompt: list[Draft] = []
         if _has_text_or_blocks(content):
-            prompt = [*self.request.before, ("message.user", {"content": content, "turn": turn}),
-                      *context]  # fmt: skip
+            memory: list[Draft] = []
+            if self.deps.memory_at_start is not None:
+                memory = await self.deps.memory_at_start(
+                    self.session_id, self.working_directory, content
+                )
+            prompt = [*self.request.before, *memory,
+                      ("message.user", {"content": content, "turn": turn}), *context]  # fmt: skip
         await self._loop(result, turn, prompt)
         return result
 

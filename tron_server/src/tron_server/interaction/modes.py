@@ -45,9 +45,10 @@ MODE_DESCRIPTIONS: dict[str, str] = {
 }
 
 #: Tools that read, or only talk to the user: they run in every mode without approval
-#: (Task starts a sub-agent whose own tool calls are checked in its turn).
+#: (Task starts a sub-agent whose own tool calls are checked in its turn; Recall reads the
+#: workspace's own past sessions).
 NO_APPROVAL_TOOLS = frozenset(
-    {"Read", "Grep", "Glob", "TodoWrite", "AskUser", "Notify", "Skill", "Task"}
+    {"Read", "Grep", "Glob", "TodoWrite", "AskUser", "Notify", "Skill", "Task", "Recall"}
 )
 #: Tools that change files (what ``Edit(...)`` rules and acceptEdits cover).
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})

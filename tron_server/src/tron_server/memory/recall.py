@@ -80,7 +80,7 @@ def render_hits(hits: list[RecallHit], query: str) -> str:
     if not hits:
         return f"No past event of this workspace matches {query!r}."
     lines = [f"{len(hits)} hit(s) for {query!r} (best first). Read around one with "
-             "Recall {eventId}:"]  # fmt: skip
+             "Recall {event_id}:"]  # fmt: skip
     for n, item in enumerate(hits, 1):
         h = item.hit
         mine = " (this session)" if item.current else ""

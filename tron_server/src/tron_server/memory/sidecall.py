@@ -8,7 +8,9 @@ go together on every provider) and without the session's tools, so any provider 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tron_events.messages import Message, TextBlock
 from tron_llm import LLMError, LLMRequest, Provider
@@ -88,7 +90,7 @@ def _cut(transcript: str) -> str:
 
 
 async def memory_call(
-    provider: Provider, model: str, call: SideCall, *, extra: dict[str, object] | None = None
+    provider: Provider, model: str, call: SideCall, *, extra: Mapping[str, Any] | None = None
 ) -> ParsedReply:
     """Make the side call and parse its reply (``extra`` goes into the handoff payload).
     Raises :class:`MemoryCallFailed` when the call fails or gives nothing usable."""
