@@ -253,14 +253,19 @@ async def test_what_hooks_say_reaches_the_model_and_the_user(
     assert [e["source"] for e in p.logged("start")] == ["startup", "resume", "clear"]
 
     # So does a compaction (source compact); PreCompact gets the /compact instructions.
-    llm.add(Response([Text("We talked about uv.")]), Response([Text("Compacted.")]))
+    # (Between the summary and the next turn, memory's side call records a handoff.)
+    handoff = ToolUse("record_memory", {"summary": "Talked about uv.", "currentState": "",
+                                        "nextSteps": []})  # fmt: skip
+    llm.add(
+        Response([Text("We talked about uv.")]), Response([handoff]), Response([Text("Compacted.")])
+    )
     async with server.connect() as client:
         await client.call("agent.message", {"sessionId": sid, "prompt": "/compact keep uv"})
         await run(client, sid, "after the compaction")
     [compact] = p.logged("compact")
     assert (compact["trigger"], compact["custom_instructions"]) == ("manual", "keep uv")
     assert [e["source"] for e in p.logged("start")][-1] == "compact"
-    summary, _ack, latest = llm.requests[5]["messages"]
+    summary, _ack, latest = llm.requests[6]["messages"]
     assert "We talked about uv." in user_texts(summary)[0]
     assert user_texts(latest) == [
         "<system-reminder>\nSessionStart hook additional context: This project uses uv."

@@ -72,6 +72,8 @@ log = logging.getLogger("tron_server.agent")
 Draft = tuple[str, dict[str, Any]]
 #: Sessions of a workspace whose handoffs give its lessons.
 LESSON_SESSIONS = 200
+#: Seconds a memory side call may take (retries included): ``session.end`` waits for it.
+SIDE_CALL_TIMEOUT = 120.0
 
 
 class NothingToRemember(InvalidOperationError):
@@ -261,7 +263,13 @@ class SessionMemory:
                  "throughEventId": through or state.head_event_id}  # fmt: skip
         try:
             provider = self.host.providers(state.provider, state.model)
-            parsed = await memory_call(provider, state.model, call, extra=extra)
+            with anyio.fail_after(SIDE_CALL_TIMEOUT):
+                parsed = await memory_call(provider, state.model, call, extra=extra)
+        except TimeoutError:
+            raise ProviderError(
+                f"the memory call took more than {SIDE_CALL_TIMEOUT:.0f} s; nothing was recorded",
+                retryable=True,
+            ) from None
         except ValueError as exc:  # the provider cannot be made (no endpoint, unknown)
             raise ProviderError(f"the memory call failed: {exc}") from exc
         except MemoryCallFailed as exc:

@@ -19,6 +19,9 @@ the method get the same result and record the same events. A command's text outp
 ``/agents``                   the sub-agents the Task tool can start
 ``/permissions``              the mode and every permission rule, with where it comes from
 ``/mode [name]``              switch the permission mode; without a name, the current and all
+``/ledger``                   the folder's ledger (``.tron/ledger.md``) and the user's
+``/handoff``                  make a handoff of the session now (``memory.handoff``)
+``/recall QUERY``             search the past sessions of this folder (``memory.search``)
 ============================  ===================================================================
 """
 
@@ -257,6 +260,52 @@ async def _mode(cx: CommandContext, args: str) -> dict[str, Any]:
     return {"output": "\n".join(lines), "mode": current}
 
 
+async def _ledger(cx: CommandContext, args: str) -> dict[str, Any]:
+    data = await cx.call("memory.get", {"workingDirectory": cx.session.working_directory})
+    parts: list[str] = []
+    for key, label in (("ledger", "Ledger"), ("userLedger", "Your ledger")):
+        ledger = data[key]
+        if ledger["exists"]:
+            parts.append(f"{label} ({ledger['path']}):\n{ledger['content'].rstrip()}")
+        elif key == "ledger":
+            parts.append(
+                f"No ledger yet: {ledger['path']} is written at the next compaction or session "
+                "end, or write it yourself (sections: Goal, Current state, Decisions, Next steps)."
+            )
+    if not data["settings"]["ledger"]:
+        parts.append('The ledger is switched off here ("memory" in settings.json).')
+    return {"output": "\n\n".join(parts), "ledger": data["ledger"],
+            "userLedger": data["userLedger"]}  # fmt: skip
+
+
+async def _handoff(cx: CommandContext, args: str) -> dict[str, Any]:
+    made = await cx.call("memory.handoff", {"sessionId": cx.session_id})
+    handoff = made["handoff"]
+    lines = [f"Handoff {handoff['eventId']}: {handoff['summary']}"]
+    if handoff.get("nextSteps"):
+        lines.append("Next steps: " + "; ".join(handoff["nextSteps"]))
+    if not handoff.get("complete", True):
+        lines.append(f"(summary only: {handoff.get('fallbackReason')})")
+    return {"output": "\n".join(lines), "handoff": handoff}
+
+
+async def _recall(cx: CommandContext, args: str) -> dict[str, Any]:
+    if not args.strip():
+        raise InvalidParams("/recall needs words to search for: /recall QUERY")
+    found = await cx.call(
+        "memory.search",
+        {"query": args, "workingDirectory": cx.session.working_directory, "limit": 10},
+    )
+    hits = found["hits"]
+    if not hits:
+        return {"output": f"Nothing in this folder's past sessions matches {args!r}.", "hits": []}
+    lines = [f"{len(hits)} hit(s) for {args!r}:"]
+    for n, h in enumerate(hits, 1):
+        snippet = " ".join(str(h["snippet"]).split())
+        lines.append(f"{n}. {h['sessionId']} · {h['eventId']} · {h['type']}\n   {snippet}")
+    return {"output": "\n".join(lines), "hits": hits}
+
+
 BUILTINS: dict[str, Builtin] = {
     b.name: b
     for b in (
@@ -276,5 +325,8 @@ BUILTINS: dict[str, Builtin] = {
         Builtin("agents", "The sub-agents the Task tool can start", _agents),
         Builtin("permissions", "The permission mode and rules", _permissions),
         Builtin("mode", "Switch the permission mode, or list them", _mode, "[mode]"),
+        Builtin("ledger", "Show the ledger of this folder (working memory)", _ledger),
+        Builtin("handoff", "Make a handoff of this session now (episodic memory)", _handoff),
+        Builtin("recall", "Search the past sessions of this folder", _recall, "QUERY"),
     )
 }

@@ -1,0 +1,127 @@
+"""Recall through a real tron-server and the scripted model, on both backends: the agent's
+Recall tool finds what a sub-agent did and what an imported Claude Code session said in
+this folder, cites session and event ids, reads around a hit, never reaches another
+workspace; ``/recall`` and ``memory.search`` find the same."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.server.conftest import RunningServer
+from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.server.test_memory import mserver, new_session
+from tests.server.test_subagents import Routes, result_text, task, tool_results
+from tron_events import EventStore
+from tron_events.importers import IMPORTERS
+from tron_events.transfer import import_records
+
+__all__ = ["mserver"]
+
+pytestmark = pytest.mark.anyio
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "transcripts" / "claude-code"
+SHORT = SHARED / "marot__spotter" / "short.jsonl"
+
+
+def import_claude_code(store_url: str, source: Path, cwd: Path, into: Path) -> None:
+    """Import a real Claude Code transcript as if it had run in ``cwd``."""
+    lines = []
+    for line in source.read_text().splitlines():
+        record = json.loads(line)
+        if "cwd" in record:
+            record["cwd"] = str(cwd)
+        lines.append(json.dumps(record))
+    copy = into / source.name
+    copy.write_text("\n".join(lines) + "\n")
+    store = EventStore.open(store_url)
+    try:
+        summary = import_records(store, IMPORTERS["claude-code"](copy))
+        assert summary.ok and summary.sessions_imported >= 1
+    finally:
+        store.close()
+
+
+async def test_recall_finds_a_sub_agents_event_and_an_imported_session(
+    mserver: RunningServer, llm: ScriptedLLM, store_url: str, tmp_path: Path
+) -> None:
+    if not SHORT.exists():
+        pytest.skip(f"the shared transcripts are not here ({SHORT})")
+    project, elsewhere, imports = tmp_path / "project", tmp_path / "elsewhere", tmp_path / "cc"
+    for folder in (project, elsewhere, imports):
+        folder.mkdir()
+    (project / "secret.txt").write_text("the vault code is zanzibarquill\n")
+    import_claude_code(store_url, SHORT, project.resolve(), imports)
+    routes = Routes(llm)
+    routes.add(
+        "PARENT",
+        Response([task("read it", "KID: read secret.txt", "toolu_k1")]),
+        Response([Text("The child read it.")]),
+    )
+    routes.add(
+        "KID",
+        Response([ToolUse("Read", {"file_path": "secret.txt"})]),
+        Response([Text("It says zanzibarquill.")]),
+    )
+    async with mserver.connect() as client:
+        parent = await new_session(client, project)
+        await client.send_message_and_wait(parent, "PARENT: have a child read secret.txt")
+        [child] = (await client.call("session.get", {"sessionId": parent}))["childSessionIds"]
+        # Another workspace mentions the word too: never found from the project.
+        other = await new_session(client, elsewhere)
+        llm.add(Response([Text("zanzibarquill elsewhere")]))
+        await client.send_message_and_wait(other, "say zanzibarquill")
+
+        # A new session in the project recalls both, then reads around the child's hit.
+        routes.add(
+            "RECALL",
+            Response([ToolUse("Recall", {"query": "zanzibarquill"}, id="toolu_r1")]),
+            Response([ToolUse("Recall", {"query": "Phoenix server"}, id="toolu_r2")]),
+            Response([Text("Found them.")]),
+        )
+        searcher = await new_session(client, project)
+        await client.send_message_and_wait(searcher, "RECALL: what do we know?")
+        first = result_text(tool_results(routes.requests["RECALL"][1])[0])
+        second = result_text(tool_results(routes.requests["RECALL"][2])[0])
+        assert f"session {child}" in first  # the sub-agent's Read result
+        assert other not in first  # another workspace: never
+        child_hits = [
+            e for e in await client.sync(child)
+            if e["type"] == "tool.result" and "zanzibarquill" in json.dumps(e["payload"])
+        ]  # fmt: skip
+        assert child_hits and f"event {child_hits[0]['id']}" in first
+        sessions = await client.call("session.list", {"workingDirectory": str(project)})
+        imported = [s["id"] for s in sessions["sessions"] if s["id"] not in (parent, child,
+                                                                            searcher)]  # fmt: skip
+        assert imported and any(f"session {sid}" in second for sid in imported)
+
+        # Reading around the child's hit: the path to it, with its ids.
+        routes.add(
+            "AROUND",
+            Response([ToolUse("Recall", {"event_id": child_hits[0]["id"]}, id="toolu_r3")]),
+            Response([ToolUse("Recall", {"event_id": "evt_nothing"}, id="toolu_r4")]),
+            Response([Text("Read it.")]),
+        )
+        reader = await new_session(client, project)
+        await client.send_message_and_wait(reader, "AROUND: read around it")
+        around = tool_results(routes.requests["AROUND"][1])[0]
+        text = result_text(around)
+        assert around.get("is_error") is not True
+        assert f">> [{child_hits[0]['id']}] tool.result" in text and "KID: read secret" in text
+        missing = tool_results(routes.requests["AROUND"][2])[0]
+        assert missing.get("is_error") is True
+
+        # memory.search and /recall find the same, scoped to the folder.
+        found = await client.call(
+            "memory.search", {"query": "zanzibarquill", "workingDirectory": str(project)}
+        )
+        assert other not in {h["sessionId"] for h in found["hits"]}
+        assert child in {h["sessionId"] for h in found["hits"]}
+        everywhere = await client.call("memory.search", {"query": "zanzibarquill"})
+        assert other in {h["sessionId"] for h in everywhere["hits"]}
+        out = await client.call(
+            "agent.message", {"sessionId": reader, "content": "/recall zanzibarquill"}
+        )
+        assert out["builtin"] is True and child in out["output"] and other not in out["output"]
