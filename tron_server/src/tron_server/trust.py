@@ -49,6 +49,7 @@ __all__ = [
     "TrustEntry",
     "TrustError",
     "TrustStore",
+    "claude_user_dir",
     "is_configuration_file",
     "real_folder",
 ]
@@ -80,6 +81,16 @@ def real_folder(path: str | os.PathLike[str]) -> Path:
     """``path`` as trust names it: ``~`` expanded, made absolute, symlinks and ``..``
     resolved (a part that does not exist is kept as written)."""
     return Path(os.path.realpath(os.path.expanduser(os.fspath(path))))
+
+
+def claude_user_dir() -> Path:
+    """Claude Code's user folder, read as the home-level equivalent of a project's
+    ``.claude/``: ``$CLAUDE_CONFIG_DIR`` when set (as Claude Code reads it), else
+    ``~/.claude``. Its files are the user's own, so they act without trust."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    if configured:
+        return Path(os.path.expanduser(configured))
+    return Path(os.path.expanduser("~")) / ".claude"
 
 
 def is_configuration_file(path: str | os.PathLike[str]) -> bool:

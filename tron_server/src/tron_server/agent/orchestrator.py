@@ -75,8 +75,9 @@ from ..errors import (
     SessionNotFoundError,
 )
 from ..hooks.base import HookContext, HookDecision, HookEngine, HookEvent
+from ..hooks.command import is_project_hook
 from ..hooks.feedback import context_drafts
-from ..hooks.settings import HookSettingsError, settings_stamp
+from ..hooks.settings import HookSettingsError, folder_trusted, settings_stamp
 from ..hooks.transcript import Transcripts
 from ..tools.base import ToolRegistry
 from .rules import SessionRules
@@ -213,8 +214,9 @@ class Orchestrator:
             weakref.WeakValueDictionary()
         )
         self._profiles: dict[str, SessionProfile] = {}
-        #: Sessions whose SessionStart fired in this process.
-        self._started: set[str] = set()
+        #: Sessions whose SessionStart fired in this process → whether their folder was
+        #: trusted then (its own SessionStart hooks get their turn once it is).
+        self._started: dict[str, bool] = {}
         _add_skill_tool(tools, home)
         self._closing = False
         #: Permissions, approvals and questions (attach_interaction); None: no gate.
@@ -455,7 +457,7 @@ class Orchestrator:
         """A client created ``session``: fire SessionStart (source ``startup``) in the
         background; what its hooks say for the model is recorded as ``hook.context``, and
         the session's first run waits for them (:meth:`_session_start`)."""
-        self._started.add(session.id)
+        self._started[session.id] = folder_trusted(Path(session.working_directory), self.home)
         engine = self._engine_or_none(Path(session.working_directory))
         if engine is None or not engine.hooks_for("SessionStart"):
             return
@@ -516,15 +518,22 @@ class Orchestrator:
         if (await self.profile(sid)).is_child:
             return
         session = await self.store.get_session(sid)
-        engine = self._engine_or_none(Path(session.working_directory))
-        if sid in self._started:
+        wd = Path(session.working_directory)
+        engine = self._engine_or_none(wd)
+        trusted = folder_trusted(wd, self.home)
+        started = self._started.get(sid)
+        if started is not None:
             if engine is not None:
                 await engine.settle(sid, timeout=None)  # bounded by the hooks' timeouts
-            return
-        self._started.add(sid)  # the first run here of a session made before
+            if started or not trusted:
+                return
+        self._started[sid] = trusted  # the first run here of a session made before
         if engine is None or not engine.hooks_for("SessionStart"):
             return
-        decision = await engine.run_now(self._session_start_context(session, "resume"))
+        # A session whose folder was trusted after it started runs only the folder's own
+        # SessionStart hooks now: the home's ran then.
+        only = None if started is None else is_project_hook
+        decision = await engine.run_now(self._session_start_context(session, "resume"), only=only)
         await self._record_drafts(sid, context_drafts("SessionStart", decision, source="resume"))
 
     async def context_reset(self, session_id: str, source: str) -> None:

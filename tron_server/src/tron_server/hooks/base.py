@@ -446,13 +446,15 @@ class HookEngine:
 
     # -- notices ----------------------------------------------------------------------
 
-    async def run_now(self, ctx: HookContext) -> HookDecision:
+    async def run_now(
+        self, ctx: HookContext, *, only: Callable[[str], bool] | None = None
+    ) -> HookDecision:
         """Run every hook of a notice event (in run order, fail open) and merge their
         answers: ``block`` if any blocked (the reasons joined), the contexts joined,
-        ``stop`` if any asked to stop."""
+        ``stop`` if any asked to stop. ``only``: run just the hooks whose name it accepts."""
         if ctx.event not in BACKGROUND_EVENTS:
             raise ValueError(f"{ctx.event} is a blocking event; use run_blocking")
-        hooks = self._select(ctx.event, _subject(ctx))
+        hooks = [h for h in self._select(ctx.event, _subject(ctx)) if only is None or only(h.name)]
         if not hooks:
             return HookDecision()
         ctx = await self._with_session_info(ctx, hooks)

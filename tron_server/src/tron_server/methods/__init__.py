@@ -1,6 +1,6 @@
 """The JSON-RPC methods, one module per namespace, each with ``register(registry)``.
 
-session, events, system and model are always there; agent and context (the
+session, events, system, model, workspace and trust are always there; agent and context (the
 agent runtime's methods) are registered when their modules are installed.
 """
 
@@ -10,7 +10,7 @@ import importlib
 import logging
 
 from ..rpc import MethodRegistry
-from . import events, model, session, system, workspace
+from . import events, model, session, system, trust, workspace
 
 log = logging.getLogger("tron_server.methods")
 
@@ -25,7 +25,7 @@ OPTIONAL_MODULES = (
 def build_registry() -> MethodRegistry:
     """A registry with every available method."""
     registry = MethodRegistry()
-    for module in (session, events, system, model, workspace):
+    for module in (session, events, system, model, workspace, trust):
         module.register(registry)
     for name in OPTIONAL_MODULES:
         try:
