@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..interaction.folder import SHELL_EXPANSION
-from ..tools._paths import PathError, PathPolicy
+from ..paths import PathError, PathPolicy
 
 __all__ = ["ExpandEnv", "Expansion", "ExpansionError", "expand_body", "split_arguments"]
 

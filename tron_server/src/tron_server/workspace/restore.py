@@ -45,7 +45,7 @@ from tron_events import (
     SessionNotActive,
 )
 
-from ..tools._paths import PathError, PathPolicy, PathRefused
+from ..paths import PathError, PathPolicy, PathRefused
 from ..trust import is_configuration_file
 from .disk import (
     OnDisk,
