@@ -19,8 +19,8 @@ hooks one after another with :meth:`HookEngine.run_blocking`, highest ``priority
   approval prompt its mode would ask for; an ``ask`` from any hook wins over it.
 
 Notice events (``BACKGROUND_EVENTS``: PostToolUse, SessionStart, SessionEnd, Stop,
-SubagentStop) cannot refuse what already happened: every matching hook runs, failures fail
-open, and the answers are merged (:meth:`HookEngine.run_now`): ``block`` from any hook
+SubagentStop, Notification) cannot refuse what already happened: every matching hook runs,
+failures fail open, and the answers are merged (:meth:`HookEngine.run_now`): ``block`` from any hook
 gives a ``block`` with every such hook's reason (for Stop / SubagentStop: the agent goes
 on, with the reasons as its next input; for PostToolUse: feedback next to the result).
 The runtime awaits them where their answer matters (Claude Code runs them synchronously
@@ -46,8 +46,10 @@ expression searched in the name, unanchored as Claude Code's (``"mcp__.*"``,
 for PreToolUse and PostToolUse (Claude Code's ``Agent`` and ``AskUserQuestion`` name our
 ``Task`` and ``AskUser`` and the other way round: :data:`TOOL_ALIASES`), the ``source`` for
 SessionStart (``startup``, ``resume``), the ``trigger`` for PreCompact (``manual``, ``auto``),
-the ``reason`` for SessionEnd and the ``agent_type`` for SubagentStop. UserPromptSubmit and
-Stop have no matcher: theirs is ignored, as in Claude Code.
+the ``reason`` for SessionEnd, the ``agent_type`` for SubagentStop and the
+``notification_type`` for Notification (``permission_prompt``: an approval waits for the
+user; ``elicitation_dialog``: a question does; ``notify``: the agent's Notify tool).
+UserPromptSubmit and Stop have no matcher: theirs is ignored, as in Claude Code.
 
 Failures
 --------
@@ -121,6 +123,7 @@ HookEvent = Literal[
     "SessionEnd",
     "Stop",
     "SubagentStop",
+    "Notification",
 ]
 HOOK_EVENTS: frozenset[str] = frozenset(
     {
@@ -132,6 +135,7 @@ HOOK_EVENTS: frozenset[str] = frozenset(
         "SessionEnd",
         "Stop",
         "SubagentStop",
+        "Notification",
     }
 )
 #: Gate events: run with :meth:`HookEngine.run_blocking` (the first block wins).
@@ -171,6 +175,7 @@ _MATCHED_KEY = {
     "PreCompact": "trigger",
     "SessionEnd": "reason",
     "SubagentStop": "agent_type",
+    "Notification": "notification_type",
 }
 
 

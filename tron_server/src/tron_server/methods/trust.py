@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, field_validator
 
 from ..errors import InvalidOperationError
 from ..interaction.folder import folder_defines
@@ -46,7 +46,7 @@ class TrustGetParams(Params):
 
 class TrustSetParams(Params):
     path: str = Field(min_length=1)
-    trusted: bool
+    trusted: StrictBool  # "yes" or 1 is not an answer to "trust this folder?"
 
     _abs = field_validator("path")(_absolute)
 
