@@ -8,7 +8,8 @@ A rule is a tool name, alone or with a specifier in parentheses::
     Bash(npm *)              ``*`` is any text; a trailing `` *`` also matches the bare word
     Read(./.env)             the file .env in the working directory
     Read(.env)               any .env below the working directory (gitignore style)
-    Edit(src/**)             anything below src/ (Edit rules cover Write, Edit, MultiEdit)
+    Edit                     every file edit (Edit rules cover Write, Edit, MultiEdit)
+    Edit(src/**)             anything below src/
     Edit(/docs/**)           docs/ of the project that holds the settings file
     Read(//etc/hosts)        an absolute path
     Read(~/.ssh/**)          below the home folder
@@ -119,9 +120,9 @@ class Rule:
             return fnmatch.fnmatchcase(tool, name)
         if name == tool:
             return True
-        if self.specifier is None:
-            return False
-        # Edit(...) covers every tool that changes files, Read(...) every one that reads.
+        # Edit covers every tool that changes files, Read every one that reads (as in
+        # Claude Code), bare or with a specifier: the "allow always" rule a Write's
+        # approval offers is ``Edit``, and it must cover the Write it was offered on.
         return (name == "Edit" and tool in EDIT_TOOLS) or (name == "Read" and tool in READ_TOOLS)
 
     def matches(
