@@ -349,7 +349,8 @@ def test_unknown_events_and_types_are_skipped(workdir: Path, home: Path) -> None
         {
             "permissions": {"allow": []},
             "hooks": {
-                "Notification": [{"hooks": [{"type": "command", "command": "x"}]}],
+                # Claude Code's events we do not have (Notification is one we do now).
+                "PermissionRequest": [{"hooks": [{"type": "command", "command": "x"}]}],
                 "Stop": [{"hooks": [{"type": "prompt", "prompt": "x"}]}],
             },
         },
