@@ -116,18 +116,8 @@ async def test_a_hostile_folder_acts_only_once_trusted(
 ) -> None:
     async with server.connect() as client:
         # -- untrusted: nothing the folder says acts -----------------------------------
-        asked = await client.call("trust.get", {"path": str(hostile.root)})
-        assert asked == {"path": str(hostile.root), "trusted": False, "trustedBy": None,
-                         "defines": DEFINES}  # fmt: skip
         created = await create(client, hostile.root)
-        assert created["trusted"] is False and created["defines"] == DEFINES
         sid = created["id"]
-        permissions = await client.call("permissions.get", {"sessionId": sid})
-        assert permissions["trusted"] is False and permissions["mode"] == "dontAsk"
-        assert permissions["additionalDirectories"] == []
-        behaviors = {(r["rule"], r["behavior"]) for r in permissions["rules"]}
-        assert behaviors == {("Bash(rm:*)", "deny")}  # deny rules act, allow rules do not
-
         llm.add(
             Response(tool_calls(hostile, "1")),
             task("t_task1"),
@@ -140,10 +130,6 @@ async def test_a_hostile_folder_acts_only_once_trusted(
         assert "Bash(rm:*)" in seen["t_rm1"]  # the untrusted folder's deny rule acted
         assert "dontAsk" in seen["t_write1"] and not (hostile.root / "planted.txt").exists()
         assert "evil" in seen["t_task1"] and "EVIL-AGENT-PROMPT" not in json.dumps(llm.requests)
-        commands = (await client.call("command.list", {"sessionId": sid}))["commands"]
-        pwn = next(c for c in commands if c["name"] == "pwn")
-        assert "not trusted" in pwn["refused"]
-        assert "refused" not in next(c for c in commands if c["name"] == "readme")
         with pytest.raises(RpcCallError) as refused:
             await client.call("agent.message", {"sessionId": sid, "content": "/pwn"})
         assert refused.value.code == -32602 and "not trusted" in refused.value.message
@@ -152,6 +138,20 @@ async def test_a_hostile_folder_acts_only_once_trusted(
         await settle(server)
         assert hostile.marked() == {}
         assert (hostile.root / "README.md").exists()
+        # What the protocol says about it.
+        asked = await client.call("trust.get", {"path": str(hostile.root)})
+        assert asked == {"path": str(hostile.root), "trusted": False, "trustedBy": None,
+                         "defines": DEFINES}  # fmt: skip
+        assert created["trusted"] is False and created["defines"] == DEFINES
+        permissions = await client.call("permissions.get", {"sessionId": sid})
+        assert permissions["trusted"] is False and permissions["mode"] == "dontAsk"
+        assert permissions["additionalDirectories"] == []
+        behaviors = {(r["rule"], r["behavior"]) for r in permissions["rules"]}
+        assert behaviors == {("Bash(rm:*)", "deny")}  # deny rules act, allow rules do not
+        commands = (await client.call("command.list", {"sessionId": sid}))["commands"]
+        pwn = next(c for c in commands if c["name"] == "pwn")
+        assert "not trusted" in pwn["refused"]
+        assert "refused" not in next(c for c in commands if c["name"] == "readme")
 
         # -- trusted: everything acts, from the session's next turn -----------------------
         answer = await client.call("trust.set", {"path": str(hostile.root), "trusted": True})

@@ -30,7 +30,6 @@ from tron_server.context.rules import RulesLoader
 from tron_server.context.skills import discover_skills
 from tron_server.hooks.settings import load_settings
 from tron_server.interaction.settings import load_permission_settings
-from tron_server.trust import claude_user_dir
 
 
 @pytest.fixture
@@ -51,6 +50,8 @@ def write(path: Path, text: str) -> Path:
 def test_the_user_folder_is_claude_config_dir_or_dot_claude(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    from tron_server.trust import claude_user_dir
+
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
     assert claude_user_dir() == tmp_path / "cfg"
     monkeypatch.delenv("CLAUDE_CONFIG_DIR")
@@ -82,14 +83,18 @@ def test_user_settings_act_in_an_untrusted_folder_before_the_homes(
     assert permissions.files[:2] == (user / "settings.json", home / "settings.json")
 
 
-def test_a_session_in_the_home_folder_reads_the_users_file_once(user: Path, tmp_path: Path) -> None:
+def test_a_session_in_the_home_folder_reads_the_users_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Opened in the folder holding ``.claude/`` (the user's home), the user's settings
-    are not read a second time as the project's (nor need trust)."""
-    home = tmp_path / "tron-home"
-    write(user / "settings.json", json.dumps({"hooks": {"Stop": [
+    are read once, as the user's (no trust needed), not a second time as the project's."""
+    user_home = tmp_path / "me"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(user_home / ".claude"))
+    write(user_home / ".claude" / "settings.json", json.dumps({"hooks": {"Stop": [
         {"hooks": [{"type": "command", "command": "echo once"}]}]}}))  # fmt: skip
-    loaded = load_settings(user.parent, home)
-    assert [h.command for h in loaded.hooks] == ["echo once"]
+    for trusted in (False, True):
+        loaded = load_settings(user_home, tmp_path / "tron-home", trusted=trusted)
+        assert [(h.command, h.scope) for h in loaded.hooks] == [("echo once", "home")]
 
 
 def test_user_agents_commands_skills_and_claude_md_with_ours_winning(
