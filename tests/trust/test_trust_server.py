@@ -148,6 +148,8 @@ async def test_a_hostile_folder_acts_only_once_trusted(
         assert permissions["additionalDirectories"] == []
         behaviors = {(r["rule"], r["behavior"]) for r in permissions["rules"]}
         assert behaviors == {("Bash(rm:*)", "deny")}  # deny rules act, allow rules do not
+        shown = await client.call("agent.message", {"sessionId": sid, "content": "/permissions"})
+        assert "This folder is not trusted" in shown["output"]
         commands = (await client.call("command.list", {"sessionId": sid}))["commands"]
         pwn = next(c for c in commands if c["name"] == "pwn")
         assert "not trusted" in pwn["refused"]
