@@ -216,3 +216,20 @@ async def test_bypass_permissions_writes_and_restores_without_asking(
             "session.rewind", {"sessionId": sid, "eventId": start, "restoreFiles": True}
         )
         assert not (project / "lib" / ".mcp.json").exists()
+
+
+def test_every_file_that_configures_a_folder_is_protected(tmp_path: Path) -> None:
+    """What the loaders read from a working directory is exactly what is protected: a
+    new place of configuration must be added to both."""
+    from tron_server.agent.subagents.definitions import agent_dirs
+    from tron_server.commands.files import command_dirs
+    from tron_server.hooks.settings import settings_paths
+    from tron_server.trust import is_configuration_file
+
+    wd, home = tmp_path / "project", tmp_path / "home"
+    read = [path for scope, path in settings_paths(wd, home) if scope == "project"]
+    for scope, folder in [*command_dirs(home, wd), *agent_dirs(home, wd)]:
+        if scope != "home":
+            read += [folder / "x.md", folder / "ns" / "x.md"]
+    read.append(wd / ".mcp.json")
+    assert read and all(is_configuration_file(p) for p in read), read

@@ -123,6 +123,7 @@ def is_configuration_file(path: str | os.PathLike[str]) -> bool:
 # many look-ups of a turn read the file once.
 _cache: dict[Path, tuple[tuple[int, int, int, int], dict[Path, TrustEntry]]] = {}
 _cache_lock = threading.Lock()
+_warned: set[str] = set()
 
 
 class TrustStore:
@@ -164,7 +165,12 @@ class TrustStore:
         try:
             return self._read()
         except TrustError as exc:
-            log.warning("%s; no folder is trusted until it is fixed", exc)
+            message = str(exc)
+            with _cache_lock:  # once per problem: every turn looks trust up
+                first = message not in _warned
+                _warned.add(message)
+            if first:
+                log.warning("%s; no folder is trusted until it is fixed", message)
             return {}
 
     def _read(self) -> dict[Path, TrustEntry]:
