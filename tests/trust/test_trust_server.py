@@ -105,8 +105,7 @@ async def settle(server: RunningServer) -> None:
     assert orchestrator is not None
 
     async def drain() -> None:
-        for engine in [e for _, e in orchestrator._engines.values()]:
-            await engine.drain(timeout=30)
+        await orchestrator.lifecycle.drain(30)
 
     await server.run(drain)
 

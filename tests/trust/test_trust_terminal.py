@@ -60,8 +60,7 @@ def settle(server: RunningServer) -> None:
     assert orchestrator is not None
 
     async def drain() -> None:
-        for _, engine in list(orchestrator._engines.values()):
-            await engine.drain(timeout=30)
+        await orchestrator.lifecycle.drain(30)
 
     server.run_sync(drain, timeout=60)
 
