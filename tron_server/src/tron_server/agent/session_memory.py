@@ -34,7 +34,7 @@ from tron_events import AsyncEventStore, Event
 from tron_events.messages import Message, TextBlock
 from tron_llm import Provider
 
-from ..errors import InvalidOperationError, ProviderError
+from ..errors import InvalidOperationError, ProviderError, SessionNotActiveError
 from ..hooks.base import HookEngine
 from ..hooks.guardrails import path_policy
 from ..hooks.settings import HookSettingsError
@@ -231,10 +231,15 @@ class SessionMemory:
         """One side call over ``messages`` (default: the history at the head) recording the
         handoff (``handoff``) and the ledger brought up to date (``ledger``), each as far as
         the folder's settings allow. ``writer``: the running loop's (a compaction inside a
-        turn). Raises :class:`NothingToRemember`, :class:`ProviderError` (the call failed)
-        and the store's errors (an ended session takes no events)."""
+        turn). Raises :class:`NothingToRemember`, :class:`ProviderError` (the call failed),
+        :class:`SessionNotActiveError` (an ended session takes no events)."""
         store = self.host.store
         session = await store.get_session(session_id)
+        if session.status != "active":  # checked before the model is paid for
+            raise SessionNotActiveError(
+                f"session {session_id!r} has ended; fork it to go on",
+                {"sessionId": session_id},
+            )
         wd = Path(session.working_directory)
         settings = await self.settings(wd)
         handoff = handoff and settings.handoffs
