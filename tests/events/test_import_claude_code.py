@@ -114,6 +114,19 @@ def test_tool_errors_model_switches_and_compaction(tree: Stream) -> None:
     assert state.model == "claude-sonnet-4-5" and state.turn_count == 8
 
 
+def test_a_compaction_summary_is_also_a_handoff(tree: Stream) -> None:
+    main = next(iter(tree.sessions))
+    events = tree.session_events(main)
+    [summary] = by_type(events, "compact.summary")
+    [handoff] = by_type(events, "memory.handoff")
+    assert handoff["parentId"] == summary["id"]
+    assert handoff["payload"]["summary"] == summary["payload"]["summary"]
+    assert handoff["payload"]["trigger"] == "import"
+    assert handoff["payload"]["source"] == "claude-code"
+    assert handoff["payload"]["complete"] is False
+    assert handoff["payload"]["throughEventId"] == summary["id"]
+
+
 def test_a_rejected_call_keeps_its_result_and_the_text_beside_it(tree: Stream) -> None:
     main = next(iter(tree.sessions))
     events = tree.session_events(main)

@@ -134,3 +134,13 @@ async def test_hook_context_is_user_text_where_it_stands_in_a_valid_history(
         ("assistant", ["It says alpha."]),
         ("user", ["Stop hook feedback:\ntests?"]),
     ]
+
+
+async def test_memory_put_before_the_model_is_a_meta_user_record(
+    store: AsyncEventStore, session: Session, home: Path
+) -> None:
+    await add(store, session.id, "memory.loaded", content="<memory>the ledger</memory>")
+    await add(store, session.id, "message.user", content="go on", turn=1)
+    records = read(await Transcripts(store, home / "transcripts").update(session.id))
+    assert texts(records) == [("user", "<memory>the ledger</memory>"), ("user", "go on")]
+    assert records[0]["isMeta"] is True and "isMeta" not in records[1]

@@ -15,7 +15,8 @@ sit beside it. How they become events:
   blocks — text, images, documents);
 * a ``system``/``compact_boundary`` is a ``compact.boundary`` (its parent is
   ``logicalParentUuid``) and the ``isCompactSummary`` user record after it a
-  ``compact.summary``;
+  ``compact.summary``, followed by a summary-only ``memory.handoff`` holding the same
+  text (``trigger: "import"``), so Tron's memory finds it;
 * everything else (hook progress, attachments, API-error retries, snapshots,
   titles, …) is kept as read in ``metadata.import`` events, placed after the
   message it follows, and counted in the import summary. The API-error messages
@@ -54,6 +55,8 @@ from ._tree import Branch, plan_branches
 __all__ = ["import_claude_code"]
 
 KIND = "claude-code"
+#: Characters of a compaction summary kept in its handoff (the summary event keeps all).
+HANDOFF_SUMMARY_CHARS = 4_000
 PROVIDER = "anthropic"
 _TREE_TYPES = {"user", "assistant", "system", "progress", "attachment"}
 _KNOWN_OTHER = {
@@ -661,12 +664,20 @@ class _Emitter:
         payload: dict[str, Any] = {"summary": summary, "imported": imported}
         if unit.parent is not None and unit.parent.key in self.boundaries:
             payload["boundaryEventId"] = self.boundaries[unit.parent.key]
-        builder.add(
-            "compact.summary",
-            payload,
-            key=f"{unit.key}:summary",
-            millis=builder.time(value.get("timestamp")),
-        )
+        millis = builder.time(value.get("timestamp"))
+        summary_id = builder.add("compact.summary", payload, key=f"{unit.key}:summary",
+                                 millis=millis)  # fmt: skip
+        if summary.strip():
+            # The summary is also a handoff (memory across sessions): prose, no fields.
+            handoff = {
+                "summary": summary[:HANDOFF_SUMMARY_CHARS],
+                "trigger": "import",
+                "source": "claude-code",
+                "complete": False,
+                "fallbackReason": "a Claude Code compaction summary (prose, no handoff fields)",
+                "throughEventId": summary_id,
+            }
+            builder.add("memory.handoff", handoff, key=f"{unit.key}:handoff", millis=millis)
 
 
 def _titles(lines: list[Line], uuids: set[str]) -> str | None:

@@ -13,7 +13,8 @@ session's conversation in that shape to ``<home>/transcripts/<session id>.jsonl`
   ``stop_reason``, ``usage``);
 - a ``tool.result`` is a ``user`` record holding one ``tool_result`` block (and
   ``toolUseResult``, the result's content, as Claude Code adds);
-- a ``hook.context`` is a ``user`` record with ``isMeta: true``;
+- a ``hook.context`` (and ``memory.loaded``, the memory put before the model) is a
+  ``user`` record with ``isMeta: true``;
 - a ``compact.summary`` is a ``user`` record with ``isCompactSummary: true``.
 
 Other events are left out (``tron-db export`` or ``events.sync`` give everything). ``uuid``
@@ -83,7 +84,7 @@ def transcript_record(event: Event) -> dict[str, Any] | None:
             "is_error": bool(payload.get("isError")),
         }
         return {**_user([block]), "toolUseResult": payload.get("content", "")}
-    if kind == "hook.context":
+    if kind in ("hook.context", "memory.loaded"):
         return {**_user(payload.get("content", "")), "isMeta": True}
     if kind == "compact.summary":
         summary = SUMMARY_PREFIX + str(payload.get("summary", ""))
