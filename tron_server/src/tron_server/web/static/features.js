@@ -12,8 +12,9 @@
 
 import * as files from "./files.js";
 import * as browser from "./browser.js";
+import * as memory from "./memory.js";
 
-const FEATURES = [files, browser];
+const FEATURES = [files, browser, memory];
 
 export function installFeatures(app) {
   for (const feature of FEATURES) {

@@ -145,6 +145,16 @@ export class Transcript {
       case "hook.context":
         // What a hook gave the model (it is part of the history the model sees).
         return systemLine(ev, "hook-context", [h("details", {}, h("summary", {}, `${p.hookEvent || "A"} hook added context`), h("div", { class: "pre" }, p.content || ""))]);
+      case "memory.loaded": {
+        // The memory put before the model (part of the history it sees).
+        const n = (p.handoffIds || []).length;
+        const what = [(p.ledger || []).length ? "ledger" : null, n ? `${n} handoff${n > 1 ? "s" : ""}` : null, (p.patterns || []).length ? "lessons" : null].filter(Boolean).join(", ");
+        return systemLine(ev, "memory-loaded", [h("details", {}, h("summary", {}, `Memory loaded${what ? ` (${what})` : ""}`), h("div", { class: "pre" }, p.content || ""))]);
+      }
+      case "memory.handoff": {
+        const steps = (p.nextSteps || []).length ? `\nNext steps: ${p.nextSteps.join("; ")}` : "";
+        return systemLine(ev, "memory-handoff", [h("details", {}, h("summary", {}, p.complete === false ? "Handoff recorded (summary only)" : "Handoff recorded"), h("div", { class: "pre" }, `${p.summary || ""}${steps}`))]);
+      }
       case "error.agent":
       case "error.provider":
         return this._errorCard(ev);
