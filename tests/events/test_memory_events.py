@@ -98,3 +98,25 @@ def test_memory_events_survive_export_and_import(store: EventStore, other: Event
     assert other.get_messages_at(user.id) == store.get_messages_at(user.id)
     assert other.get_event(handoff.id) == store.get_event(handoff.id)
     assert [h.event_id for h in other.search("wombat")] == [handoff.id]
+
+
+def test_the_events_of_several_sessions_in_one_read(store: EventStore) -> None:
+    a = store.create_session(working_directory="/w", model="m", provider="anthropic")
+    b = store.create_session(working_directory="/w", model="m", provider="anthropic")
+    first = store.append(a.id, "memory.handoff", {"summary": "one"})
+    store.append(a.id, "message.user", {"content": "x", "turn": 1})
+    second = store.append(a.id, "memory.handoff", {"summary": "two"})
+    store.rewind(a.id, first.id)  # an orphaned event still counts
+    third = store.append(b.id, "memory.handoff", {"summary": "three"})
+    got = store.get_events_of_sessions(
+        [b.id, a.id, a.id, "sess_unknown", "bad\x00id"], types=["memory.handoff"]
+    )
+    assert sorted(e.id for e in got) == sorted([first.id, second.id, third.id])
+    by_session = [e.id for e in got if e.session_id == a.id]
+    assert by_session == [first.id, second.id]  # sequence order within a session
+    assert store.get_events_of_sessions([a.id], types=[]) == []
+    assert store.get_events_of_sessions([], types=["memory.handoff"]) == []
+    many = [f"sess_{n}" for n in range(1_200)] + [a.id]  # more than one chunk of ids
+    assert len(store.get_events_of_sessions(many, types=["memory.handoff"])) == 2
+    with pytest.raises(TypeError):
+        store.get_events_of_sessions(a.id, types=["memory.handoff"])

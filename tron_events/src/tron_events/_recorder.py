@@ -478,6 +478,28 @@ class Recorder(abc.ABC):
         cur.execute(self.sql(sql), params)
         return [event_from_row(row) for row in cur.fetchall()]
 
+    def get_events_of_sessions(
+        self, cur: Cursor, session_ids: Sequence[str], types: Sequence[str]
+    ) -> list[Event]:
+        ids = [i for i in dict.fromkeys(session_ids) if findable(i)]
+        types = [t for t in types if findable(t)]
+        if not ids or not types:
+            return []
+        out: list[Event] = []
+        marks_t = ", ".join("?" for _ in types)
+        for start in range(0, len(ids), 500):  # well under every backend's parameter limit
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            cur.execute(
+                self.sql(
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id IN ({marks}) "
+                    f"AND type IN ({marks_t}) ORDER BY session_id, sequence"
+                ),
+                [*chunk, *types],
+            )
+            out += [event_from_row(row) for row in cur.fetchall()]
+        return out
+
     def get_children(self, cur: Cursor, event_id: str) -> list[Event]:
         if not findable(event_id):
             return []

@@ -170,6 +170,11 @@ class AsyncEventStore:
             limit=limit,
         )  # fmt: skip
 
+    async def get_events_of_sessions(
+        self, session_ids: Sequence[str], *, types: Sequence[str]
+    ) -> list[Event]:
+        return await self._read(self.sync.get_events_of_sessions, session_ids, types=types)
+
     async def get_ancestors(self, event_id: str) -> list[Event]:
         return await self._read(self.sync.get_ancestors, event_id)
 

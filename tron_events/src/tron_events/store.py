@@ -704,6 +704,17 @@ class EventStore:
                 raise SessionNotFound(session_id)
             return self._rec.get_events(cur, session_id, after_sequence, types, limit)
 
+    def get_events_of_sessions(
+        self, session_ids: Sequence[str], *, types: Sequence[str]
+    ) -> list[Event]:
+        """The events of ``types`` among the own events of each of ``session_ids``
+        (orphaned branches included), by session then sequence, in one read; a session
+        that does not exist contributes nothing. (Memory reads a workspace's handoffs so.)"""
+        if isinstance(session_ids, str) or isinstance(types, str):
+            raise TypeError("session_ids and types are sequences of strings, not a string")
+        with self._rec.read() as cur:
+            return self._rec.get_events_of_sessions(cur, list(session_ids), list(types))
+
     def get_ancestors(self, event_id: str) -> list[Event]:
         """The path from the root to ``event_id`` (root first), crossing forks."""
         with gc_paused(), self._rec.read() as cur:

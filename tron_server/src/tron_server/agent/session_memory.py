@@ -70,8 +70,6 @@ __all__ = ["MemoryHost", "NothingToRemember", "Remembered", "SessionMemory"]
 log = logging.getLogger("tron_server.agent")
 
 Draft = tuple[str, dict[str, Any]]
-#: Sessions of a workspace whose handoffs give its lessons.
-LESSON_SESSIONS = 200
 #: Seconds a memory side call may take (retries included): ``session.end`` waits for it.
 SIDE_CALL_TIMEOUT = 120.0
 
@@ -203,12 +201,16 @@ class SessionMemory:
             else []
         )
         lessons = []
+        recent: list[Event] = []
+        if settings.lessons or settings.handoffs:
+            recent = await recent_handoffs(store, workspace_id)  # read once for both
         if settings.lessons:
-            everything = await recent_handoffs(store, workspace_id, sessions=LESSON_SESSIONS)
-            lessons = collect_lessons(everything)
+            lessons = collect_lessons(recent)
         handoffs: list[Event] = []
         if settings.handoffs:
-            handoffs = await relevant_handoffs(store, workspace_id, prompt, limit=MAX_HANDOFFS)
+            handoffs = await relevant_handoffs(
+                store, workspace_id, prompt, limit=MAX_HANDOFFS, recent=recent
+            )
         injection = compose(
             working_directory=working_directory, ledgers=ledgers, lessons=lessons,
             handoffs=handoffs, source=source,

@@ -42,8 +42,9 @@ __all__ = [
 
 HANDOFF_TYPE = "memory.handoff"
 MEMORY_TOOL = "record_memory"
-#: Sessions of a workspace looked at for recent handoffs (most recently active first).
-RECENT_SESSIONS = 50
+#: Sessions of a workspace looked at for recent handoffs and lessons (most recently active
+#: first; the keyword search covers every session). One indexed read each, at session start.
+RECENT_SESSIONS = 100
 #: Keywords of a prompt searched for (the first ones, longest words kept first).
 MAX_KEYWORDS = 8
 #: Characters of a handoff's free text kept when a reply does not fit the schema.
@@ -358,9 +359,8 @@ async def recent_handoffs(
     store: AsyncEventStore, workspace_id: str, *, sessions: int = RECENT_SESSIONS
 ) -> list[Event]:
     """The handoffs of the workspace's most recently active sessions, newest first."""
-    found: list[Event] = []
-    for session in await store.list_sessions(workspace_id=workspace_id, limit=sessions):
-        found += await store.get_events(session.id, types=[HANDOFF_TYPE])
+    recent = await store.list_sessions(workspace_id=workspace_id, limit=sessions)
+    found = await store.get_events_of_sessions([s.id for s in recent], types=[HANDOFF_TYPE])
     return sorted(found, key=lambda e: (e.timestamp, e.id), reverse=True)
 
 
@@ -371,12 +371,16 @@ async def relevant_handoffs(
     *,
     limit: int,
     exclude: Iterable[str] = (),
+    recent: list[Event] | None = None,
 ) -> list[Event]:
     """The workspace's handoffs most relevant to ``prompt``, best first (see the module
     docstring): ``2 × matched keywords (rank-weighted) / keywords + recency``, where
-    recency is ``1 / (1 + age rank)`` among the recent handoffs."""
+    recency is ``1 / (1 + age rank)`` among the recent handoffs (``recent``: those of
+    :func:`recent_handoffs`, when the caller has them already)."""
     excluded = set(exclude)
-    recent = [e for e in await recent_handoffs(store, workspace_id) if e.id not in excluded]
+    if recent is None:
+        recent = await recent_handoffs(store, workspace_id)
+    recent = [e for e in recent if e.id not in excluded]
     by_id = {e.id: e for e in recent}
     relevance: dict[str, float] = {}
     words = keywords(prompt)

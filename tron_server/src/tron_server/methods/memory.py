@@ -32,9 +32,8 @@ from ..rpc import MethodRegistry, Params, RpcContext
 
 __all__ = ["register"]
 
-#: Handoffs ``memory.get`` lists, and the lessons it counts them from.
+#: Handoffs and lessons ``memory.get`` lists.
 LISTED_HANDOFFS = 20
-LESSON_SESSIONS = 200
 LISTED_LESSONS = 20
 
 
@@ -95,7 +94,7 @@ def register(registry: MethodRegistry) -> None:
         handoffs: list[dict[str, Any]] = []
         patterns: list[dict[str, Any]] = []
         if workspace is not None:
-            everything = await recent_handoffs(store, workspace.id, sessions=LESSON_SESSIONS)
+            everything = await recent_handoffs(store, workspace.id)
             handoffs = [handoff_json(e) for e in everything[:LISTED_HANDOFFS]]
             patterns = [lesson.to_json() for lesson in collect_lessons(everything)]
             patterns = patterns[:LISTED_LESSONS]
