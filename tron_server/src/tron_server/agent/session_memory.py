@@ -7,7 +7,8 @@ model (the parts are :mod:`tron_server.memory`'s; ``docs/memory.md`` for users).
   that message are composed within the budget and recorded as ``memory.loaded`` in the same
   commit as, just before, the ``message.user``; the history makes it user text in front of
   the prompt, so ``get_messages_at`` gives the request exactly as sent, after a restart too.
-  Checked once per session and process, then never again (no per-turn work).
+  Once a session is past its first message this process never checks it again (no
+  per-turn work).
 - **Compaction and /clear** (:meth:`SessionMemory.after_reset`): the fresh history starts
   again with the ledgers and lessons (``memory.loaded``, source ``compact`` / ``clear``).
 - **Remembering** (:meth:`SessionMemory.remember`): one side call over the transcript
@@ -129,7 +130,7 @@ class SessionMemory:
         self.home = home
         #: Records the ledger's contents so that a rewind with files restores it.
         self.recorder = recorder
-        #: Sessions whose start was dealt with in this process.
+        #: Sessions known in this process to be past their start (or sub-agents).
         self._started: set[str] = set()
 
     # -- settings ---------------------------------------------------------------------
@@ -152,17 +153,20 @@ class SessionMemory:
         empty list when it is not the first, a sub-agent's, or there is nothing to put)."""
         if session_id in self._started:
             return []
-        self._started.add(session_id)
         store = self.host.store
         if (await self.host.profile(session_id)).is_child:
-            return []
-        settings = await self.settings(working_directory)
-        if not (settings.ledger or settings.handoffs or settings.lessons):
+            self._started.add(session_id)
             return []
         session = await store.get_session(session_id)
         path = await store.get_ancestors(session.head_event_id)
         if any(e.type in ("message.user", "memory.loaded") for e in path):
-            return []  # not a start (an earlier message, or a fork of one)
+            # Not a start (an earlier message, or a fork of one): never again for it. A
+            # start is only marked so once its message is stored (a refused append retries).
+            self._started.add(session_id)
+            return []
+        settings = await self.settings(working_directory)
+        if not (settings.ledger or settings.handoffs or settings.lessons):
+            return []
         injection = await self._compose(
             session.workspace_id, working_directory, settings, _prompt_text(content), "startup"
         )
