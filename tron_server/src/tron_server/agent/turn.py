@@ -616,13 +616,19 @@ class AgentRun:
             [
                 (
                     "tool.call",
-                    {"toolCallId": u.id, "name": u.name, "arguments": u.input, "turn": turn},
-                )
+                    {"toolCallId": u.id, "name": u.name, "arguments": u.input, "turn": turn,
+                     **self._record_fields(u.name)},
+                )  # fmt: skip
                 for u in uses
             ]
         )
         for use, event in zip(uses, events, strict=True):
             self.tool_call_events[use.id] = event.id
+
+    def _record_fields(self, name: str) -> dict[str, Any]:
+        """What the tool adds to its ``tool.call`` (an MCP tool: its server's name)."""
+        tool = self.tools.get(name)
+        return tool.record_fields() if tool is not None else {}
 
     async def _record_error_results(self, uses: list[ToolUseBlock], text: str) -> None:
         """An interrupted error result per call: what a call that was running printed

@@ -1,0 +1,46 @@
+"""The MCP client: the user's Model Context Protocol servers, as Claude Code runs them.
+
+- :mod:`.config` — the servers a folder has (``.mcp.json``, ``~/.claude.json``, Tron's
+  ``settings.json``, a session's own), with ``${VAR}`` expansion;
+- :mod:`.approvals` — folder trust and the user's approval of project servers;
+- :mod:`.connection` — one server through the official SDK: started when needed, restarted
+  with backoff after a failure, its lists kept fresh;
+- :mod:`.tools`, :mod:`.results`, :mod:`.names` — ``mcp__<server>__<tool>`` tools and how
+  their results become Tron's content blocks;
+- :mod:`.elicit` — a server's questions through Tron's question flow;
+- :mod:`.manager` — :class:`McpManager`, the server's one instance of all this.
+
+See ``docs/mcp.md``.
+"""
+
+from __future__ import annotations
+
+from .approvals import Approvals, folder_trusted
+from .config import ConfigError, ServerConfig, default_claude_json, load_servers, parse_server
+from .connection import Connection, McpOptions, ServerError
+from .manager import AskFn, McpManager, ServerView, Usable
+from .names import mcp_name, split_name
+from .results import content_blocks, tool_result
+from .tools import McpTool
+
+__all__ = [
+    "Approvals",
+    "AskFn",
+    "ConfigError",
+    "Connection",
+    "McpManager",
+    "McpOptions",
+    "McpTool",
+    "ServerConfig",
+    "ServerError",
+    "ServerView",
+    "Usable",
+    "content_blocks",
+    "default_claude_json",
+    "folder_trusted",
+    "load_servers",
+    "mcp_name",
+    "parse_server",
+    "split_name",
+    "tool_result",
+]

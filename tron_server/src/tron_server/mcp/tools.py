@@ -1,0 +1,114 @@
+"""An MCP server's tool as a Tron tool: ``mcp__<server>__<tool>``, the server's own schema.
+
+The model sees the tool's JSON schema as the server gave it (tron_llm's adapters change a
+schema only where their provider refuses it); the server validates the arguments. A call
+goes through PreToolUse hooks, permission rules and approvals like any tool's (the runtime
+does that before :meth:`McpTool.run`); its ``tool.call`` records the server's name
+(:meth:`McpTool.record_fields`). Progress notifications become live tool output, an abort
+cancels the request (the SDK sends ``notifications/cancelled``), and an elicitation the
+server sends during the call is asked of the user (:data:`ElicitFor`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from tron_llm import ToolSpec
+
+from ..tools.base import Tool, ToolContext, ToolResult
+from .connection import Call, Connection, ElicitFn, ServerError
+from .names import mcp_name
+from .results import tool_result
+
+__all__ = ["ElicitFor", "McpArguments", "McpTool", "make_tool"]
+
+log = logging.getLogger("tron_server.mcp")
+
+ElicitFor = Callable[[ToolContext, str], ElicitFn]
+"""``(the call's context, server name)`` → how to ask its user an elicitation."""
+
+
+class McpArguments(BaseModel):
+    """Any JSON object: the server checks the arguments against its own schema."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class McpTool(Tool[McpArguments]):
+    """One tool of one server (made by :func:`make_tool`)."""
+
+    Params: ClassVar[type[BaseModel]] = McpArguments
+    server: ClassVar[str]
+    tool: ClassVar[str]
+    schema: ClassVar[dict[str, Any]]
+    annotations: ClassVar[dict[str, Any]]
+
+    def __init__(self, connection: Connection, elicit_for: ElicitFor | None = None) -> None:
+        self.connection = connection
+        self.elicit_for = elicit_for
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, input_schema=self.schema)
+
+    def record_fields(self) -> dict[str, Any]:
+        return {"server": self.server, "mcpTool": self.tool}
+
+    async def run(self, params: McpArguments, ctx: ToolContext) -> ToolResult:
+        arguments = dict(params.model_extra or {})
+
+        def progress(value: float, total: float | None, message: str | None) -> None:
+            shown = f"{value:g}/{total:g}" if total else f"{value:g}"
+            ctx.on_output(f"[progress {shown}]{' ' + message if message else ''}\n")
+
+        elicit = self.elicit_for(ctx, self.server) if self.elicit_for is not None else None
+        call = Call(session_id=ctx.session_id, elicit=elicit, on_progress=progress)
+        try:
+            result = await self.connection.call_tool(self.tool, arguments, call)
+        except ServerError as exc:
+            return ToolResult(str(exc), is_error=True, details={"server": self.server})
+        except TimeoutError:
+            limit = self.connection.options.tool_timeout
+            return ToolResult(
+                f"MCP tool {self.tool} of {self.server!r} did not answer within {limit:g} s "
+                "(MCP_TOOL_TIMEOUT); the call was cancelled.",
+                is_error=True,
+                details={"server": self.server},
+            )
+        except Exception as exc:
+            if type(exc).__name__ != "MCPError":
+                raise
+            return ToolResult(
+                f"MCP server {self.server!r} refused the call of {self.tool}: {exc}",
+                is_error=True,
+                details={"server": self.server},
+            )
+        return tool_result(result, self.server)
+
+
+def make_tool(
+    connection: Connection, tool: dict[str, Any], elicit_for: ElicitFor | None = None
+) -> McpTool:
+    """A :class:`McpTool` for one listed tool (wire form: name, description, inputSchema)."""
+    raw_name = str(tool.get("name", ""))
+    server = connection.name
+    schema = tool.get("inputSchema")
+    annotations = tool.get("annotations")
+    description = str(tool.get("description") or tool.get("title") or raw_name)
+    kind = type(
+        "McpTool",
+        (McpTool,),
+        {
+            "name": mcp_name(server, raw_name),
+            "description": description,
+            "server": server,
+            "tool": raw_name,
+            "schema": dict(schema) if isinstance(schema, dict) else {"type": "object"},
+            "annotations": dict(annotations) if isinstance(annotations, dict) else {},
+        },
+    )
+    made: McpTool = kind(connection, elicit_for)
+    return made
