@@ -20,6 +20,10 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# Servers the tests start (in this process or as children) never read the machine's
+# ~/.claude.json, whose MCP servers they would start: a test that wants one names its own.
+os.environ.setdefault("TRON_CLAUDE_JSON", "/nonexistent/tron-tests/.claude.json")
+
 BACKENDS = ["sqlite", "postgres"]
 _pg_reason: list[str | None] = []
 

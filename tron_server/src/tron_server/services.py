@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from .agent.orchestrator import Orchestrator
     from .interaction import Interaction
+    from .mcp import McpManager
     from .providers import ProviderFactory
     from .rpc.registry import MethodRegistry
     from .tools import ToolRegistry
@@ -61,6 +62,8 @@ class Services:
     registry: MethodRegistry | None = None
     #: File recording, rewinds with files, diffs and worktrees.
     workspace: Workspace | None = None
+    #: The MCP client: the folders' MCP servers and their tools.
+    mcp: McpManager | None = None
     version: str = ""
 
     def __post_init__(self) -> None:
@@ -87,6 +90,7 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
     from .agent.subagents import SubagentSettings
     from .hooks import build_hook_engine
     from .interaction import AskUserTool, Interaction, NotifyTool
+    from .mcp import McpManager, McpOptions
     from .providers import ProviderFactory
     from .tools import default_tools
     from .workspace import Workspace
@@ -106,6 +110,15 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
         return build_hook_engine(working_directory, settings.home, record)
 
     services.hooks_factory = hooks_factory
+    services.mcp = McpManager(
+        settings.home,
+        claude_json=settings.resolved_claude_json(),
+        options=McpOptions.from_environment(
+            sampling=settings.mcp_sampling, client_version=services.version
+        ),
+        list_wait=settings.mcp_list_wait,
+    )
+    await services.mcp.start()
     services.orchestrator = Orchestrator(
         store,
         services.providers,
@@ -120,6 +133,7 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
             max_depth=settings.subagent_max_depth,
             enabled=settings.subagent_max_depth > 0,
         ),
+        mcp=services.mcp,
     )
     interaction = Interaction(
         store,
@@ -130,6 +144,7 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
         default_mode=settings.default_permission_mode,
     )
     services.orchestrator.attach_interaction(interaction)
+    services.mcp.ask = interaction.ask
     services.interaction = interaction
     services.tools.register(AskUserTool(interaction))
     services.tools.register(NotifyTool(interaction))
@@ -152,6 +167,11 @@ async def stop_runtime(services: Services) -> None:
             await services.orchestrator.shutdown()
         except Exception:
             log.exception("orchestrator shutdown failed")
+    if services.mcp is not None:
+        try:
+            await services.mcp.aclose()  # stdio servers are killed with their groups
+        except Exception:
+            log.exception("closing the MCP servers failed")
     if services.providers is not None:
         try:
             await services.providers.aclose()

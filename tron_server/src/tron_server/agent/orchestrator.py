@@ -78,6 +78,7 @@ from ..hooks.base import HookContext, HookDecision, HookEngine, HookEvent
 from ..hooks.feedback import context_drafts
 from ..hooks.settings import HookSettingsError, settings_stamp
 from ..hooks.transcript import Transcripts
+from ..mcp import McpManager, mcp_allowed
 from ..tools.base import ToolRegistry
 from .rules import SessionRules
 from .subagents import (
@@ -186,12 +187,14 @@ class Orchestrator:
         max_tokens: int | None = None,
         auto_compact_threshold: float | None = None,
         subagents: SubagentSettings | None = None,
+        mcp: McpManager | None = None,
     ) -> None:
         """``hooks`` serves every session; ``hooks_factory`` (if given) builds one engine
         per working directory instead (guardrails depend on it). A ``hooks`` engine
         created without a recorder gets :meth:`record_event`. ``auto_compact_threshold``
         (a share of the context window, e.g. 0.8) turns on compaction before a turn.
-        ``subagents`` sets the Task tool's limits (default: 4 in parallel, depth 1)."""
+        ``subagents`` sets the Task tool's limits (default: 4 in parallel, depth 1); ``mcp``
+        adds the MCP servers' tools of each session's folder to its runs."""
         self.store = store
         self.providers = providers
         self.tools = tools
@@ -208,6 +211,7 @@ class Orchestrator:
         self._runs: dict[str, _SessionRun] = {}
         self._rules: dict[str, SessionRules] = {}
         self.subagents = subagents or SubagentSettings()
+        self.mcp = mcp
         # One writer per session while anything uses it (runs, hooks recording late).
         self._writers: weakref.WeakValueDictionary[str, SessionWriter] = (
             weakref.WeakValueDictionary()
@@ -636,9 +640,23 @@ class Orchestrator:
             )
             spawner = Spawner(self, agent, profile, agents)
             extra.append(TaskTool(spawner, max_parallel=self.subagents.max_parallel))
+        extra += await self._mcp_tools(agent, profile)
         if profile.tools is None and not extra:
             return self.tools
         return ScopedTools(self.tools, profile.tools, extra)
+
+    async def _mcp_tools(self, agent: AgentRun, profile: SessionProfile) -> list[Any]:
+        """The MCP tools of the session's folder (a sub-agent's only those its ``tools:``
+        names, as in Claude Code); a server found failed is told to the user once."""
+        if self.mcp is None:
+            return []
+        usable = await self.mcp.tools_for(agent.session_id, agent.working_directory)
+        for server, message in usable.failures:
+            payload = {"title": f"MCP server {server} failed", "body": message,
+                       "urgency": "normal", "mcpServer": server}  # fmt: skip
+            await self.record_event(agent.session_id, "notification.user", payload)
+            agent.notify_client("session.notification", dict(payload))
+        return [t for t in usable.tools if mcp_allowed(t.name, profile.tools)]
 
     # -- internals --------------------------------------------------------------------
 

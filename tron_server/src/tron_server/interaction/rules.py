@@ -15,7 +15,8 @@ A rule is a tool name, alone or with a specifier in parentheses::
     Task(reviewer)           the Task tool starting that agent (also ``Agent(...)``)
     Skill(deploy)            the Skill tool loading that skill
     WebFetch(domain:x.com)   a fetch of that host (no such tool here yet: never matches)
-    mcp__github__*           tool names with ``*``
+    mcp__github              every tool of the MCP server github (``mcp__github__*`` too)
+    mcp__github__get_issue   one tool of it
 
 Path specifiers follow :mod:`._glob` and are matched against the *resolved* paths the tools
 act on (:class:`~tron_server.tools.PathPolicy`: symlinks and ``..`` resolved), relative to
@@ -120,7 +121,9 @@ class Rule:
         if name == tool:
             return True
         if self.specifier is None:
-            return False
+            # ``mcp__github`` is every tool of that server, as in Claude Code.
+            server = name.removeprefix("mcp__")
+            return name.startswith("mcp__") and "__" not in server and tool.startswith(name + "__")
         # Edit(...) covers every tool that changes files, Read(...) every one that reads.
         return (name == "Edit" and tool in EDIT_TOOLS) or (name == "Read" and tool in READ_TOOLS)
 

@@ -19,7 +19,7 @@ from .approvals import Approvals, folder_trusted
 from .config import ConfigError, ServerConfig, default_claude_json, load_servers, parse_server
 from .connection import Connection, McpOptions, ServerError
 from .manager import AskFn, McpManager, ServerView, Usable
-from .names import mcp_name, split_name
+from .names import mcp_allowed, mcp_name, split_name
 from .results import content_blocks, tool_result
 from .tools import McpTool
 
@@ -39,6 +39,7 @@ __all__ = [
     "default_claude_json",
     "folder_trusted",
     "load_servers",
+    "mcp_allowed",
     "mcp_name",
     "parse_server",
     "split_name",

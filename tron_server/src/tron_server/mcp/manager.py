@@ -35,7 +35,7 @@ from .elicit import elicit_with
 from .names import mcp_name
 from .tools import McpTool, make_tool
 
-__all__ = ["AskFn", "McpManager", "ServerView", "Usable"]
+__all__ = ["AskFn", "McpManager", "ServerView", "Usable", "server_json"]
 
 log = logging.getLogger("tron_server.mcp")
 
@@ -297,6 +297,81 @@ class McpManager:
             connection = view.connection
             if connection is not None and connection.lists is None:
                 self._tg.start_soon(_ensure_quietly, connection, None)
+
+    async def describe(
+        self, working_directory: Path, session_id: str | None = None, *, connect: bool = True
+    ) -> dict[str, Any]:
+        """``mcp.list``'s answer: every server with its scope, transport, status, error and
+        lists. ``connect`` starts the usable servers first (waiting ``list_wait`` at most)."""
+        views, errors = self.view(working_directory, session_id)
+        if connect:
+            async with anyio.create_task_group() as tg:
+                for view in views:
+                    if view.connection is not None:
+                        tg.start_soon(_ensure_quietly, view.connection, self.list_wait)
+        return {
+            "workingDirectory": str(working_directory),
+            "servers": [server_json(view) for view in views],
+            "errors": errors,
+        }
+
+
+def server_json(view: ServerView) -> dict[str, Any]:
+    """One server of ``mcp.list``."""
+    config = view.config
+    connection = view.connection
+    status = connection.status if connection is not None else view.status
+    out: dict[str, Any] = {
+        "name": config.name,
+        "scope": config.scope,
+        "source": config.source,
+        "transport": config.transport,
+        "target": config.describe(),
+        "status": status,
+        "error": (connection.error if connection is not None else view.reason)
+        if status in ("failed", "needs-approval", "disabled")
+        else None,
+        "stderrTail": (connection.stderr_tail or None) if connection is not None else None,
+        "needsApproval": config.needs_approval,
+        "tools": [],
+        "prompts": [],
+        "resources": [],
+        "resourceTemplates": [],
+    }
+    if connection is not None:
+        out["serverInfo"] = connection.server_info
+        out["protocolVersion"] = connection.protocol_version
+        if connection.status == "failed" and connection.retry_in() > 0:
+            out["retryIn"] = round(connection.retry_in(), 1)
+    lists = connection.lists if connection is not None else None
+    if lists is not None:
+        out["listed"] = "live" if connection is not None and connection.connected else "cache"
+        out["tools"] = [
+            {"name": mcp_name(config.name, str(t.get("name"))), "tool": t.get("name"),
+             "description": t.get("description") or t.get("title") or "",
+             "annotations": t.get("annotations") or {}}
+            for t in lists.tools
+        ]  # fmt: skip
+        out["prompts"] = [
+            {"name": p.get("name"), "command": "/" + mcp_name(config.name, str(p.get("name"))),
+             "description": p.get("description") or "",
+             "arguments": [{"name": a.get("name"), "description": a.get("description") or "",
+                            "required": bool(a.get("required"))}
+                           for a in p.get("arguments") or []]}
+            for p in lists.prompts
+        ]  # fmt: skip
+        out["resources"] = [
+            {"uri": r.get("uri"), "name": r.get("name"),
+             "mention": f"@{config.name}:{r.get('uri')}", "mimeType": r.get("mimeType"),
+             "description": r.get("description") or ""}
+            for r in lists.resources
+        ]  # fmt: skip
+        out["resourceTemplates"] = [
+            {"uriTemplate": r.get("uriTemplate"), "name": r.get("name"),
+             "description": r.get("description") or ""}
+            for r in lists.templates
+        ]  # fmt: skip
+    return out
 
 
 async def _ensure_quietly(connection: Connection, wait: float | None) -> None:

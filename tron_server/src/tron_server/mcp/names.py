@@ -9,10 +9,12 @@ the same in permission rules, hooks and events.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import re
+from collections.abc import Iterable
 
-__all__ = ["MAX_NAME", "PREFIX", "mcp_name", "normalize", "split_name"]
+__all__ = ["MAX_NAME", "PREFIX", "mcp_allowed", "mcp_name", "normalize", "split_name"]
 
 PREFIX = "mcp__"
 MAX_NAME = 64
@@ -41,3 +43,17 @@ def split_name(name: str) -> tuple[str, str] | None:
     if not sep or not server or not rest:
         return None
     return server, rest
+
+
+def mcp_allowed(name: str, allowed: Iterable[str] | None) -> bool:
+    """Whether an allow-list (a sub-agent's ``tools:``) lets ``name`` through: every tool
+    when there is no list; else an entry naming the tool, its server (``mcp__server``) or a
+    pattern (``mcp__server__*``)."""
+    if allowed is None:
+        return True
+    for entry in allowed:
+        if entry == name or (entry.startswith(PREFIX) and name.startswith(entry + "__")):
+            return True
+        if "*" in entry and fnmatch.fnmatchcase(name, entry):
+            return True
+    return False

@@ -10,7 +10,7 @@ import importlib
 import logging
 
 from ..rpc import MethodRegistry
-from . import events, model, session, system, workspace
+from . import events, mcp, model, session, system, workspace
 
 log = logging.getLogger("tron_server.methods")
 
@@ -25,7 +25,7 @@ OPTIONAL_MODULES = (
 def build_registry() -> MethodRegistry:
     """A registry with every available method."""
     registry = MethodRegistry()
-    for module in (session, events, system, model, workspace):
+    for module in (session, events, system, model, workspace, mcp):
         module.register(registry)
     for name in OPTIONAL_MODULES:
         try:

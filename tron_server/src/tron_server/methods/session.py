@@ -30,6 +30,8 @@ from tron_llm.registry import PROVIDERS
 
 from ..errors import AgentBusyError
 from ..rpc import MethodRegistry, Params, RpcContext, events_json
+from .mcp import check_servers
+from .mcp import manager as mcp_manager
 from .workspace import session_policy, workspace_of
 
 
@@ -178,6 +180,9 @@ class SessionCreateParams(Params):
     provider: str | None = Field(default=None, min_length=1)
     title: str | None = None
     system_prompt: str | None = None
+    #: MCP servers of this session only (Claude Code's ``mcpServers`` shape: an editor's
+    #: servers through ACP), beside the folder's; kept in memory, not recorded.
+    mcp_servers: dict[str, Any] | None = None
 
     _known_provider = field_validator("provider")(known_provider)
 
@@ -257,6 +262,9 @@ def register(registry: MethodRegistry) -> None:
         settings = ctx.services.settings
         store = ctx.services.store
         assert store is not None
+        if p.mcp_servers:
+            mcp_manager(ctx)  # -32002 before anything is created when there is no MCP client
+            check_servers(p.mcp_servers)
         session = await store.create_session(
             working_directory=p.working_directory,
             model=p.model or settings.default_model,
@@ -265,6 +273,8 @@ def register(registry: MethodRegistry) -> None:
             system_prompt=p.system_prompt,
         )
         result = session_json(session)
+        if p.mcp_servers and ctx.services.mcp is not None:
+            ctx.services.mcp.set_session_servers(session.id, p.mcp_servers)
         if ctx.services.workspace is not None:  # the folder's first snapshot, in the background
             ctx.services.workspace.recorder.warm(Path(session.working_directory))
         ctx.services.hub.publish(session.id, "session.created", {"session": result})
