@@ -88,8 +88,8 @@ def time_server() -> Path:
                          [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
                           TIME]]  # fmt: skip
             else:
-                steps = [[sys.executable, "-m", "venv", str(venv)],
-                         [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", TIME]]  # fmt: skip
+                pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", TIME]
+                steps = [[sys.executable, "-m", "venv", str(venv)], pip]
             for step in steps:
                 done = subprocess.run(step, capture_output=True, text=True,
                                       timeout=INSTALL_TIMEOUT)  # fmt: skip

@@ -5,48 +5,16 @@ results of every kind, and what is recorded."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.interaction.conftest import complete, new_session, of_type, wait_for
-from tests.mcp.conftest import approve_all, stdio, write_mcp_json
+from tests.interaction.conftest import new_session, of_type
+from tests.mcp.conftest import approve_all, offered, run, stdio, write_mcp_json
 from tests.mcp.servers import HttpServer
 from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
-from tron_server.client import TronClient
 
 pytestmark = pytest.mark.anyio
-
-
-def offered(llm: ScriptedLLM, index: int = 0) -> dict[str, dict[str, Any]]:
-    """The tools of request ``index``, by name."""
-    return {t["name"]: t for t in llm.requests[index].get("tools", [])}
-
-
-async def run(client: TronClient, sid: str, text: str, approve: bool = True) -> list[Any]:
-    """Send ``text``, allow every approval asked, wait for the end; the session's events."""
-    stream = client.notifications(session_id=sid)
-    await client.call("agent.message", {"sessionId": sid, "content": text})
-    while True:
-        note = await wait_for_any(stream)
-        if note.method == "agent.approval":
-            answer = {"decision": "allow" if approve else "deny"}
-            await client.call("agent.respond", {"sessionId": sid, "requestId":
-                              note.data["requestId"], "answer": answer})  # fmt: skip
-        if note.method == "agent.complete":
-            break
-    return await client.sync(sid)
-
-
-async def wait_for_any(stream: Any) -> Any:
-    import anyio
-
-    with anyio.fail_after(60):
-        while True:
-            note = await stream.next()
-            if note.method in ("agent.approval", "agent.complete"):
-                return note
 
 
 async def test_stdio_and_time_tools_answer_through_the_server(
@@ -97,7 +65,8 @@ async def test_streamable_http_server(
     home_settings = server.home / "settings.json"
     home_settings.write_text(
         '{"mcpServers": {"web": {"type": "http", "url": "${EV_BASE:-'
-        + everything_http.base + '}/mcp"}}}'
+        + everything_http.base
+        + '}/mcp"}}}'
     )
     llm.add(Response([ToolUse("mcp__web__echo", {"message": "over http"}, id="t1")]),
             Response([Text("ok")]))  # fmt: skip
