@@ -19,6 +19,7 @@ the method get the same result and record the same events. A command's text outp
 ``/agents``                   the sub-agents the Task tool can start
 ``/permissions``              the mode and every permission rule, with where it comes from
 ``/mode [name]``              switch the permission mode; without a name, the current and all
+``/mcp [approve|deny name]``  the MCP servers (``mcp.list``); approve or refuse a project server
 ============================  ===================================================================
 """
 
@@ -36,6 +37,7 @@ from tron_events import Session
 
 from ..errors import InvalidOperationError, InvalidParams, ManagerUnavailableError
 from ..methods.session import ensure_idle
+from .mcp import mcp_command
 
 if TYPE_CHECKING:
     from ..rpc import RpcContext
@@ -281,5 +283,11 @@ BUILTINS: dict[str, Builtin] = {
         Builtin("agents", "The sub-agents the Task tool can start", _agents),
         Builtin("permissions", "The permission mode and rules", _permissions),
         Builtin("mode", "Switch the permission mode, or list them", _mode, "[mode]"),
+        Builtin(
+            "mcp",
+            "MCP servers: status, tools, prompts; approve a project's servers",
+            mcp_command,
+            "[approve|deny <server>]",
+        ),
     )
 }

@@ -287,7 +287,7 @@ class McpManager:
         known = ", ".join(v.config.name for v in views) or "none"
         raise ServerError(f"no MCP server {server!r} here (configured: {known})")
 
-    async def warm(self, working_directory: Path, session_id: str | None = None) -> None:
+    def warm(self, working_directory: Path, session_id: str | None = None) -> None:
         """Start, in the background, the usable servers whose lists are unknown (so a
         client's listing of commands or resources fills in)."""
         views, _ = self.view(working_directory, session_id)

@@ -8,11 +8,13 @@ results saying so). ``agent.respond`` answers a pending request (:mod:`tron_serv
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from ..agent import Orchestrator
+from ..commands.mcp import expand_mentions
 from ..errors import ManagerUnavailableError
 from ..interaction import Interaction
 from ..rpc import MethodRegistry, Params, RpcContext
@@ -94,6 +96,8 @@ def register(registry: MethodRegistry) -> None:
                 ctx, p.session_id, content, p.queue, p.reasoning_level
             )
             return routed
+        if isinstance(content, str) and "@" in content and ctx.services.mcp is not None:
+            content = await _with_resources(ctx, p.session_id, content)
         return await send(ctx, p.session_id, content, queue=p.queue,
                           reasoning_level=p.reasoning_level, max_turns=p.max_turns)  # fmt: skip
 
@@ -178,6 +182,16 @@ async def send(
         if resume is not None and interaction is not None:
             interaction.release(resume.pending.request_id)
         raise
+
+
+async def _with_resources(
+    ctx: RpcContext, session_id: str, content: str
+) -> str | list[dict[str, Any]]:
+    """``@server:uri`` mentions followed by the resources (:mod:`..commands.mcp`)."""
+    store = ctx.services.store
+    assert store is not None
+    session = await store.get_session(session_id)
+    return await expand_mentions(ctx, session_id, Path(session.working_directory), content)
 
 
 def _commands(content: str | list[dict[str, Any]]) -> Any:
