@@ -39,7 +39,7 @@ from ..errors import (
 )
 from ..hooks.base import HookDecision
 from ..hooks.guardrails import path_policy
-from ..tools._paths import PathError
+from ..paths import PathError
 from ..tools.base import ToolContext, ToolResult
 from .modes import CYCLE, MODE_DESCRIPTIONS, MODES, PATH_TOOLS, PermissionMode, is_mode
 from .pending import PendingTurn, find_pending_turn

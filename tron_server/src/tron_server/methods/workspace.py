@@ -16,8 +16,8 @@ from pydantic import Field
 
 from ..errors import ManagerUnavailableError
 from ..hooks.guardrails import path_policy
+from ..paths import PathPolicy
 from ..rpc import MethodRegistry, Params, RpcContext
-from ..tools._paths import PathPolicy
 from ..workspace import Workspace
 
 __all__ = ["register", "session_policy", "workspace_of"]
