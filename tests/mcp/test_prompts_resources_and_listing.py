@@ -71,8 +71,8 @@ async def test_a_resource_mention_is_included_and_recorded(
         assert f"@ev:{uri}" in mentions  # what a client's completion offers
         events = await run(client, sid, f"Summarize @ev:{uri}, please.")
         with pytest.raises(RpcCallError) as unreadable:
-            await client.call("agent.message", {"sessionId": sid,
-                                                "content": "see @ev:demo://no/such/thing"})  # fmt: skip
+            bad = {"sessionId": sid, "content": "see @ev:demo://no/such/thing"}
+            await client.call("agent.message", bad)
         assert "was not included" in unreadable.value.message
     [message] = of_type(events, "message.user")
     first, *rest = message["content"]

@@ -144,7 +144,7 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
         default_mode=settings.default_permission_mode,
     )
     services.orchestrator.attach_interaction(interaction)
-    services.mcp.ask = interaction.ask
+    services.orchestrator.mcp_ask = interaction.ask
     services.interaction = interaction
     services.tools.register(AskUserTool(interaction))
     services.tools.register(NotifyTool(interaction))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -110,9 +111,8 @@ class Settings(BaseSettings):
         """Claude Code's user configuration file this server reads."""
         if self.claude_json is not None:
             return self.claude_json.expanduser()
-        from .mcp.config import default_claude_json
-
-        return default_claude_json()
+        base = os.environ.get("CLAUDE_CONFIG_DIR")
+        return (Path(base).expanduser() if base else Path.home()) / ".claude.json"
 
     def resolved_database_url(self) -> str:
         """The database URL to open: the configured one, or SQLite under ``home``."""

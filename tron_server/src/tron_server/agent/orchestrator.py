@@ -80,6 +80,7 @@ from ..hooks.settings import HookSettingsError, settings_stamp
 from ..hooks.transcript import Transcripts
 from ..mcp import McpManager, mcp_allowed
 from ..tools.base import ToolRegistry
+from .mcp_tools import AskFn, make_tool
 from .rules import SessionRules
 from .subagents import (
     TASK_TOOL_NAME,
@@ -212,6 +213,8 @@ class Orchestrator:
         self._rules: dict[str, SessionRules] = {}
         self.subagents = subagents or SubagentSettings()
         self.mcp = mcp
+        #: The question flow an MCP server's elicitation goes through (``Interaction.ask``).
+        self.mcp_ask: AskFn | None = None
         # One writer per session while anything uses it (runs, hooks recording late).
         self._writers: weakref.WeakValueDictionary[str, SessionWriter] = (
             weakref.WeakValueDictionary()
@@ -656,7 +659,8 @@ class Orchestrator:
                        "urgency": "normal", "mcpServer": server}  # fmt: skip
             await self.record_event(agent.session_id, "notification.user", payload)
             agent.notify_client("session.notification", dict(payload))
-        return [t for t in usable.tools if mcp_allowed(t.name, profile.tools)]
+        tools = [make_tool(connection, tool, self.mcp_ask) for connection, tool in usable.tools]
+        return [t for t in tools if mcp_allowed(t.name, profile.tools)]
 
     # -- internals --------------------------------------------------------------------
 

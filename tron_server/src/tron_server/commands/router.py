@@ -28,11 +28,12 @@ from ..hooks.guardrails import path_policy
 from ..interaction import CallFacts, RuleSet, Verdict, decide, parse_rule
 from ..interaction.rules import RuleSyntaxError
 from ..interaction.settings import load_permission_settings
+from ..mcp import expand_mentions
 from ..tools.base import ToolContext
 from .builtins import BUILTINS, Builtin, CommandContext
 from .expand import ExpandEnv, ExpansionError, expand_body
 from .files import CommandFile, discover_commands
-from .mcp import expand_mentions, find_prompt, prompt_entries, run_prompt
+from .mcp import find_prompt, prompt_entries, run_prompt
 
 if TYPE_CHECKING:
     from tron_events import Session
@@ -195,7 +196,8 @@ async def run_command_message(
         invoked["files"] = expansion.files
     if expansion.commands:
         invoked["commands"] = expansion.commands
-    text = await expand_mentions(rpc, session_id, Path(session.working_directory), expansion.text)
+    wd = Path(session.working_directory)
+    text = await expand_mentions(mcp, session_id, wd, expansion.text)
     result = await send(
         rpc, session_id, text, queue=queue, reasoning_level=reasoning_level,
         before=(("command.invoked", invoked),), **options,

@@ -5,8 +5,9 @@
 - :mod:`.approvals` — folder trust and the user's approval of project servers;
 - :mod:`.connection` — one server through the official SDK: started when needed, restarted
   with backoff after a failure, its lists kept fresh;
-- :mod:`.tools`, :mod:`.results`, :mod:`.names` — ``mcp__<server>__<tool>`` tools and how
-  their results become Tron's content blocks;
+- :mod:`.results`, :mod:`.names` — ``mcp__<server>__<tool>`` names and how results become
+  Tron's content blocks (the runtime's tool adapter is ``agent/mcp_tools.py``);
+- :mod:`.mentions` — ``@server:uri`` in a message, and the listing for people;
 - :mod:`.elicit` — a server's questions through Tron's question flow;
 - :mod:`.manager` — :class:`McpManager`, the server's one instance of all this.
 
@@ -17,27 +18,29 @@ from __future__ import annotations
 
 from .approvals import Approvals, folder_trusted
 from .config import ConfigError, ServerConfig, default_claude_json, load_servers, parse_server
-from .connection import Connection, McpOptions, ServerError
-from .manager import AskFn, McpManager, ServerView, Usable
+from .connection import Call, Connection, McpOptions, ServerError
+from .manager import McpManager, ServerView, Usable
+from .mentions import expand_mentions, format_listing
 from .names import mcp_allowed, mcp_name, split_name
-from .results import content_blocks, tool_result
-from .tools import McpTool
+from .results import McpResult, content_blocks, tool_result
 
 __all__ = [
     "Approvals",
-    "AskFn",
+    "Call",
     "ConfigError",
     "Connection",
     "McpManager",
     "McpOptions",
-    "McpTool",
+    "McpResult",
     "ServerConfig",
     "ServerError",
     "ServerView",
     "Usable",
     "content_blocks",
     "default_claude_json",
+    "expand_mentions",
     "folder_trusted",
+    "format_listing",
     "load_servers",
     "mcp_allowed",
     "mcp_name",

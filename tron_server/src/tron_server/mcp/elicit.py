@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..tools.base import ToolContext, ToolResult
+__all__ = ["Ask", "elicit_with"]
 
-__all__ = ["elicit_with"]
-
-AskFn = Callable[[ToolContext, str, list[str], bool], Awaitable[ToolResult]]
+Ask = Callable[[str, list[str], bool], Awaitable[Any]]
+"""``(question, options, multiSelect)`` → the user's answer (text, or a list of texts for
+a multiple choice); None when there is none (timed out, the turn aborted)."""
 
 ACCEPT, DECLINE = "Accept", "Decline"
 
@@ -65,27 +65,20 @@ def _read(value: Any, schema: dict[str, Any], answers: dict[str, Any]) -> Any:
     return text
 
 
-def _answer(result: ToolResult) -> Any:
-    details = result.details or {}
-    return details.get("answer") if not result.is_error else None
-
-
-async def elicit_with(
-    ask: AskFn, ctx: ToolContext, server: str, params: dict[str, Any]
-) -> dict[str, Any]:
+async def elicit_with(ask: Ask, server: str, params: dict[str, Any]) -> dict[str, Any]:
     """Ask ``params`` (an elicitation, wire form) of the user; the ``ElicitResult``."""
     message = str(params.get("message") or "")
     intro = f"The MCP server {server} asks: {message}".strip()
     if params.get("mode") == "url":
         question = f"{intro}\nOpen this link: {params.get('url', '')}"
-        answer = _answer(await ask(ctx, question, [ACCEPT, DECLINE], False))
+        answer = await ask(question, [ACCEPT, DECLINE], False)
         if answer is None:
             return {"action": "cancel"}
         return {"action": "accept" if answer == ACCEPT else "decline"}
     schema = params.get("requestedSchema") or {}
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict) or not properties:
-        answer = _answer(await ask(ctx, intro, [ACCEPT, DECLINE], False))
+        answer = await ask(intro, [ACCEPT, DECLINE], False)
         if answer is None:
             return {"action": "cancel"}
         return {"action": "accept", "content": {}} if answer == ACCEPT else {"action": "decline"}
@@ -105,7 +98,7 @@ async def elicit_with(
         question = f"{intro}\n\n{described}" if first else described
         first = False
         for attempt in range(2):
-            value = _answer(await ask(ctx, question, options, multi and bool(options)))
+            value = await ask(question, options, multi and bool(options))
             if value is None:
                 return {"action": "cancel"}
             if (

@@ -19,28 +19,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from ..tools.base import ToolContext, ToolResult
 from .approvals import Approvals, folder_trusted, remember
 from .cache import ListCache, Lists
 from .config import ConfigFiles, ServerConfig, load_servers, parse_server
-from .connection import Connection, ElicitFn, McpOptions, SampleFn, ServerError
-from .elicit import elicit_with
+from .connection import Connection, McpOptions, SampleFn, ServerError
 from .names import mcp_name
-from .tools import McpTool, make_tool
 
-__all__ = ["AskFn", "McpManager", "ServerView", "Usable", "server_json"]
+__all__ = ["McpManager", "ServerView", "Usable", "server_json"]
 
 log = logging.getLogger("tron_server.mcp")
-
-AskFn = Callable[[ToolContext, str, list[str], bool], Awaitable[ToolResult]]
-"""The question flow (``Interaction.ask``): (context, question, options, multiSelect)."""
 
 
 @dataclass
@@ -61,9 +55,10 @@ class ServerView:
 
 @dataclass
 class Usable:
-    """What a run gets: the tools, and the failures to tell the user about."""
+    """What a run gets: each tool (its connection and listing, wire form), and the
+    failures to tell the user about."""
 
-    tools: list[McpTool] = field(default_factory=list)
+    tools: list[tuple[Connection, dict[str, Any]]] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)
     """(server, message with its stderr tail) of failures not told before."""
 
@@ -84,8 +79,6 @@ class McpManager:
         self.options = options or McpOptions.from_environment()
         self.list_wait = list_wait
         self.cache = ListCache(home / "cache" / "mcp")
-        #: The question flow, for elicitations (the interaction layer sets it).
-        self.ask: AskFn | None = None
         #: Sampling (on only when the options allow it).
         self.sample: SampleFn | None = None
         self._pool: dict[tuple[str, str, str], Connection] = {}
@@ -239,16 +232,8 @@ class McpManager:
                     told.add(mark)
                     usable.failures.append((connection.name, connection.describe_error()))
             for tool in (connection.lists or Lists()).tools:
-                usable.tools.append(make_tool(connection, tool, self._elicit_for))
+                usable.tools.append((connection, tool))
         return usable
-
-    def _elicit_for(self, ctx: ToolContext, server: str) -> ElicitFn:
-        async def elicit(params: dict[str, Any]) -> dict[str, Any]:
-            if self.ask is None:
-                return {"action": "cancel"}
-            return await elicit_with(self.ask, ctx, server, params)
-
-        return elicit
 
     def forget_session(self, session_id: str) -> None:
         """A session ended: its own servers are closed."""

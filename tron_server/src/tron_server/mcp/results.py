@@ -22,11 +22,20 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ..tools.base import ToolResult
+__all__ = ["IMAGE_TYPES", "McpResult", "content_blocks", "resource_blocks", "tool_result"]
 
-__all__ = ["IMAGE_TYPES", "content_blocks", "resource_blocks", "tool_result"]
+
+@dataclass(frozen=True)
+class McpResult:
+    """A tool call's result as the model sees it (the runtime's ``ToolResult`` fields)."""
+
+    content: str | list[dict[str, Any]]
+    is_error: bool = False
+    details: dict[str, Any] | None = None
+
 
 #: Image types every provider adapter accepts inline.
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -106,7 +115,7 @@ def _as_result_content(blocks: list[dict[str, Any]]) -> str | list[dict[str, Any
     return blocks
 
 
-def tool_result(result: Mapping[str, Any], server: str) -> ToolResult:
+def tool_result(result: Mapping[str, Any], server: str) -> McpResult:
     """A ``CallToolResult`` (wire form) as the result the model sees."""
     blocks = content_blocks(result.get("content") or [])
     structured = result.get("structuredContent")
@@ -119,4 +128,4 @@ def tool_result(result: Mapping[str, Any], server: str) -> ToolResult:
     content = _as_result_content(blocks)
     if content == "" or content == []:
         content = "(the tool returned nothing)" if not is_error else "(the tool failed)"
-    return ToolResult(content=content, is_error=is_error, details=details)
+    return McpResult(content=content, is_error=is_error, details=details)

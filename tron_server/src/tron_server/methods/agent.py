@@ -14,9 +14,9 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from ..agent import Orchestrator
-from ..commands.mcp import expand_mentions
 from ..errors import ManagerUnavailableError
 from ..interaction import Interaction
+from ..mcp import expand_mentions
 from ..rpc import MethodRegistry, Params, RpcContext
 
 __all__ = ["register"]
@@ -187,11 +187,12 @@ async def send(
 async def _with_resources(
     ctx: RpcContext, session_id: str, content: str
 ) -> str | list[dict[str, Any]]:
-    """``@server:uri`` mentions followed by the resources (:mod:`..commands.mcp`)."""
+    """``@server:uri`` mentions followed by the resources (:mod:`tron_server.mcp.mentions`)."""
     store = ctx.services.store
     assert store is not None
     session = await store.get_session(session_id)
-    return await expand_mentions(ctx, session_id, Path(session.working_directory), content)
+    folder = Path(session.working_directory)
+    return await expand_mentions(ctx.services.mcp, session_id, folder, content)
 
 
 def _commands(content: str | list[dict[str, Any]]) -> Any:

@@ -1,35 +1,37 @@
 """An MCP server's tool as a Tron tool: ``mcp__<server>__<tool>``, the server's own schema.
 
+(The runtime's adapter of :mod:`tron_server.mcp`, which knows nothing of tools.)
+
 The model sees the tool's JSON schema as the server gave it (tron_llm's adapters change a
 schema only where their provider refuses it); the server validates the arguments. A call
 goes through PreToolUse hooks, permission rules and approvals like any tool's (the runtime
 does that before :meth:`McpTool.run`); its ``tool.call`` records the server's name
 (:meth:`McpTool.record_fields`). Progress notifications become live tool output, an abort
 cancels the request (the SDK sends ``notifications/cancelled``), and an elicitation the
-server sends during the call is asked of the user (:data:`ElicitFor`).
+server sends during the call is asked of the user through the question flow
+(:data:`AskFn`, ``Interaction.ask``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from tron_llm import ToolSpec
 
+from ..mcp import Call, Connection, ServerError, mcp_name, tool_result
+from ..mcp.elicit import elicit_with
 from ..tools.base import Tool, ToolContext, ToolResult
-from .connection import Call, Connection, ElicitFn, ServerError
-from .names import mcp_name
-from .results import tool_result
 
-__all__ = ["ElicitFor", "McpArguments", "McpTool", "make_tool"]
+__all__ = ["AskFn", "McpArguments", "McpTool", "make_tool"]
 
 log = logging.getLogger("tron_server.mcp")
 
-ElicitFor = Callable[[ToolContext, str], ElicitFn]
-"""``(the call's context, server name)`` → how to ask its user an elicitation."""
+AskFn = Callable[[ToolContext, str, list[str], bool], Awaitable[ToolResult]]
+"""The question flow (``Interaction.ask``): (context, question, options, multiSelect)."""
 
 
 class McpArguments(BaseModel):
@@ -47,9 +49,9 @@ class McpTool(Tool[McpArguments]):
     schema: ClassVar[dict[str, Any]]
     annotations: ClassVar[dict[str, Any]]
 
-    def __init__(self, connection: Connection, elicit_for: ElicitFor | None = None) -> None:
+    def __init__(self, connection: Connection, ask: AskFn | None = None) -> None:
         self.connection = connection
-        self.elicit_for = elicit_for
+        self.ask = ask
 
     def spec(self) -> ToolSpec:
         return ToolSpec(name=self.name, description=self.description, input_schema=self.schema)
@@ -64,7 +66,15 @@ class McpTool(Tool[McpArguments]):
             shown = f"{value:g}/{total:g}" if total else f"{value:g}"
             ctx.on_output(f"[progress {shown}]{' ' + message if message else ''}\n")
 
-        elicit = self.elicit_for(ctx, self.server) if self.elicit_for is not None else None
+        async def question(text: str, options: list[str], multi: bool) -> Any:
+            if self.ask is None:
+                return None
+            answered = await self.ask(ctx, text, options, multi)
+            return None if answered.is_error else (answered.details or {}).get("answer")
+
+        async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+            return await elicit_with(question, self.server, params)
+
         call = Call(session_id=ctx.session_id, elicit=elicit, on_progress=progress)
         try:
             result = await self.connection.call_tool(self.tool, arguments, call)
@@ -86,12 +96,11 @@ class McpTool(Tool[McpArguments]):
                 is_error=True,
                 details={"server": self.server},
             )
-        return tool_result(result, self.server)
+        mapped = tool_result(result, self.server)
+        return ToolResult(mapped.content, is_error=mapped.is_error, details=mapped.details)
 
 
-def make_tool(
-    connection: Connection, tool: dict[str, Any], elicit_for: ElicitFor | None = None
-) -> McpTool:
+def make_tool(connection: Connection, tool: dict[str, Any], ask: AskFn | None = None) -> McpTool:
     """A :class:`McpTool` for one listed tool (wire form: name, description, inputSchema)."""
     raw_name = str(tool.get("name", ""))
     server = connection.name
@@ -110,5 +119,5 @@ def make_tool(
             "annotations": dict(annotations) if isinstance(annotations, dict) else {},
         },
     )
-    made: McpTool = kind(connection, elicit_for)
+    made: McpTool = kind(connection, ask)
     return made
