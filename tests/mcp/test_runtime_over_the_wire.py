@@ -277,3 +277,23 @@ async def test_a_resumed_session_reconstructs_after_the_servers_tools_changed(
     assert llm.violations(-1) == []
     [call] = of_type(events, "tool.call")
     assert call["server"] == "ev"  # the recorded call stands as it was
+
+
+async def test_sampling_when_the_user_allows_it(
+    make_server: Any, llm: ScriptedLLM, tmp_path: Path, everything: Path
+) -> None:
+    server = make_server(mcp_sampling=True)
+    write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio")})
+    approve_all(server.home)
+    settings(tmp_path, {"permissions": {"allow": ["mcp__ev"]}})
+    llm.add(Response([ToolUse("mcp__ev__trigger-sampling-request",
+                              {"prompt": "Say marmalade"}, id="t_sample")]),
+            Response([Text("marmalade")]),  # the server's question, answered by the model
+            Response([Text("done")]))  # fmt: skip
+    async with server.connect() as client:
+        sid = await new_session(client, tmp_path)
+        events = await run(client, sid, "go")
+    [result] = of_type(events, "tool.result")
+    assert not result["isError"] and "marmalade" in result["content"]
+    asked = llm.requests[1]
+    assert "Say marmalade" in json.dumps(asked["messages"]) and not asked.get("tools")

@@ -118,6 +118,12 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
         ),
         list_wait=settings.mcp_list_wait,
     )
+    if settings.mcp_sampling:
+        from .mcp.sampling import make_sampler
+
+        services.mcp.sample = make_sampler(
+            services.providers, settings.default_provider, settings.default_model
+        )
     await services.mcp.start()
     services.orchestrator = Orchestrator(
         store,
