@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..agent.subagents import resolve_model
 from ..errors import InvalidParams
 from ..hooks.base import HookContext
 from ..hooks.guardrails import path_policy
@@ -29,6 +30,7 @@ from ..interaction import CallFacts, RuleSet, Verdict, decide, parse_rule
 from ..interaction.rules import RuleSyntaxError
 from ..interaction.settings import load_permission_settings
 from ..mcp import expand_mentions
+from ..protocol import AGENT_COMMAND_OUTPUT
 from ..tools.base import ToolContext
 from .builtins import BUILTINS, Builtin, CommandContext
 from .expand import ExpandEnv, ExpansionError, expand_body
@@ -136,11 +138,10 @@ async def run_command_message(
     reasoning_level: str | None,
 ) -> dict[str, Any]:
     """``agent.message`` for a text starting with ``/`` (see the module docstring)."""
-    from ..methods.agent import send
-
+    runtime = rpc.services.runtime
     parsed = parse_command(content)
     if parsed is None:
-        return await send(rpc, session_id, content, queue=queue, reasoning_level=reasoning_level)
+        return await runtime.send(session_id, content, queue=queue, reasoning_level=reasoning_level)
     name, arguments = parsed
     store = rpc.services.store
     assert store is not None
@@ -151,7 +152,7 @@ async def run_command_message(
         output = str(result.get("output") or "")
         rpc.services.hub.publish(
             session_id,
-            "agent.command_output",
+            AGENT_COMMAND_OUTPUT,
             {"name": name, "arguments": arguments, "output": output},
         )
         return {"accepted": True, "turn": None, "queued": False, "runId": None,
@@ -163,9 +164,9 @@ async def run_command_message(
         found = await find_prompt(mcp, Path(session.working_directory), session_id, name)
         if found is not None:
             message, prompt_invoked = await run_prompt(*found, name, arguments)
-            result = await send(rpc, session_id, message, queue=queue,
-                                reasoning_level=reasoning_level,
-                                before=(("command.invoked", prompt_invoked),))  # fmt: skip
+            result = await runtime.send(session_id, message, queue=queue,
+                                        reasoning_level=reasoning_level,
+                                        before=(("command.invoked", prompt_invoked),))  # fmt: skip
             return {**result, "command": name, "builtin": False}
     if command is None:
         names = [*_builtins(rpc), *files]
@@ -186,8 +187,6 @@ async def run_command_message(
         invoked["allowedTools"] = list(command.allowed_tools)
     options: dict[str, Any] = {"allowed_tools": command.allowed_tools}
     if command.model:
-        from ..agent.subagents import resolve_model
-
         state = await store.get_state_at_head(session_id)
         choice = resolve_model(command.model, provider=state.provider, model=state.model)
         options |= {"model": choice.model, "provider": choice.provider}
@@ -198,8 +197,8 @@ async def run_command_message(
         invoked["commands"] = expansion.commands
     wd = Path(session.working_directory)
     text = await expand_mentions(mcp, session_id, wd, expansion.text)
-    result = await send(
-        rpc, session_id, text, queue=queue, reasoning_level=reasoning_level,
+    result = await runtime.send(
+        session_id, text, queue=queue, reasoning_level=reasoning_level,
         before=(("command.invoked", invoked),), **options,
     )  # fmt: skip
     return {**result, "command": command.name, "builtin": False}

@@ -8,7 +8,8 @@ A rule is a tool name, alone or with a specifier in parentheses::
     Bash(npm *)              ``*`` is any text; a trailing `` *`` also matches the bare word
     Read(./.env)             the file .env in the working directory
     Read(.env)               any .env below the working directory (gitignore style)
-    Edit(src/**)             anything below src/ (Edit rules cover Write, Edit, MultiEdit)
+    Edit                     every file edit (Edit rules cover Write, Edit, MultiEdit)
+    Edit(src/**)             anything below src/
     Edit(/docs/**)           docs/ of the project that holds the settings file
     Read(//etc/hosts)        an absolute path
     Read(~/.ssh/**)          below the home folder
@@ -120,11 +121,12 @@ class Rule:
             return fnmatch.fnmatchcase(tool, name)
         if name == tool:
             return True
-        if self.specifier is None:
+        if self.specifier is None and name.startswith("mcp__"):
             # ``mcp__github`` is every tool of that server, as in Claude Code.
-            server = name.removeprefix("mcp__")
-            return name.startswith("mcp__") and "__" not in server and tool.startswith(name + "__")
-        # Edit(...) covers every tool that changes files, Read(...) every one that reads.
+            return "__" not in name.removeprefix("mcp__") and tool.startswith(name + "__")
+        # Edit covers every tool that changes files, Read every one that reads (as in
+        # Claude Code), bare or with a specifier: the "allow always" rule a Write's
+        # approval offers is ``Edit``, and it must cover the Write it was offered on.
         return (name == "Edit" and tool in EDIT_TOOLS) or (name == "Read" and tool in READ_TOOLS)
 
     def matches(
