@@ -87,8 +87,9 @@ def test_a_broken_file_loses_only_its_servers(layout: tuple[Path, ConfigFiles]) 
 def test_transport_inference_and_expansion_in_every_field(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOKEN", "s3cret")
     monkeypatch.delenv("UNSET_X", raising=False)
-    http = parse_server("h", {"url": "https://${HOSTNAME_X:-example.com}/mcp",
-                              "headers": {"Authorization": "Bearer ${TOKEN}"}}, "user", "f")  # fmt: skip
+    raw = {"url": "https://${HOSTNAME_X:-example.com}/mcp",
+           "headers": {"Authorization": "Bearer ${TOKEN}"}}  # fmt: skip
+    http = parse_server("h", raw, "user", "f")
     assert (http.transport, http.url, dict(http.headers)) == (
         "http", "https://example.com/mcp", {"Authorization": "Bearer s3cret"})  # fmt: skip
     stdio = parse_server("s", {"command": "${CMD_X:-npx}", "args": ["-y", "$TOKEN", "${TOKEN}"],
@@ -140,8 +141,8 @@ def test_approvals_as_claude_code_reads_them(layout: tuple[Path, ConfigFiles]) -
     write(files.home / "settings.json", {**servers({"u": {"command": "x"}}),
                                          "enabledMcpjsonServers": ["a"]})  # fmt: skip
     write(project / ".claude" / "settings.local.json", {"disabledMcpjsonServers": ["b", "a"]})
-    write(files.claude_json, {"projects": {str(project): {"enabledMcpjsonServers": ["c"],
-                                                          "disabledMcpServers": ["u"]}}})  # fmt: skip
+    entry = {"enabledMcpjsonServers": ["c"], "disabledMcpServers": ["u"]}
+    write(files.claude_json, {"projects": {str(project): entry}})
     found = {s.name: s for s in load_servers(project, files)[0]}
     approvals, errors = Approvals.load(project, files)
     assert errors == []
