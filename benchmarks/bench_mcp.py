@@ -19,6 +19,10 @@ The server is started as a user starts it (``python -m tron_server``, see
   ``tool.result`` ``duration`` (the runtime's clock around the tool: validation, the MCP
   request and answer over stdio, the result's mapping). The server is connected before
   the measured message.
+- ``inproc``: what a run's first turn spends on MCP with three configured servers listed
+  before, measured alone in this process (``McpManager.tools_for`` — the configuration
+  files, approvals, the list cache — and the tools made from it), in a new folder each
+  time: the part of ``start``'s difference that is MCP's, without the server's noise.
 """
 
 from __future__ import annotations
@@ -145,7 +149,39 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                 await ws.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    results["inproc"] = await inproc(args, entry)
     return {"start": results, "call": calls, "machine": machine()}
+
+
+async def inproc(args: argparse.Namespace, entry: Path) -> list[float]:
+    from tron_server.agent.mcp_tools import make_tool
+    from tron_server.mcp import McpManager
+
+    root = Path(tempfile.mkdtemp(prefix="bench-mcp-inproc-"))
+    home = root / "home"
+    home.mkdir()
+    (home / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
+    manager = McpManager(home, claude_json=root / "none.json")
+    await manager.start()
+    out: list[float] = []
+    try:
+        usable = await manager.tools_for("warm", project(root, "warm", 3, entry))  # lists once
+        assert len(usable.tools) > 30, usable.failures
+        await manager.aclose()
+        manager = McpManager(home, claude_json=root / "none.json")
+        await manager.start()
+        for r in range(args.rounds * 4):
+            folder = project(root, f"p{r}", 3, entry)
+            t0 = time.perf_counter()
+            usable = await manager.tools_for(f"s{r}", folder)
+            tools = [make_tool(c, t) for c, t in usable.tools]
+            [t.spec() for t in tools]
+            out.append(time.perf_counter() - t0)
+            assert len(tools) > 30 and not usable.failures
+    finally:
+        await manager.aclose()
+        shutil.rmtree(root, ignore_errors=True)
+    return out
 
 
 def report(res: dict[str, Any], args: argparse.Namespace) -> None:
@@ -161,6 +197,11 @@ def report(res: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"| {label} | {ms(med(xs))} | {ms(min(xs))} | {ms(max(xs))} |")
     added = med(start["listed"]) - med(start["none"])
     print(f"\nAdded by 3 configured stdio servers (lazy start): {ms(added)} (median − median)")
+    xs = start["inproc"]
+    print(
+        f"\nThe MCP work of that first turn alone (in process, {len(xs)} folders): median "
+        f"{ms(med(xs))}, max {ms(max(xs))}"
+    )
     calls = res["call"]
     print("\n| one tool call (tool.result duration) | median | p90 | n |")
     print("|---|---|---|---|")

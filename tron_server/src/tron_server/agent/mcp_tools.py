@@ -44,17 +44,34 @@ class McpTool(Tool[McpArguments]):
     """One tool of one server (made by :func:`make_tool`)."""
 
     Params: ClassVar[type[BaseModel]] = McpArguments
-    server: ClassVar[str]
-    tool: ClassVar[str]
-    schema: ClassVar[dict[str, Any]]
-    annotations: ClassVar[dict[str, Any]]
 
-    def __init__(self, connection: Connection, ask: AskFn | None = None) -> None:
+    def __init__(
+        self, connection: Connection, tool: dict[str, Any], ask: AskFn | None = None
+    ) -> None:
         self.connection = connection
         self.ask = ask
+        self.server = connection.name
+        self.tool = str(tool.get("name", ""))
+        schema = tool.get("inputSchema")
+        self.schema: dict[str, Any] = dict(schema) if isinstance(schema, dict) else {}
+        annotations = tool.get("annotations")
+        self.annotations: dict[str, Any] = (
+            dict(annotations) if isinstance(annotations, dict) else {}
+        )
+        # Each instance is its own tool: its name and description are the instance's (the
+        # base class declares them per class, for the built-in tools).
+        vars(self).update(
+            name=mcp_name(self.server, self.tool),
+            description=str(tool.get("description") or tool.get("title") or self.tool),
+        )
+        self._spec: ToolSpec | None = None
 
     def spec(self) -> ToolSpec:
-        return ToolSpec(name=self.name, description=self.description, input_schema=self.schema)
+        if self._spec is None:
+            schema = self.schema or {"type": "object"}
+            self._spec = ToolSpec(name=self.name, description=self.description,
+                                  input_schema=schema)  # fmt: skip
+        return self._spec
 
     def record_fields(self) -> dict[str, Any]:
         return {"server": self.server, "mcpTool": self.tool}
@@ -102,22 +119,4 @@ class McpTool(Tool[McpArguments]):
 
 def make_tool(connection: Connection, tool: dict[str, Any], ask: AskFn | None = None) -> McpTool:
     """A :class:`McpTool` for one listed tool (wire form: name, description, inputSchema)."""
-    raw_name = str(tool.get("name", ""))
-    server = connection.name
-    schema = tool.get("inputSchema")
-    annotations = tool.get("annotations")
-    description = str(tool.get("description") or tool.get("title") or raw_name)
-    kind = type(
-        "McpTool",
-        (McpTool,),
-        {
-            "name": mcp_name(server, raw_name),
-            "description": description,
-            "server": server,
-            "tool": raw_name,
-            "schema": dict(schema) if isinstance(schema, dict) else {"type": "object"},
-            "annotations": dict(annotations) if isinstance(annotations, dict) else {},
-        },
-    )
-    made: McpTool = kind(connection, ask)
-    return made
+    return McpTool(connection, tool, ask)

@@ -216,6 +216,9 @@ class Orchestrator:
         self.mcp = mcp
         #: The question flow an MCP server's elicitation goes through (``Interaction.ask``).
         self.mcp_ask: AskFn | None = None
+        self._mcp_made: weakref.WeakKeyDictionary[Any, tuple[int, list[Any]]] = (
+            weakref.WeakKeyDictionary()
+        )
         # One writer per session while anything uses it (runs, hooks recording late).
         self._writers: weakref.WeakValueDictionary[str, SessionWriter] = (
             weakref.WeakValueDictionary()
@@ -658,7 +661,16 @@ class Orchestrator:
                        "urgency": "normal", "mcpServer": server}  # fmt: skip
             await self.record_event(agent.session_id, "notification.user", payload)
             agent.notify_client(SESSION_NOTIFICATION, dict(payload))
-        tools = [make_tool(connection, tool, self.mcp_ask) for connection, tool in usable.tools]
+        tools = []
+        for connection in dict.fromkeys(c for c, _t in usable.tools):
+            # Made once per listing of the connection, shared by its sessions' runs.
+            made = self._mcp_made.get(connection)
+            if made is None or made[0] != connection.generation:
+                made = (connection.generation,
+                        [make_tool(c, t, self.mcp_ask) for c, t in usable.tools
+                         if c is connection])  # fmt: skip
+                self._mcp_made[connection] = made
+            tools += made[1]
         return [t for t in tools if mcp_allowed(t.name, profile.tools)]
 
     # -- internals --------------------------------------------------------------------

@@ -148,7 +148,7 @@ def remember(home: Path, working_directory: Path, server: str, approved: bool) -
     path = approval_file(home)
     key = _folder_key(working_directory)
     with _lock:
-        data = read_json(path) or {}
+        data = read_json(path, fresh=True) or {}
         folders = data.setdefault("folders", {})
         if not isinstance(folders, dict):
             raise ConfigError(f"{path}: 'folders' must be an object; fix or delete the file")

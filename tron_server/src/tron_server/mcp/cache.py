@@ -54,20 +54,33 @@ class ListCache:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self._known: dict[str, tuple[tuple[int, int, int], Lists | None]] = {}
 
     def path(self, config: ServerConfig) -> Path:
         return self.folder / f"{config.name}-{config.fingerprint()}.json"
 
     def get(self, config: ServerConfig) -> Lists | None:
-        """The cached lists (None: never listed, or the file is unreadable)."""
+        """The cached lists (None: never listed, or the file is unreadable); each call
+        gets its own :class:`Lists` (its items are shared: never change them)."""
+        path = self.path(config)
         try:
-            data = json.loads(self.path(config).read_text(encoding="utf-8"))
+            st = os.stat(path)
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+            known = self._known.get(str(path))
+            if known is not None and known[0] == stamp:
+                lists = known[1]
+            else:
+                lists = Lists.from_json(json.loads(path.read_text(encoding="utf-8")))
+                self._known[str(path)] = (stamp, lists)
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
             log.warning("ignoring the MCP list cache of %s: %s", config.name, exc)
             return None
-        return Lists.from_json(data)
+        if lists is None:
+            return None
+        return Lists(list(lists.tools), list(lists.prompts), list(lists.resources),
+                     list(lists.templates))  # fmt: skip
 
     def put(self, config: ServerConfig, lists: Lists) -> None:
         """Replace the cached lists (atomically; a failure is logged, never raised)."""

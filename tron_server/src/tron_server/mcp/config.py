@@ -226,9 +226,34 @@ def parse_server(
 # -- the files -----------------------------------------------------------------------------
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
+#: (path) → (its stat, its object): a file is parsed again only when it changed.
+_READ: dict[str, tuple[tuple[int, int, int], dict[str, Any] | None]] = {}
+
+
+def read_json(path: Path, *, fresh: bool = False) -> dict[str, Any] | None:
     """The JSON object in ``path``; None when the file does not exist. Raises
-    :class:`ConfigError` for a file that is not a JSON object."""
+    :class:`ConfigError` for a file that is not a JSON object. The object is shared
+    between callers (never change it) unless ``fresh``."""
+    key = os.fspath(path)
+    try:
+        st = os.stat(key)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc}") from None
+    stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+    known = _READ.get(key)
+    if known is not None and known[0] == stamp and not fresh:
+        return known[1]
+    data = _parse(path)
+    if not fresh:
+        if len(_READ) > 1024:
+            _READ.clear()
+        _READ[key] = (stamp, data)
+    return data
+
+
+def _parse(path: Path) -> dict[str, Any] | None:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
