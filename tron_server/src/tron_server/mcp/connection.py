@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextvars
 import importlib
 import logging
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -222,8 +223,8 @@ class Connection:
 
     async def ensure(self, wait: float | None = None) -> bool:
         """Start the server unless it runs or is starting (a failed one only once its backoff
-        has passed); then wait up to ``wait`` seconds (None: the startup timeout) for it.
-        True when connected."""
+        has passed); then wait up to ``wait`` seconds (None: until it is connected or has
+        failed, which its startup timeout bounds) for it. True when connected."""
         if self.status == "connected":
             return True
         if self.status in ("idle", "failed") and not (
@@ -233,8 +234,8 @@ class Connection:
         attempt = self._attempt
         if attempt is None or self.status == "failed":
             return False
-        limit = self.options.startup_timeout + 1 if wait is None else wait
-        with anyio.move_on_after(limit):
+        # None: until it connects or fails (its startup timeout bounds that).
+        with anyio.move_on_after(math.inf if wait is None else wait):
             async with anyio.create_task_group() as tg:
 
                 async def first(event: anyio.Event) -> None:
