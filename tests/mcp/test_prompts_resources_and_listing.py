@@ -170,6 +170,12 @@ async def test_a_session_of_an_editor_brings_its_own_servers(
         events = await run(client, sid, "echo")
         other = await new_session(client, tmp_path)
         theirs = await client.call("mcp.list", {"sessionId": other, "connect": False})
+        mine = await client.call("mcp.list", {"sessionId": sid, "connect": False})
+        assert [(s["name"], s["scope"], s["status"]) for s in mine["servers"]] == [
+            ("mine", "session", "connected")]  # fmt: skip
+        await client.call("session.end", {"sessionId": sid})
+        ended = await client.call("mcp.list", {"sessionId": sid, "connect": False})
     [result] = of_type(events, "tool.result")
     assert result["content"] == "Echo: from the editor"
     assert theirs["servers"] == []  # the session's own servers are its own
+    assert ended["servers"] == []  # and end with it

@@ -337,6 +337,8 @@ def register(registry: MethodRegistry) -> None:
             if current.status == "active":  # SessionEnd hooks run before it stops taking events
                 await orchestrator.session_ending(current, p.reason)
         await store.end_session(p.session_id, reason=p.reason)
+        if ctx.services.mcp is not None:  # the session's own MCP servers stop with it
+            ctx.services.mcp.forget_session(p.session_id)
         session = await titled_json(store, await store.get_session(p.session_id))
         ctx.services.hub.publish(p.session_id, SESSION_ENDED, {"session": session})
         return session
@@ -350,6 +352,8 @@ def register(registry: MethodRegistry) -> None:
         assert ctx.services.store is not None
         ctx.services.runtime.ensure_idle(p.session_id, "delete")
         await ctx.services.store.delete_session(p.session_id, cascade=p.cascade)
+        if ctx.services.mcp is not None:
+            ctx.services.mcp.forget_session(p.session_id)
         hub = ctx.services.hub
         hub.publish(p.session_id, SESSION_DELETED, {"sessionId": p.session_id})
         hub.drop_session(p.session_id)
