@@ -196,7 +196,11 @@ def report(res: dict[str, Any], args: argparse.Namespace) -> None:
         xs = start[key]
         print(f"| {label} | {ms(med(xs))} | {ms(min(xs))} | {ms(max(xs))} |")
     added = med(start["listed"]) - med(start["none"])
-    print(f"\nAdded by 3 configured stdio servers (lazy start): {ms(added)} (median − median)")
+    paired = [a - b for a, b in zip(start["listed"], start["none"], strict=True)]
+    print(
+        f"\nAdded by 3 configured stdio servers (lazy start): {ms(added)} (median − median); "
+        f"median of the rounds' paired differences {ms(med(paired))}"
+    )
     xs = start["inproc"]
     print(
         f"\nThe MCP work of that first turn alone (in process, {len(xs)} folders): median "
