@@ -370,12 +370,13 @@ def describe_open_error(exc: BaseException, url: str) -> str:
 
 async def open_for_serving(settings: Settings) -> Services:
     """Open the store and build the services, or CannotStart with the reason."""
+    from .hub import Hub
     from .services import open_services
 
     url = settings.resolved_database_url()
     try:
         with private_umask():
-            return await open_services(settings)
+            return await open_services(settings, Hub)
     except (KeyboardInterrupt, asyncio.CancelledError):
         raise
     except BaseException as exc:

@@ -73,6 +73,8 @@ class Settings(BaseSettings):
     #: Seconds a run waits for an MCP server never listed before (its first start) before
     #: it goes on without that server's tools (TRON_MCP_LIST_WAIT).
     mcp_list_wait: float = Field(default=10.0, ge=0)
+    #: The Chromium the Browser tool drives (TRON_CHROMIUM_PATH; a path or a name on PATH).
+    chromium_path: str = "/usr/bin/chromium"
     max_frame_bytes: int = 4 * 1024 * 1024
     outgoing_queue_limit: int = 10_000
     #: Bytes a connection may hold for its client (queued or being sent) before

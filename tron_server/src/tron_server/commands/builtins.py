@@ -38,7 +38,7 @@ from tron_events import Session
 from ..agent.compaction import compact_session
 from ..agent.subagents import discover_agents
 from ..errors import InvalidOperationError, InvalidParams, ManagerUnavailableError
-from .mcp import mcp_command
+from ..mcp import format_listing
 
 if TYPE_CHECKING:
     from ..rpc import RpcContext
@@ -59,12 +59,10 @@ class CommandContext:
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         """Run a registered RPC method as if the client had called it."""
-        registry = self.rpc.services.registry
-        spec = registry.get(method) if registry is not None else None
-        if spec is None:
+        registry = self.rpc.registry
+        if registry is None:
             raise ManagerUnavailableError(f"this server has no {method} method")
-        spec.check_needs(self.rpc)
-        return await spec.handler(self.rpc, spec.parse_params(params))
+        return await registry.call(self.rpc, method, params)
 
 
 Run = Callable[[CommandContext, str], Awaitable[dict[str, Any]]]
@@ -76,6 +74,25 @@ class Builtin:
     description: str
     run: Run
     argument_hint: str = ""
+
+
+async def _mcp(cx: CommandContext, args: str) -> dict[str, Any]:
+    """``/mcp``, ``/mcp approve <server>``, ``/mcp deny <server>``."""
+    words = args.split()
+    folder = cx.session.working_directory
+    if words and words[0] in ("approve", "deny", "enable", "disable"):
+        if len(words) != 2:
+            raise InvalidParams(f"usage: /mcp {words[0]} <server>")
+        approved = words[0] in ("approve", "enable")
+        answer = await cx.call("mcp.approve", {"workingDirectory": folder, "server": words[1],
+                                               "approved": approved})  # fmt: skip
+        status = answer["server"]["status"]
+        return {"output": f"MCP server {words[1]}: {'approved' if approved else 'refused'} "
+                          f"for {folder} (now {status}).", "server": answer["server"]}  # fmt: skip
+    if words:
+        raise InvalidParams("usage: /mcp, /mcp approve <server> or /mcp deny <server>")
+    listing = await cx.call("mcp.list", {"sessionId": cx.session_id})
+    return {"output": format_listing(listing), "mcp": listing}
 
 
 def _money(value: Any) -> str:
@@ -283,7 +300,7 @@ BUILTINS: dict[str, Builtin] = {
         Builtin(
             "mcp",
             "MCP servers: status, tools, prompts; approve a project's servers",
-            mcp_command,
+            _mcp,
             "[approve|deny <server>]",
         ),
     )

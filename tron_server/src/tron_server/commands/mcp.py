@@ -7,8 +7,7 @@ mentions, and the ``/mcp`` command.
   message (text, images, embedded resources as :mod:`tron_server.mcp.results` maps them),
   recorded after ``command.invoked`` (``source: "mcp"``, the server and prompt).
 - ``@<server>:<uri>`` mentions are :mod:`tron_server.mcp.mentions`'.
-- ``/mcp`` lists the servers as ``mcp.list`` does; ``/mcp approve <server>`` and ``/mcp
-  deny <server>`` answer ``mcp.approve`` for the session's folder.
+- ``/mcp`` (a built-in, :mod:`.builtins`) lists the servers as ``mcp.list`` does.
 """
 
 from __future__ import annotations
@@ -17,14 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams
-from ..mcp import McpManager, ServerError, content_blocks, format_listing
+from ..mcp import McpManager, ServerError, content_blocks
 from .expand import split_arguments
 
 if TYPE_CHECKING:
     from ..mcp import Connection
-    from .builtins import CommandContext
 
-__all__ = ["find_prompt", "mcp_command", "prompt_entries", "run_prompt"]
+__all__ = ["find_prompt", "prompt_entries", "run_prompt"]
 
 
 def _hint(prompt: dict[str, Any]) -> str:
@@ -113,22 +111,3 @@ async def run_prompt(
                "server": connection.name, "prompt": prompt.get("name"),
                "promptArguments": arguments}  # fmt: skip
     return made, invoked
-
-
-async def mcp_command(cx: CommandContext, args: str) -> dict[str, Any]:
-    """``/mcp``, ``/mcp approve <server>``, ``/mcp deny <server>``."""
-    words = args.split()
-    folder = cx.session.working_directory
-    if words and words[0] in ("approve", "deny", "enable", "disable"):
-        if len(words) != 2:
-            raise InvalidParams(f"usage: /mcp {words[0]} <server>")
-        approved = words[0] in ("approve", "enable")
-        answer = await cx.call("mcp.approve", {"workingDirectory": folder, "server": words[1],
-                                               "approved": approved})  # fmt: skip
-        status = answer["server"]["status"]
-        return {"output": f"MCP server {words[1]}: {'approved' if approved else 'refused'} "
-                          f"for {folder} (now {status}).", "server": answer["server"]}  # fmt: skip
-    if words:
-        raise InvalidParams("usage: /mcp, /mcp approve <server> or /mcp deny <server>")
-    listing = await cx.call("mcp.list", {"sessionId": cx.session_id})
-    return {"output": format_listing(listing), "mcp": listing}

@@ -10,6 +10,13 @@ In this order (the first that applies decides):
 5. the mode: bypassPermissions allows; a read-only tool is allowed; acceptEdits allows file
    edits inside the working directory (or an additional directory); otherwise ask.
 
+WebFetch and the Browser (``docs/browser.md``): a URL whose host resolves to a loopback or
+private address (``CallFacts.private``) is allowed only by an allow rule that names its
+domain (``WebFetch(domain:localhost)``) or a hook; otherwise it asks, in every mode. A
+Browser action on the page already open (``snapshot``, ``click``…: anything but
+``navigate``) and a ``navigate`` to a ``file:`` URL (the tool keeps those inside the
+working directory) need no approval: the browser checks every page it opens by itself.
+
 Finally ``dontAsk`` turns every "ask" into a deny. The guardrails are a PreToolUse hook
 and have refused what they refuse before this is consulted.
 """
@@ -21,7 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from .modes import EDIT_TOOLS, NO_APPROVAL_TOOLS, PermissionMode
-from .rules import Behavior, CallFacts, Rule, RuleSet
+from .rules import Behavior, CallFacts, Rule, RuleSet, url_host
 
 __all__ = ["Verdict", "decide"]
 
@@ -90,6 +97,10 @@ def _decide(
         return Verdict("ask", f"the rule {asked.text}{_source(asked)} asks", asked)
     if hook == "ask":
         return Verdict("ask", hook_reason or "a PreToolUse hook asks")
+    if call.private:
+        return _private(call, rules, hook, hook_reason)
+    if tool == "Browser" and _on_open_page(call):
+        return Verdict("allow", "a browser action on the page already open")
     allowed = rules.allowing(call)
     if allowed is not None:
         return Verdict("allow", f"allowed by the rule {allowed.text}{_source(allowed)}", allowed)
@@ -104,3 +115,27 @@ def _decide(
         if all(_inside(path, roots) for path, _ in call.paths):
             return Verdict("allow", "acceptEdits mode: a file edit inside the working directory")
     return Verdict("ask", f"{tool} needs your approval")
+
+
+def _on_open_page(call: CallFacts) -> bool:
+    """A Browser call that opens no new page from the network."""
+    if call.input.get("action") != "navigate":
+        return True
+    return str(call.input.get("url") or "").strip().lower().startswith("file:")
+
+
+def _private(
+    call: CallFacts, rules: RuleSet, hook: HookPermission, hook_reason: str | None
+) -> Verdict:
+    named = rules.naming_domain(call)
+    if named is not None:
+        return Verdict("allow", f"allowed by the rule {named.text}{_source(named)}", named)
+    if hook == "allow":
+        return Verdict("allow", hook_reason or "allowed by a PreToolUse hook")
+    host = url_host(call.input.get("url"))
+    shown = ", ".join(call.private[:3])
+    return Verdict(
+        "ask",
+        f"{host} is on your machine or private network ({shown}): {call.tool} asks before "
+        f"reaching it unless a rule names the domain, e.g. {call.tool}(domain:{host})",
+    )

@@ -351,6 +351,8 @@ def register(registry: MethodRegistry) -> None:
     async def delete(ctx: RpcContext, p: SessionDeleteParams) -> dict[str, Any]:
         assert ctx.services.store is not None
         ctx.services.runtime.ensure_idle(p.session_id, "delete")
+        if ctx.services.orchestrator is not None:  # its browser, if it has one
+            await ctx.services.orchestrator.release(p.session_id)
         await ctx.services.store.delete_session(p.session_id, cascade=p.cascade)
         if ctx.services.mcp is not None:
             ctx.services.mcp.forget_session(p.session_id)

@@ -273,7 +273,24 @@ async def print_mode(opts: Options) -> int:
         await conn.close()
 
 
+#: What ``tron`` says when the interactive client's toolkit is not installed.
+NO_TEXTUAL = (
+    "the interactive client needs Textual, which tron-server installs with its terminal "
+    "extra: pip install 'tron-server[terminal]' (tron -p works without it)"
+)
+
+
+def check_textual() -> None:
+    """The interactive client runs on Textual, an optional dependency (the ``terminal``
+    extra): without it, a sentence saying which extra to install, not a traceback."""
+    try:
+        import textual  # noqa: F401
+    except ImportError:
+        raise TerminalError(NO_TEXTUAL, EXIT_USAGE) from None
+
+
 async def interactive(opts: Options) -> int:
+    check_textual()  # before a server is started for a client that cannot run
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise TerminalError(
             'the interactive client needs a terminal: use -p for scripts (tron -p "…")',

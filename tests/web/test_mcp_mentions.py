@@ -8,15 +8,15 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from tests.mcp.conftest import stdio, write_mcp_json
+from tests.mcp.conftest import everything, stdio, write_mcp_json  # noqa: F401
 from tests.web._rpc import SyncRpc
-from tests.web.conftest import WebEnv, browser, page, web_env  # noqa: F401
+from tests.web.conftest import WebEnv
 
 
 def test_at_completes_resources_in_the_page(
-    page: Page,  # noqa: F811 (tests/web's fixture, imported above)
-    web_env: WebEnv,  # noqa: F811
-    everything: Path,
+    page: Page,
+    web_env: WebEnv,
+    everything: Path,  # noqa: F811 (tests/mcp's fixture, imported above)
 ) -> None:
     env = web_env
     write_mcp_json(env.workdir, {"ev": stdio(everything, "stdio")})
