@@ -36,6 +36,12 @@ TABLE: list[tuple[str, CallFacts, bool]] = [
     ("Bash(*)", bash("ls"), True),
     ("Read", call("Read", path="/etc/passwd"), True),
     ("Read", call("Write", path=str(WD / "a")), False),
+    # Edit alone is every edit (as in Claude Code), Read alone every read (issue 27.1)
+    ("Edit", call("Write", path=str(WD / "new.py")), True),
+    ("Edit", call("MultiEdit", path=str(WD / "a.py")), True),
+    ("Edit", call("Read", path=str(WD / "a.py")), False),
+    ("Read", call("Grep", path=str(WD)), True),
+    ("Read", call("Edit", path=str(WD / "a.py")), False),
     ("mcp__github__*", call("mcp__github__create_issue"), True),
     ("mcp__github__*", call("mcp__gitlab__x"), False),
     # Bash: exact, legacy prefix, wildcards
@@ -151,7 +157,12 @@ def test_suggestions() -> None:
     assert suggest_rule("Bash", {"command": "a && b"}) == "Bash(a && b)"
     assert suggest_rule("Write", {"file_path": "x"}) == "Edit"
     assert suggest_rule("Task", {}) == "Task"
-    # An "allow always" rule allows the very call it was suggested for.
+    # An "allow always" rule allows the very call it was suggested for (issue 27.1: the
+    # Write approval's "Edit" allowed Edit calls only, so every later Write asked again).
+    for tool in ("Write", "Edit", "MultiEdit"):
+        facts = call(tool, path=str(WD / "f.py"), file_path="f.py")
+        rule = parse_rule(suggest_rule(tool, {"file_path": "f.py"}), "allow")
+        assert RuleSet([rule]).allowing(facts) is not None, tool
     for command in ["git push origin main", "ls -la", "a && b", "npm run test -- -x"]:
         rule = parse_rule(suggest_rule("Bash", {"command": command}), "allow")
         assert RuleSet([rule]).allowing(bash(command)) is not None

@@ -58,7 +58,7 @@ def cursor_label(app: TronApp) -> str:
 
 
 def user_texts(app: TronApp) -> list[str]:
-    return [str(w.render()) for w in app.transcript.query(UserItem)]
+    return [str(w.render()) for w in app.chat.transcript.query(UserItem)]
 
 
 def test_input_keys_newlines_history_and_send(env: TronEnv) -> None:
@@ -67,19 +67,19 @@ def test_input_keys_newlines_history_and_send(env: TronEnv) -> None:
 
     async def body(app: TronApp, pilot: Any) -> None:
         await pilot.press("a", "ctrl+j", "b", "\\", "enter", "c")
-        assert app.input.text == "a\nb\nc"  # Ctrl+J and \ then Enter: new lines, not sent
+        assert app.chat.input.text == "a\nb\nc"  # Ctrl+J and \ then Enter: new lines, not sent
         await pilot.press("enter")
-        assert app.input.text == ""
-        await until(lambda: "one" in [w.shown for w in app.transcript.query(TextItem)], pilot)
-        await until(lambda: app.model is not None and not app.model.busy, pilot)
+        assert app.chat.input.text == ""
+        await until(lambda: "one" in [w.shown for w in app.chat.transcript.query(TextItem)], pilot)
+        await until(lambda: app.chat.model is not None and not app.chat.model.busy, pilot)
         await pilot.press("s", "e", "c", "o", "n", "d", "enter")
-        await until(lambda: "two" in [w.shown for w in app.transcript.query(TextItem)], pilot)
+        await until(lambda: "two" in [w.shown for w in app.chat.transcript.query(TextItem)], pilot)
         await pilot.press("up")
-        assert app.input.text == "second"
+        assert app.chat.input.text == "second"
         await pilot.press("up")
-        assert app.input.text == "a\nb\nc"
+        assert app.chat.input.text == "a\nb\nc"
         await pilot.press("down", "down", "down")
-        assert app.input.text == ""
+        assert app.chat.input.text == ""
 
     run_app(env, project, body)
     sent = [r["messages"][-1]["content"][0]["text"] for r in env.llm.requests[-2:]]
@@ -91,13 +91,13 @@ def test_completion_lists_what_the_server_offers(env: TronEnv) -> None:
 
     async def body(app: TronApp, pilot: Any) -> None:
         await pilot.press("/")
-        await until(lambda: bool(app._completions), pilot)
-        names = [c.name for c in app._completions]
+        await until(lambda: bool(app.chat.completer.shown), pilot)
+        names = [c.name for c in app.chat.completer.shown]
         # Every command the server's methods allow, and none it does not.
         assert {"model", "compact", "context", "tree", "help", "quit"} <= set(names)
         assert "answer" in names  # the server has agent.respond
         await pilot.press("c", "o", "down", "enter")  # /co → compact, context, cost: 2nd
-        assert app.input.text == "" and app._completions == []
+        assert app.chat.input.text == "" and app.chat.completer.shown == []
         await until(
             lambda: any("needs a session" in str(n.message) for n in app._notifications), pilot
         )
@@ -111,13 +111,13 @@ def test_tree_rewind_and_the_transcript_follows(env: TronEnv) -> None:
 
     async def body(app: TronApp, pilot: Any) -> None:
         for text in ("first", "second"):
-            app.input.load_text(text)
+            app.chat.input.load_text(text)
             await pilot.press("enter")
             await until(
                 lambda t=text: (
-                    app.model is not None
-                    and not app.model.busy
-                    and f"{t} answer" in [w.shown for w in app.transcript.query(TextItem)]
+                    app.chat.model is not None
+                    and not app.chat.model.busy
+                    and f"{t} answer" in [w.shown for w in app.chat.transcript.query(TextItem)]
                 ),
                 pilot,
             )
@@ -131,10 +131,10 @@ def test_tree_rewind_and_the_transcript_follows(env: TronEnv) -> None:
         await until(lambda: isinstance(app.screen, PickScreen), pilot)
         await pilot.press("enter")
         await until(lambda: user_texts(app) == ["› first"], pilot)
-        shown = [w.shown for w in app.transcript.query(TextItem)]
+        shown = [w.shown for w in app.chat.transcript.query(TextItem)]
         assert shown == ["first answer"]
-        assert app.model is not None
-        session = env.store("get_session", app.model.id)
+        assert app.chat.model is not None
+        session = env.store("get_session", app.chat.model.id)
         head = env.store("get_event", session.head_event_id)
         assert head.type == "message.assistant"
 
@@ -150,10 +150,10 @@ def test_session_picker_opens_the_chosen_session(env: TronEnv) -> None:
         await until(lambda: isinstance(app.screen, PickScreen), pilot)
         await pilot.press("enter")
         await until(lambda: app.session_id == created["id"], pilot)
-        app.input.load_text("hi")
+        app.chat.input.load_text("hi")
         await pilot.press("enter")
         await until(
-            lambda: "picked reply" in [w.shown for w in app.transcript.query(TextItem)], pilot
+            lambda: "picked reply" in [w.shown for w in app.chat.transcript.query(TextItem)], pilot
         )
 
     run_app(env, project, body, pick_from=[created])
@@ -178,12 +178,12 @@ def test_a_question_is_asked_inline_and_answered_with_agent_respond(env: TronEnv
     )
 
     async def body(app: TronApp, pilot: Any) -> None:
-        await until(lambda: app.model is not None and app.model.loaded, pilot)
-        app.input.load_text("pick one")
+        await until(lambda: app.chat.model is not None and app.chat.model.loaded, pilot)
+        app.chat.input.load_text("pick one")
         await pilot.press("enter")
         await until(lambda: isinstance(app.screen, RequestScreen), pilot)
         await pilot.press("down", "enter")
-        shown = lambda: [w.shown for w in app.transcript.query(TextItem)]  # noqa: E731
+        shown = lambda: [w.shown for w in app.chat.transcript.query(TextItem)]  # noqa: E731
         await until(lambda: "b.py it is." in shown(), pilot)
         results = env.store("get_events", created["id"], types=["tool.result"])
         assert results[0].payload["content"] == "The user chose: b.py"
@@ -202,8 +202,8 @@ def test_a_sub_agents_approval_opens_over_the_parent(env: TronEnv) -> None:
     )
 
     async def body(app: TronApp, pilot: Any) -> None:
-        await until(lambda: app.model is not None and app.model.loaded, pilot)
-        app.input.load_text("delegate")
+        await until(lambda: app.chat.model is not None and app.chat.model.loaded, pilot)
+        app.chat.input.load_text("delegate")
         await pilot.press("enter")
         await until(lambda: isinstance(app.screen, RequestScreen), pilot)
         screen = app.screen
@@ -211,7 +211,7 @@ def test_a_sub_agents_approval_opens_over_the_parent(env: TronEnv) -> None:
         assert screen.request.tool_name == "Bash" and screen.request.suggestion == "Bash(touch:*)"
         await pilot.press("enter")  # Allow once
         await until(lambda: (project / "made.txt").exists(), pilot)
-        await until(lambda: app.model is not None and not app.model.busy, pilot)
+        await until(lambda: app.chat.model is not None and not app.chat.model.busy, pilot)
 
     run_app(env, project, body, session=created, permission_mode="default")
 
@@ -221,16 +221,16 @@ def test_shift_tab_cycles_the_permission_mode(env: TronEnv) -> None:
     created = env.server.run_sync(lambda: _create(env, project, "mode"))
 
     def status(app: TronApp) -> str:
-        return str(app.query_one("#status").render())
+        return str(app.chat.query_one("#status").render())
 
     async def body(app: TronApp, pilot: Any) -> None:
-        await until(lambda: app.model is not None and app.model.loaded, pilot)
+        await until(lambda: app.chat.model is not None and app.chat.model.loaded, pilot)
         await until(lambda: "mode default" in status(app), pilot)
         for expected in ("acceptEdits", "plan"):
             await pilot.press("shift+tab")
             await until(lambda e=expected: f"mode {e} " in status(app) + " ", pilot)
-        assert app.model is not None
-        events = env.store("get_events", app.model.id, types=["config.permission_mode"])
+        assert app.chat.model is not None
+        events = env.store("get_events", app.chat.model.id, types=["config.permission_mode"])
         assert [e.payload["newMode"] for e in events][-2:] == ["acceptEdits", "plan"]
 
     run_app(env, project, body, session=created, permission_mode="default")
@@ -295,17 +295,17 @@ def test_tool_card_expands_on_enter(env: TronEnv) -> None:
     env.llm.add(Response([ToolUse("Bash", {"command": "seq 1 30"})]), Response([Text("counted")]))
 
     async def body(app: TronApp, pilot: Any) -> None:
-        app.input.load_text("count")
+        app.chat.input.load_text("count")
         await pilot.press("enter")
         await until(
             lambda: (
-                bool(app.transcript.query(ToolCard))
-                and app.model is not None
-                and not app.model.busy
+                bool(app.chat.transcript.query(ToolCard))
+                and app.chat.model is not None
+                and not app.chat.model.busy
             ),
             pilot,
         )
-        card = app.transcript.query_one(ToolCard)
+        card = app.chat.transcript.query_one(ToolCard)
         assert "\n30" in card.plain and "\n3\n" not in card.plain
         card.focus()
         await pilot.press("enter")
@@ -328,24 +328,27 @@ def test_a_task_call_is_a_sub_agent_card(env: TronEnv) -> None:
     )
 
     async def body(app: TronApp, pilot: Any) -> None:
-        app.input.load_text("delegate")
+        app.chat.input.load_text("delegate")
         await pilot.press("enter")
         await until(
             lambda: (
-                "The sub-agent says 3 files." in [w.shown for w in app.transcript.query(TextItem)]
+                "The sub-agent says 3 files."
+                in [w.shown for w in app.chat.transcript.query(TextItem)]
             ),
             pilot,
         )
-        card = app.transcript.query_one(ToolCard)
+        card = app.chat.transcript.query_one(ToolCard)
         assert card.plain.startswith("✓ Task  scan files")
         assert "sub-agent sess_" in card.plain and "child result: 3 files" in card.plain
         await until(
-            lambda: isinstance(app.model and app.model.session.get("totalWithChildren"), dict),
+            lambda: isinstance(
+                app.chat.model and app.chat.model.session.get("totalWithChildren"), dict
+            ),
             pilot,
         )
-        assert app.model is not None
-        total = app.model.session["totalWithChildren"]
-        assert total["sessions"] == 2 and total["cost"] > app.model.session["cost"]
+        assert app.chat.model is not None
+        total = app.chat.model.session["totalWithChildren"]
+        assert total["sessions"] == 2 and total["cost"] > app.chat.model.session["cost"]
 
     run_app(env, project, body)
 
@@ -366,19 +369,19 @@ def test_rewind_with_files_lists_the_files_and_restores_them(env: TronEnv) -> No
 
     async def body(app: TronApp, pilot: Any) -> None:
         for text, answer in (("first", "first answer"), ("edit it", "edited")):
-            app.input.load_text(text)
+            app.chat.input.load_text(text)
             await pilot.press("enter")
             await until(
                 lambda a=answer: (
-                    app.model is not None
-                    and not app.model.busy
-                    and a in [w.shown for w in app.transcript.query(TextItem)]
+                    app.chat.model is not None
+                    and not app.chat.model.busy
+                    and a in [w.shown for w in app.chat.transcript.query(TextItem)]
                 ),
                 pilot,
             )
         assert (project / "notes.txt").read_text() == "two\n"
         # /diff: the session's changes.
-        app.input.load_text("/diff")
+        app.chat.input.load_text("/diff")
         await pilot.press("enter")
         await until(lambda: isinstance(app.screen, DiffScreen), pilot)
         shown = str(app.screen.query_one("#diff-body").render())
@@ -413,12 +416,12 @@ def test_a_code_block_in_a_reply_is_highlighted(env: TronEnv) -> None:
     env.llm.add(Response([Text(reply)]))
 
     async def body(app: TronApp, pilot: Any) -> None:
-        app.input.load_text("show code")
+        app.chat.input.load_text("show code")
         await pilot.press("enter")
-        await until(lambda: bool(app.transcript.query(MarkdownFence)), pilot)
-        await until(lambda: app.model is not None and not app.model.busy, pilot)
+        await until(lambda: bool(app.chat.transcript.query(MarkdownFence)), pilot)
+        await until(lambda: app.chat.model is not None and not app.chat.model.busy, pilot)
         await pilot.pause(0.1)
-        fence = app.transcript.query_one(MarkdownFence)
+        fence = app.chat.transcript.query_one(MarkdownFence)
         assert "def answer(x):" in fence.code
         label = fence.query_one(Label)  # the fence draws its code through a Label
         width, height = label.size
@@ -442,9 +445,38 @@ def test_a_late_status_update_while_the_app_closes_is_dropped(env: TronEnv) -> N
 
     async def body(app: TronApp, pilot: Any) -> None:
         for selector in ("#status", "#notice", "#transcript"):
-            await app.query_one(selector).remove()  # what the shutdown does first
-        app._render_status()  # each of these raised NoMatches before
-        app._notice("back")
-        await app._refresh()
+            await app.chat.query_one(selector).remove()  # what the shutdown does first
+        app.chat.render_status()  # each of these raised NoMatches before
+        app.chat.notice("back")
+        await app.chat.refresh_transcript()
 
     run_app(env, project, body)
+
+
+def test_the_browser_bar_shows_the_url_and_the_last_action(env: TronEnv) -> None:
+    """browser.status of the session on screen: the bar above the status line shows where
+    the agent's browser is and what it did; another session's does not; closed says so."""
+    from tron_server.terminal.browserbar import BrowserBar
+
+    project = env.project("pilot-browser")
+    created = env.server.run_sync(lambda: _create(env, project, "browse"))
+    other = env.server.run_sync(lambda: _create(env, project, "other"))
+
+    async def publish(session_id: str, data: dict[str, Any]) -> None:
+        env.server.services.hub.publish(session_id, "browser.status", data)
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        await until(lambda: app.chat.model is not None and app.chat.model.loaded, pilot)
+        bar = app.chat.query_one(BrowserBar)
+        assert not bar.has_class("shown")
+        there = {"open": True, "url": "http://x.test/", "title": "X", "action": "navigate"}
+        await env.server.run(publish, other["id"], there)
+        here = {"open": True, "url": "http://a.test/p", "title": "A", "action": "click e5"}
+        await env.server.run(publish, created["id"], here)
+        await until(lambda: bar.has_class("shown"), pilot)
+        assert str(bar.render()) == "browser · http://a.test/p · click e5"
+        closed = {"open": False, "url": None, "title": None, "action": "click e5"}
+        await env.server.run(publish, created["id"], closed)
+        await until(lambda: str(bar.render()).startswith("browser closed"), pilot)
+
+    run_app(env, project, body, session=created)

@@ -364,7 +364,7 @@ def test_sub_agent_activity_lands_on_its_task_card() -> None:
 
 
 def test_input_history_file_is_private_and_bounded(tmp_path: Path) -> None:
-    from tron_server.terminal.app import HISTORY_FILE, HISTORY_KEEP, load_history, save_history
+    from tron_server.terminal.history import HISTORY_FILE, HISTORY_KEEP, load_history, save_history
 
     for i in range(2 * HISTORY_KEEP + 5):
         save_history(tmp_path, f"line {i}\nwith a newline")

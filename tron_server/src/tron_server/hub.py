@@ -30,6 +30,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from .connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
+from .protocol import BROADCAST_PREFIXES, EVENTS_NEW
 from .rpc.frames import notification_frame
 
 if TYPE_CHECKING:
@@ -37,8 +38,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tron_server.hub")
 
-#: Notifications with these prefixes go to every connection, subscribed or not.
-BROADCAST_PREFIXES = ("session.",)
+#: A ``lossy`` notification (a browser frame) skips a connection holding more than this
+#: for its client: the next frame shows the page anyway, and a slow client is not closed.
+LOSSY_PENDING_BYTES = 1024 * 1024
 
 
 @dataclass(eq=False)
@@ -156,16 +158,20 @@ class Hub:
         *,
         timestamp: str | None = None,
         also_to: str | None = None,
+        lossy: bool = False,
     ) -> int:
         """Send a notification without waiting; returns how many connections got it.
 
-        ``also_to``: another session whose subscribers get it too (once each)."""
+        ``also_to``: another session whose subscribers get it too (once each). ``lossy``:
+        skip connections already holding :data:`LOSSY_PENDING_BYTES` (frames)."""
         if method.startswith(BROADCAST_PREFIXES):
             targets: set[Connection] | frozenset[Connection] = self.connections
         else:
             targets = self._subscribers.get(session_id, frozenset()) if session_id else frozenset()
             if also_to is not None and also_to in self._subscribers:
                 targets = targets | self._subscribers[also_to]
+        if lossy:
+            targets = {c for c in targets if c.pending_bytes <= LOSSY_PENDING_BYTES}
         if not targets:
             return 0
         frame = notification_frame(method, session_id, data, timestamp).decode()
@@ -212,7 +218,7 @@ class Hub:
             try:
                 async for event in events:
                     self.publish(
-                        event.session_id, "events.new", event.to_wire(), timestamp=event.timestamp
+                        event.session_id, EVENTS_NEW, event.to_wire(), timestamp=event.timestamp
                     )
             except Exception:
                 if self._closing:
@@ -226,4 +232,4 @@ class Hub:
                     del self._feeds[feed.session_id]
 
 
-__all__ = ["BROADCAST_PREFIXES", "Hub"]
+__all__ = ["BROADCAST_PREFIXES", "LOSSY_PENDING_BYTES", "Hub"]

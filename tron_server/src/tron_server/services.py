@@ -13,9 +13,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .hub import Hub
+from .runtime import Runtime
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
     from .agent.orchestrator import Orchestrator
     from .interaction import Interaction
+    from .mcp import McpManager
     from .providers import ProviderFactory
-    from .rpc.registry import MethodRegistry
     from .tools import ToolRegistry
     from .workspace import Workspace
 
@@ -41,13 +41,38 @@ def server_version() -> str:
         return "0.0.0"
 
 
+class Notifier(Protocol):
+    """What the methods and the runtime use of the hub: :class:`tron_server.hub.Hub`, in
+    the transport above, is the one a server runs (``conn``: its connections)."""
+
+    def publish(
+        self,
+        session_id: str | None,
+        method: str,
+        data: Any,
+        *,
+        timestamp: str | None = None,
+        also_to: str | None = None,
+        lossy: bool = False,
+    ) -> int: ...
+
+    def emit(self, method: str, session_id: str, data: dict[str, Any]) -> None: ...
+
+    async def subscribe(self, conn: Any, session_id: str) -> None: ...
+
+    def unsubscribe(self, conn: Any, session_id: str) -> bool: ...
+
+    def drop_session(self, session_id: str) -> None: ...
+
+
 @dataclass
 class Services:
     """Everything the methods use. Built by the app's lifespan (or by a test)."""
 
     settings: Settings
     store: AsyncEventStore | None
-    hub: Hub
+    #: Notifications to the clients (the transport's Hub).
+    hub: Notifier
     #: The agent runtime (None in tests that run without one: agent.* answer -32002).
     orchestrator: Orchestrator | None = None
     tools: ToolRegistry | None = None
@@ -57,10 +82,10 @@ class Services:
     providers: ProviderFactory | None = None
     #: Questions, approvals, permission modes (None: tools run without a permission gate).
     interaction: Interaction | None = None
-    #: The methods this server answers (system.info lists them).
-    registry: MethodRegistry | None = None
     #: File recording, rewinds with files, diffs and worktrees.
     workspace: Workspace | None = None
+    #: The MCP client: the folders' MCP servers and their tools.
+    mcp: McpManager | None = None
     version: str = ""
 
     def __post_init__(self) -> None:
@@ -71,12 +96,20 @@ class Services:
     def home(self) -> Path:
         return self.settings.home
 
+    @property
+    def runtime(self) -> Runtime:
+        """Send, abort, ensure-idle: what the methods and the commands call."""
+        return Runtime(self.orchestrator, self.interaction)
+
 
 # -- building the services of a running server ------------------------------------------
 
 
-async def open_services(settings: Settings, registry: MethodRegistry | None = None) -> Services:
-    """Open the store (created and migrated if needed) and build every manager."""
+async def open_services(
+    settings: Settings, new_hub: Callable[[AsyncEventStore], Notifier]
+) -> Services:
+    """Open the store (created and migrated if needed) and build every manager;
+    ``new_hub(store)`` makes the hub (the transport's: ``tron_server.hub.Hub``)."""
     from tron_events import AsyncEventStore
 
     # The store first: a database that cannot be used is reported before the
@@ -87,11 +120,12 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
     from .agent.subagents import SubagentSettings
     from .hooks import build_hook_engine
     from .interaction import AskUserTool, Interaction, NotifyTool
+    from .mcp import McpManager, McpOptions
     from .providers import ProviderFactory
     from .tools import default_tools
     from .workspace import Workspace
 
-    services = Services(settings=settings, store=store, hub=Hub(store), registry=registry)
+    services = Services(settings=settings, store=store, hub=new_hub(store))
     services.workspace = Workspace(
         store,
         settings.home,
@@ -106,6 +140,21 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
         return build_hook_engine(working_directory, settings.home, record)
 
     services.hooks_factory = hooks_factory
+    services.mcp = McpManager(
+        settings.home,
+        claude_json=settings.resolved_claude_json(),
+        options=McpOptions.from_environment(
+            sampling=settings.mcp_sampling, client_version=services.version
+        ),
+        list_wait=settings.mcp_list_wait,
+    )
+    if settings.mcp_sampling:
+        from .mcp.sampling import make_sampler
+
+        services.mcp.sample = make_sampler(
+            services.providers, settings.default_provider, settings.default_model
+        )
+    await services.mcp.start()
     services.orchestrator = Orchestrator(
         store,
         services.providers,
@@ -120,6 +169,7 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
             max_depth=settings.subagent_max_depth,
             enabled=settings.subagent_max_depth > 0,
         ),
+        mcp=services.mcp,
     )
     interaction = Interaction(
         store,
@@ -130,9 +180,11 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
         default_mode=settings.default_permission_mode,
     )
     services.orchestrator.attach_interaction(interaction)
+    services.orchestrator.mcp_ask = interaction.ask
     services.interaction = interaction
     services.tools.register(AskUserTool(interaction))
     services.tools.register(NotifyTool(interaction))
+    _add_web_tools(services)
     # genai-prices loads its price snapshot on first use (~0.7 s): pay it in a thread
     # once the server answers, neither before it does nor in the first turn (which,
     # should it come first, waits for the import as any importer does).
@@ -146,6 +198,26 @@ WARM_PRICES_AFTER = 0.5
 
 def _warm_prices_in_background() -> None:
     threading.Thread(target=_warm_prices, name="tron-warm-prices", daemon=True).start()
+
+
+def _add_web_tools(services: Services) -> None:
+    """WebFetch (answering prompts with the session's model) and the Browser, whose frames
+    and status go to the session's subscribers (frames dropped for a client behind)."""
+    from .browser import BrowserManager
+    from .protocol import BROWSER_FRAME
+    from .tools.browser import Browser
+    from .tools.webfetch import SessionModelSummarizer, WebFetch
+
+    assert services.tools is not None and services.store is not None
+    assert services.providers is not None
+    hub = services.hub
+
+    def emit(method: str, session_id: str, data: dict[str, Any]) -> None:
+        hub.publish(session_id, method, data, lossy=method == BROWSER_FRAME)
+
+    services.tools.register(WebFetch(SessionModelSummarizer(services.store, services.providers)))
+    manager = BrowserManager(emit, chromium=services.settings.chromium_path)
+    services.tools.register(Browser(manager))
 
 
 def _warm_prices() -> None:
@@ -164,6 +236,11 @@ async def stop_runtime(services: Services) -> None:
             await services.orchestrator.shutdown()
         except Exception:
             log.exception("orchestrator shutdown failed")
+    if services.mcp is not None:
+        try:
+            await services.mcp.aclose()  # stdio servers are killed with their groups
+        except Exception:
+            log.exception("closing the MCP servers failed")
     if services.providers is not None:
         try:
             await services.providers.aclose()

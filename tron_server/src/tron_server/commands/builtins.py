@@ -19,6 +19,7 @@ the method get the same result and record the same events. A command's text outp
 ``/agents``                   the sub-agents the Task tool can start
 ``/permissions``              the mode and every permission rule, with where it comes from
 ``/mode [name]``              switch the permission mode; without a name, the current and all
+``/mcp [approve|deny name]``  the MCP servers (``mcp.list``); approve or refuse a project server
 ============================  ===================================================================
 """
 
@@ -34,8 +35,10 @@ import anyio
 
 from tron_events import Session
 
+from ..agent.compaction import compact_session
+from ..agent.subagents import discover_agents
 from ..errors import InvalidOperationError, InvalidParams, ManagerUnavailableError
-from ..methods.session import ensure_idle
+from ..mcp import format_listing
 
 if TYPE_CHECKING:
     from ..rpc import RpcContext
@@ -56,12 +59,10 @@ class CommandContext:
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         """Run a registered RPC method as if the client had called it."""
-        registry = self.rpc.services.registry
-        spec = registry.get(method) if registry is not None else None
-        if spec is None:
+        registry = self.rpc.registry
+        if registry is None:
             raise ManagerUnavailableError(f"this server has no {method} method")
-        spec.check_needs(self.rpc)
-        return await spec.handler(self.rpc, spec.parse_params(params))
+        return await registry.call(self.rpc, method, params)
 
 
 Run = Callable[[CommandContext, str], Awaitable[dict[str, Any]]]
@@ -75,22 +76,41 @@ class Builtin:
     argument_hint: str = ""
 
 
+async def _mcp(cx: CommandContext, args: str) -> dict[str, Any]:
+    """``/mcp``, ``/mcp approve <server>``, ``/mcp deny <server>``."""
+    words = args.split()
+    folder = cx.session.working_directory
+    if words and words[0] in ("approve", "deny", "enable", "disable"):
+        if len(words) != 2:
+            raise InvalidParams(f"usage: /mcp {words[0]} <server>")
+        approved = words[0] in ("approve", "enable")
+        answer = await cx.call("mcp.approve", {"workingDirectory": folder, "server": words[1],
+                                               "approved": approved})  # fmt: skip
+        status = answer["server"]["status"]
+        return {"output": f"MCP server {words[1]}: {'approved' if approved else 'refused'} "
+                          f"for {folder} (now {status}).", "server": answer["server"]}  # fmt: skip
+    if words:
+        raise InvalidParams("usage: /mcp, /mcp approve <server> or /mcp deny <server>")
+    listing = await cx.call("mcp.list", {"sessionId": cx.session_id})
+    return {"output": format_listing(listing), "mcp": listing}
+
+
 def _money(value: Any) -> str:
     return f"${value:.4f}" if isinstance(value, int | float) else "unknown"
 
 
 async def _help(cx: CommandContext, args: str) -> dict[str, Any]:
-    from .router import command_list
-
+    # command.list as a client would call it (the router, which lists, runs this module)
+    listed = await cx.call("command.list", {"sessionId": cx.session_id})
     lines = ["Commands:"]
-    for entry in command_list(cx.rpc, Path(cx.session.working_directory)):
+    for entry in listed["commands"]:
         hint = f" {entry['argumentHint']}" if entry["argumentHint"] else ""
         lines.append(f"  /{entry['name']}{hint} — {entry['description']}")
     return {"output": "\n".join(lines)}
 
 
 async def _clear(cx: CommandContext, args: str) -> dict[str, Any]:
-    ensure_idle(cx.rpc, cx.session_id, "clear")
+    cx.rpc.services.runtime.ensure_idle(cx.session_id, "clear")
     orchestrator = cx.rpc.services.orchestrator
     assert orchestrator is not None
     await orchestrator.record_event(cx.session_id, "context.cleared", {"reason": "/clear"})
@@ -102,9 +122,7 @@ async def _clear(cx: CommandContext, args: str) -> dict[str, Any]:
 
 
 async def _compact(cx: CommandContext, args: str) -> dict[str, Any]:
-    from ..agent.compaction import compact_session
-
-    ensure_idle(cx.rpc, cx.session_id, "compact")
+    cx.rpc.services.runtime.ensure_idle(cx.session_id, "compact")
     orchestrator = cx.rpc.services.orchestrator
     assert orchestrator is not None
     result = await compact_session(
@@ -219,8 +237,6 @@ async def _context(cx: CommandContext, args: str) -> dict[str, Any]:
 
 
 async def _agents(cx: CommandContext, args: str) -> dict[str, Any]:
-    from ..agent.subagents import discover_agents
-
     home = cx.rpc.services.home
     found = await anyio.to_thread.run_sync(
         discover_agents, home, Path(cx.session.working_directory)
@@ -237,6 +253,11 @@ async def _permissions(cx: CommandContext, args: str) -> dict[str, Any]:
     lines = [f"Mode: {data['mode']}"]
     if data.get("error"):
         lines.append(f"Settings error: {data['error']}")
+    if data.get("trusted") is False:
+        lines.append(
+            "This folder is not trusted: its own allow rules, defaultMode and "
+            "additionalDirectories are ignored (`tron --trust` trusts it)."
+        )
     for behavior in ("deny", "ask", "allow"):
         rules = [r for r in data["rules"] if r["behavior"] == behavior]
         if rules:
@@ -281,5 +302,11 @@ BUILTINS: dict[str, Builtin] = {
         Builtin("agents", "The sub-agents the Task tool can start", _agents),
         Builtin("permissions", "The permission mode and rules", _permissions),
         Builtin("mode", "Switch the permission mode, or list them", _mode, "[mode]"),
+        Builtin(
+            "mcp",
+            "MCP servers: status, tools, prompts; approve a project's servers",
+            _mcp,
+            "[approve|deny <server>]",
+        ),
     )
 }

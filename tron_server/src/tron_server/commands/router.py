@@ -22,16 +22,20 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..agent.subagents import resolve_model
 from ..errors import InvalidParams
 from ..hooks.base import HookContext
 from ..hooks.guardrails import path_policy
 from ..interaction import CallFacts, RuleSet, Verdict, decide, parse_rule
 from ..interaction.rules import RuleSyntaxError
 from ..interaction.settings import load_permission_settings
+from ..mcp import expand_mentions
+from ..protocol import AGENT_COMMAND_OUTPUT
 from ..tools.base import ToolContext
 from .builtins import BUILTINS, Builtin, CommandContext
 from .expand import ExpandEnv, ExpansionError, expand_body
 from .files import CommandFile, discover_commands
+from .mcp import find_prompt, prompt_entries, run_prompt
 
 if TYPE_CHECKING:
     from tron_events import Session
@@ -75,8 +79,11 @@ def _files(rpc: RpcContext, working_directory: Path | None) -> dict[str, Command
     return discover_commands(home, working_directory)
 
 
-def command_list(rpc: RpcContext, working_directory: Path | None) -> list[dict[str, Any]]:
-    """``command.list``'s entries: built-ins first, then command files, by name."""
+def command_list(
+    rpc: RpcContext, working_directory: Path | None, session_id: str | None = None
+) -> list[dict[str, Any]]:
+    """``command.list``'s entries: built-ins first, then command files, by name, then the
+    MCP servers' prompts (``/mcp__<server>__<prompt>``)."""
     out: list[dict[str, Any]] = [
         {
             "name": b.name,
@@ -96,8 +103,13 @@ def command_list(rpc: RpcContext, working_directory: Path | None) -> list[dict[s
                 "argumentHint": command.argument_hint,
                 "source": command.scope,
                 "path": str(command.path),
+                **({"refused": command.refusal} if command.refusal else {}),
             }
         )
+    mcp = rpc.services.mcp
+    if mcp is not None and working_directory is not None:
+        out += prompt_entries(mcp, working_directory, session_id)
+        mcp.warm(working_directory, session_id)  # servers never listed: theirs come next time
     return out
 
 
@@ -127,11 +139,10 @@ async def run_command_message(
     reasoning_level: str | None,
 ) -> dict[str, Any]:
     """``agent.message`` for a text starting with ``/`` (see the module docstring)."""
-    from ..methods.agent import send
-
+    runtime = rpc.services.runtime
     parsed = parse_command(content)
     if parsed is None:
-        return await send(rpc, session_id, content, queue=queue, reasoning_level=reasoning_level)
+        return await runtime.send(session_id, content, queue=queue, reasoning_level=reasoning_level)
     name, arguments = parsed
     store = rpc.services.store
     assert store is not None
@@ -142,17 +153,32 @@ async def run_command_message(
         output = str(result.get("output") or "")
         rpc.services.hub.publish(
             session_id,
-            "agent.command_output",
+            AGENT_COMMAND_OUTPUT,
             {"name": name, "arguments": arguments, "output": output},
         )
         return {"accepted": True, "turn": None, "queued": False, "runId": None,
                 "command": name, "builtin": True, **result}  # fmt: skip
     files = _files(rpc, Path(session.working_directory))
     command = resolve(name, files)
+    mcp = rpc.services.mcp
+    if command is None and name.startswith("mcp__") and mcp is not None:
+        found = await find_prompt(mcp, Path(session.working_directory), session_id, name)
+        if found is not None:
+            message, prompt_invoked = await run_prompt(*found, name, arguments)
+            result = await runtime.send(session_id, message, queue=queue,
+                                        reasoning_level=reasoning_level,
+                                        before=(("command.invoked", prompt_invoked),))  # fmt: skip
+            return {**result, "command": name, "builtin": False}
     if command is None:
-        raise _unknown(name, [*_builtins(rpc), *files])
+        names = [*_builtins(rpc), *files]
+        if mcp is not None:
+            names += [n for n, _c, _p in mcp.prompts(Path(session.working_directory), session_id)]
+        raise _unknown(name, names)
     try:
-        expansion = await expand_body(command.body, arguments, _env(rpc, session, command))
+        expansion = await expand_body(
+            command.body, arguments, _env(rpc, session, command),
+            shell_refused=command.shell_refused,
+        )  # fmt: skip
     except ExpansionError as exc:
         raise InvalidParams(f"/{command.name}: {exc}", {"command": command.name}) from None
     invoked: dict[str, Any] = {
@@ -165,8 +191,6 @@ async def run_command_message(
         invoked["allowedTools"] = list(command.allowed_tools)
     options: dict[str, Any] = {"allowed_tools": command.allowed_tools}
     if command.model:
-        from ..agent.subagents import resolve_model
-
         state = await store.get_state_at_head(session_id)
         choice = resolve_model(command.model, provider=state.provider, model=state.model)
         options |= {"model": choice.model, "provider": choice.provider}
@@ -175,8 +199,10 @@ async def run_command_message(
         invoked["files"] = expansion.files
     if expansion.commands:
         invoked["commands"] = expansion.commands
-    result = await send(
-        rpc, session_id, expansion.text, queue=queue, reasoning_level=reasoning_level,
+    wd = Path(session.working_directory)
+    text = await expand_mentions(mcp, session_id, wd, expansion.text)
+    result = await runtime.send(
+        session_id, text, queue=queue, reasoning_level=reasoning_level,
         before=(("command.invoked", invoked),), **options,
     )  # fmt: skip
     return {**result, "command": command.name, "builtin": False}

@@ -8,14 +8,17 @@ A rule is a tool name, alone or with a specifier in parentheses::
     Bash(npm *)              ``*`` is any text; a trailing `` *`` also matches the bare word
     Read(./.env)             the file .env in the working directory
     Read(.env)               any .env below the working directory (gitignore style)
-    Edit(src/**)             anything below src/ (Edit rules cover Write, Edit, MultiEdit)
+    Edit                     every file edit (Edit rules cover Write, Edit, MultiEdit)
+    Edit(src/**)             anything below src/
     Edit(/docs/**)           docs/ of the project that holds the settings file
     Read(//etc/hosts)        an absolute path
     Read(~/.ssh/**)          below the home folder
     Task(reviewer)           the Task tool starting that agent (also ``Agent(...)``)
     Skill(deploy)            the Skill tool loading that skill
-    WebFetch(domain:x.com)   a fetch of that host (no such tool here yet: never matches)
-    mcp__github__*           tool names with ``*``
+    WebFetch(domain:x.com)   a fetch of that host (``*`` wildcards: ``domain:*.x.com``)
+    Browser(domain:x.com)    the browser opening a page of that host (``navigate``)
+    mcp__github              every tool of the MCP server github (``mcp__github__*`` too)
+    mcp__github__get_issue   one tool of it
 
 Path specifiers follow :mod:`._glob` and are matched against the *resolved* paths the tools
 act on (:class:`~tron_server.tools.PathPolicy`: symlinks and ``..`` resolved), relative to
@@ -53,6 +56,7 @@ __all__ = [
     "RuleSyntaxError",
     "parse_rule",
     "suggest_rule",
+    "url_host",
 ]
 
 Behavior = Literal["allow", "ask", "deny"]
@@ -85,6 +89,9 @@ class CallFacts:
     paths: tuple[tuple[Path, bool], ...] = ()
     home: Path = field(default_factory=Path.home)
     named: tuple[tuple[Path, bool], ...] = ()
+    #: For a URL (WebFetch, Browser): the host's loopback/private addresses, which only a
+    #: rule naming the domain allows without asking (:meth:`Rule.names_domain`).
+    private: tuple[str, ...] = ()
 
     @property
     def command(self) -> str:
@@ -119,9 +126,12 @@ class Rule:
             return fnmatch.fnmatchcase(tool, name)
         if name == tool:
             return True
-        if self.specifier is None:
-            return False
-        # Edit(...) covers every tool that changes files, Read(...) every one that reads.
+        if self.specifier is None and name.startswith("mcp__"):
+            # ``mcp__github`` is every tool of that server, as in Claude Code.
+            return "__" not in name.removeprefix("mcp__") and tool.startswith(name + "__")
+        # Edit covers every tool that changes files, Read every one that reads (as in
+        # Claude Code), bare or with a specifier: the "allow always" rule a Write's
+        # approval offers is ``Edit``, and it must cover the Write it was offered on.
         return (name == "Edit" and tool in EDIT_TOOLS) or (name == "Read" and tool in READ_TOOLS)
 
     def matches(
@@ -145,9 +155,16 @@ class Rule:
         if call.tool == "Skill":
             return _text_matches(spec, str(call.input.get("name") or ""))
         if spec.startswith("domain:"):
-            host = urlsplit(str(call.input.get("url") or "")).hostname or ""
-            return bool(host) and fnmatch.fnmatchcase(host.lower(), spec[7:].strip().lower())
+            host = url_host(call.input.get("url"))
+            return bool(host) and fnmatch.fnmatchcase(host, spec[7:].strip().lower())
         return False
+
+    def names_domain(self) -> bool:
+        """Whether the rule names a domain (``WebFetch(domain:localhost)``,
+        ``domain:*.corp.example``), not every one (``domain:*``): what allows a host with
+        private addresses without asking."""
+        spec = self.specifier or ""
+        return spec.startswith("domain:") and spec[7:].strip() not in ("", "*")
 
     def _path_matches(self, call: CallFacts, by_name: bool) -> bool:
         if not call.paths or self.specifier is None:
@@ -274,6 +291,13 @@ class RuleSet:
                 return rule
         return None
 
+    def naming_domain(self, call: CallFacts) -> Rule | None:
+        """The allow rule that names the call's domain (:meth:`Rule.names_domain`), or None."""
+        return next(
+            (r for r in self._of("allow", call.tool) if r.names_domain() and r.matches(call)),
+            None,
+        )
+
     def allowing(self, call: CallFacts) -> Rule | None:
         """The allow rule that allows the call (for Bash: one that allows every command
         of the line), or None."""
@@ -303,6 +327,15 @@ class RuleSet:
         return chosen
 
 
+def url_host(url: object) -> str:
+    """The host of a URL (lower case, no trailing dot), or ``""``."""
+    try:
+        host = urlsplit(str(url or "")).hostname or ""
+    except ValueError:
+        return ""
+    return host.rstrip(".").lower()
+
+
 def suggest_rule(tool: str, tool_input: Mapping[str, Any]) -> str:
     """The rule an "allow always" answer adds for this call: for Bash the command's first
     word and its subcommand (``Bash(git push:*)``), for file edits ``Edit`` (every edit
@@ -319,4 +352,6 @@ def suggest_rule(tool: str, tool_input: Mapping[str, Any]) -> str:
         return f"Bash({' '.join(keep)}:*)"
     if tool in EDIT_TOOLS:
         return "Edit"
+    if tool in ("WebFetch", "Browser") and url_host(tool_input.get("url")):
+        return f"{tool}(domain:{url_host(tool_input.get('url'))})"
     return tool

@@ -16,8 +16,8 @@ from pydantic import Field
 
 from ..errors import ManagerUnavailableError
 from ..hooks.guardrails import path_policy
+from ..paths import PathPolicy
 from ..rpc import MethodRegistry, Params, RpcContext
-from ..tools._paths import PathPolicy
 from ..workspace import Workspace
 
 __all__ = ["register", "session_policy", "workspace_of"]
@@ -38,6 +38,15 @@ def session_policy(ctx: RpcContext, working_directory: str) -> PathPolicy:
     orchestrator = ctx.services.orchestrator
     hooks = orchestrator.hooks_for(directory) if orchestrator is not None else None
     return path_policy(hooks, directory)
+
+
+async def asks_configuration(ctx: RpcContext, session_id: str) -> bool:
+    """Whether restoring a configuration file needs the user's confirmation (``force``):
+    in every mode but bypassPermissions, as writing one with a tool does."""
+    interaction = ctx.services.interaction
+    if interaction is None:
+        return True
+    return bool(await interaction.mode(session_id) != "bypassPermissions")
 
 
 class DiffParams(Params):
@@ -96,7 +105,10 @@ def register(registry: MethodRegistry) -> None:
         assert store is not None
         session = await store.get_session(p.session_id)
         return await workspace_of(ctx).preview_rewind(
-            p.session_id, p.event_id, policy=session_policy(ctx, session.working_directory)
+            p.session_id,
+            p.event_id,
+            policy=session_policy(ctx, session.working_directory),
+            ask_configuration=await asks_configuration(ctx, p.session_id),
         )
 
     @registry.method("worktree.list", WorktreeParams, description="A session's git worktree.")
@@ -110,9 +122,7 @@ def register(registry: MethodRegistry) -> None:
         description="Commit a fork's worktree and git merge its branch back (never forced).",
     )
     async def merge(ctx: RpcContext, p: WorktreeMergeParams) -> dict[str, Any]:
-        from .session import ensure_idle
-
-        ensure_idle(ctx, p.session_id, "merge the worktree of")
+        ctx.services.runtime.ensure_idle(p.session_id, "merge the worktree of")
         return await workspace_of(ctx).worktrees.merge(p.session_id, message=p.message)
 
     @registry.method(
@@ -121,9 +131,7 @@ def register(registry: MethodRegistry) -> None:
         description="Remove a fork's worktree (and its branch, if asked).",
     )
     async def release(ctx: RpcContext, p: WorktreeReleaseParams) -> dict[str, Any]:
-        from .session import ensure_idle
-
-        ensure_idle(ctx, p.session_id, "release the worktree of")
+        ctx.services.runtime.ensure_idle(p.session_id, "release the worktree of")
         return await workspace_of(ctx).worktrees.release(
             p.session_id, delete_branch=p.delete_branch, force=p.force
         )

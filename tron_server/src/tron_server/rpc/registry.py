@@ -11,7 +11,7 @@ and a description.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -115,8 +115,25 @@ class MethodRegistry:
             raise ValueError(f"method {spec.name!r} is registered twice")
         self._methods[spec.name] = spec
 
+    def wrap(self, name: str, wrapper: Callable[[Handler], Handler]) -> None:
+        """Put ``wrapper(handler)`` in place of method ``name``'s handler (same params,
+        needs and description): how a package above the methods extends one of them
+        (the slash commands route ``agent.message``) without the method importing it."""
+        spec = self._methods.get(name)
+        if spec is None:
+            raise ValueError(f"method {name!r} is not registered: register it before wrapping")
+        self._methods[name] = replace(spec, handler=wrapper(spec.handler))
+
     def get(self, name: str) -> MethodSpec | None:
         return self._methods.get(name)
+
+    async def call(self, ctx: RpcContext, method: str, params: object) -> Any:
+        """Run method ``method`` as if a client had called it (params checked, needs too)."""
+        spec = self._methods.get(method)
+        if spec is None:
+            raise ManagerUnavailableError(f"this server has no {method} method")
+        spec.check_needs(ctx)
+        return await spec.handler(ctx, spec.parse_params(params))
 
     def names(self) -> list[str]:
         return sorted(self._methods)

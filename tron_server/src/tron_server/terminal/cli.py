@@ -6,6 +6,8 @@
     tron -r [ID]                 # pick one of this folder's sessions, or open ID
     tron --fork EVENT            # a new session continuing from EVENT
     tron -p "prompt"             # print mode: one run, the reply on stdout (no terminal needed)
+    tron --trust                 # trust this folder's own configuration first (any mode)
+    tron mcp list                # this folder's MCP servers (tron mcp --help)
 
 Every error is a sentence on stderr and an exit status (see ``--help``); a
 traceback is shown only with ``TRON_DEBUG=1``.
@@ -17,7 +19,7 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,8 @@ from .errors import (
     EXIT_USAGE,
     TerminalError,
 )
+from .mcpcli import build_mcp_parser, run_mcp
+from .trust import check_trust, notice, trust_folder
 
 EPILOG = """\
 keys (interactive):
@@ -44,6 +48,13 @@ keys (interactive):
 exit status:
   0 ok · 1 the turn failed · 2 bad usage · 3 no server (none answers and none
   could start, or it refused the token) · 4 unknown session or event
+
+folder trust:
+  A folder's own configuration (.claude/ and .tron/ settings: hooks, allow rules,
+  defaultMode; command files running shell; agents; .mcp.json servers) does nothing
+  until you trust the folder. tron asks when it opens an untrusted folder that has
+  any; tron -p never trusts by itself (it says so on stderr); --trust trusts the
+  folder and its subfolders first. Deny rules always apply. See docs/trust.md.
 
 environment:
   TRON_HOME (default ~/.tron): the server's token and address are read there;
@@ -107,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--dangerously-skip-permissions",
         action="store_true",
         help="the bypassPermissions mode (the server must allow it)",
+    )
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="trust this folder (and its subfolders) first: its own hooks, permission "
+        "rules, modes, shell in command files, agents and MCP servers act",
     )
     parser.add_argument("--server", metavar="URL", help="ws://HOST:PORT/rpc of the server to use")
     parser.add_argument(
@@ -256,8 +273,14 @@ async def print_mode(opts: Options) -> int:
                     EXIT_USAGE,
                 )
             extra["maxTurns"] = opts.args.max_turns
+        if opts.args.trust:
+            await trust_folder(client, caps, opts.cwd)
         session = await open_session(client, opts, create=True, first_prompt=prompt)
         assert session is not None
+        # Never trusted implicitly: an untrusted folder's configuration stays inert.
+        untrusted = await check_trust(client, caps, str(session["workingDirectory"]))
+        if untrusted is not None:
+            _announce(notice(untrusted["path"], untrusted["defines"]))
         if opts.permission_mode is not None:
             await set_mode(client, caps, session["id"], opts.permission_mode)
         return await run_print(
@@ -271,7 +294,40 @@ async def print_mode(opts: Options) -> int:
         await conn.close()
 
 
+async def ask_trust(client: TronClient, caps: Capabilities, folder: str, home: Path) -> bool:
+    """On opening an untrusted folder that defines configuration, ask whether to trust
+    it (and record the answer "trust"); False when the user quit instead."""
+    untrusted = await check_trust(client, caps, folder)
+    if untrusted is None:
+        return True
+    from .trust_prompt import TrustPrompt  # Textual: only when there is something to ask
+
+    choice = await TrustPrompt(untrusted["path"], untrusted["defines"], str(home)).run_async()
+    if choice is None:
+        return False
+    if choice:
+        await client.call("trust.set", {"path": untrusted["path"], "trusted": True})
+    return True
+
+
+#: What ``tron`` says when the interactive client's toolkit is not installed.
+NO_TEXTUAL = (
+    "the interactive client needs Textual, which tron-server installs with its terminal "
+    "extra: pip install 'tron-server[terminal]' (tron -p works without it)"
+)
+
+
+def check_textual() -> None:
+    """The interactive client runs on Textual, an optional dependency (the ``terminal``
+    extra): without it, a sentence saying which extra to install, not a traceback."""
+    try:
+        import textual  # noqa: F401
+    except ImportError:
+        raise TerminalError(NO_TEXTUAL, EXIT_USAGE) from None
+
+
 async def interactive(opts: Options) -> int:
+    check_textual()  # before a server is started for a client that cannot run
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise TerminalError(
             'the interactive client needs a terminal: use -p for scripts (tron -p "…")',
@@ -282,7 +338,13 @@ async def interactive(opts: Options) -> int:
         caps = await load(conn.client)
         check_mode_supported(caps, opts.permission_mode)
         await check_mode_available(conn.client, caps, opts.permission_mode)
+        if opts.args.trust:
+            await trust_folder(conn.client, caps, opts.cwd)
         session = await open_session(conn.client, opts, create=False)
+        folder = str(session["workingDirectory"]) if session is not None else str(opts.cwd)
+        if not await ask_trust(conn.client, caps, folder, opts.home):
+            await conn.close()
+            return EXIT_OK
         pick: list[dict[str, Any]] | None = None
         if opts.args.resume == "":
             pick = await sessions.folder_sessions(conn.client, opts.cwd)
@@ -335,13 +397,23 @@ def _rpc_error(exc: RpcCallError) -> TerminalError:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``tron`` command; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "mcp":
+        mcp_args = build_mcp_parser(version()).parse_args(argv[1:])
+        home = (mcp_args.home or default_home()).expanduser()
+        return _guarded(lambda: run_mcp(mcp_args, home, _announce))
     parser = build_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)
     home = (args.home or default_home()).expanduser()
     opts = Options(args=args, home=home, cwd=Path.cwd().resolve())
+    return _guarded(lambda: print_mode(opts) if args.print else interactive(opts))
+
+
+def _guarded(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
+    """Run ``work``; every failure is a sentence on stderr and an exit status."""
     try:
-        return asyncio.run(print_mode(opts) if args.print else interactive(opts))
+        return asyncio.run(work())
     except KeyboardInterrupt:
         return 130
     except TerminalError as exc:

@@ -180,6 +180,33 @@ class TreeScreen(ModalScreen[TreeChoice | None]):
         self.dismiss(None)
 
 
+class InfoScreen(ModalScreen[None]):
+    """Text to read (help, context, cost); any of Esc, Enter or q closes it."""
+
+    DEFAULT_CSS = """
+    InfoScreen { align: center middle; }
+    InfoScreen > Vertical { width: 95%; height: auto; max-height: 90%; border: round $accent;
+                            background: $surface; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("escape", "close", "Close"),
+        Binding("enter", "close", show=False),
+        Binding("q", "close", show=False),
+    ]
+
+    def __init__(self, text: str | Text) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.text)
+            yield Static(Text("Esc closes", style="dim"))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
 class PickScreen(ModalScreen[str | None]):
     """Pick one of a list (sessions, models): Enter picks, Esc cancels."""
 
@@ -332,4 +359,12 @@ def _compact(value: Any, width: int = 400) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-__all__ = ["APPROVAL_CHOICES", "PickScreen", "Request", "RequestScreen", "TreeChoice", "TreeScreen"]
+__all__ = [
+    "APPROVAL_CHOICES",
+    "InfoScreen",
+    "PickScreen",
+    "Request",
+    "RequestScreen",
+    "TreeChoice",
+    "TreeScreen",
+]

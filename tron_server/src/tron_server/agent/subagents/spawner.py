@@ -24,25 +24,25 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.lowlevel
 
-from tron_events import Session, SessionNotActive, SessionNotFound, TronEventsError
+from tron_events import AsyncEventStore, Session, SessionNotActive, SessionNotFound, TronEventsError
 
 from ...errors import AgentBusyError, ManagerUnavailableError
-from ...tools.base import ToolContext, ToolResult
+from ...protocol import AGENT_ERROR, AGENT_TOOL_END, AGENT_TOOL_START, SESSION_CREATED
+from ...tools.base import ToolContext, ToolRegistry, ToolResult
 from .definitions import GENERAL_PURPOSE, AgentDefinition
 from .models import resolve_model
 from .profile import ParentLink, SessionProfile
+from .task_params import TaskParams
 
 if TYPE_CHECKING:
-    from ..orchestrator import Orchestrator
     from ..turn import AgentRun, RunResult
-    from .task_tool import TaskParams
 
-__all__ = ["Spawner", "final_text", "usage_between"]
+__all__ = ["SpawnHost", "Spawner", "final_text", "usage_between"]
 
 log = logging.getLogger("tron_server.agent.subagents")
 
@@ -96,12 +96,29 @@ def _summary(arguments: Any) -> str:
     return ""
 
 
+class SpawnHost(Protocol):
+    """What the spawner uses of the orchestrator (which satisfies it): it runs the
+    children like any session and announces the ones it creates."""
+
+    @property
+    def store(self) -> AsyncEventStore: ...
+
+    @property
+    def tools(self) -> ToolRegistry: ...
+
+    async def run_child(self, session_id: str, content: str, link: ParentLink) -> RunResult: ...
+
+    def announce_session(self, method: str, session: Session) -> None: ...
+
+    async def profile(self, session_id: str) -> SessionProfile: ...
+
+
 class Spawner:
     """Runs the Task calls of one parent run (see the module docstring)."""
 
     def __init__(
         self,
-        host: Orchestrator,
+        host: SpawnHost,
         parent: AgentRun,
         profile: SessionProfile,
         agents: dict[str, AgentDefinition],
@@ -174,12 +191,12 @@ class Spawner:
         """The child's activity as lines of the Task call's streamed output."""
 
         def on_event(method: str, data: dict[str, Any]) -> None:
-            if method == "agent.tool_start":
+            if method == AGENT_TOOL_START:
                 name = data.get("name", "tool")
                 ctx.on_output(f"→ {name} {_summary(data.get('arguments'))}".rstrip() + "\n")
-            elif method == "agent.tool_end" and data.get("isError"):
+            elif method == AGENT_TOOL_END and data.get("isError"):
                 ctx.on_output(f"  {data.get('name', 'tool')} failed\n")
-            elif method == "agent.error":
+            elif method == AGENT_ERROR:
                 ctx.on_output(f"error: {data.get('message', '')}\n")
 
         return on_event
@@ -213,7 +230,9 @@ class Spawner:
             ctx.on_output(f"note: {choice.note}\n")
         tools: list[str] | None = None  # None: every tool
         if definition.tools is not None or definition.disallowed_tools:
-            tools = definition.allowed_tools([*self.host.tools.names(), "Task"])
+            # The parent run's tools (its MCP tools too), so ``tools: mcp__x__y`` can name one.
+            available = list(dict.fromkeys([*self.parent.tools.names(), "Task"]))
+            tools = definition.allowed_tools(available)
         spawn: dict[str, Any] = {
             "parentToolCallId": ctx.tool_call_id,
             "spawnedByEventId": self.parent.tool_call_events.get(ctx.tool_call_id),
@@ -234,7 +253,7 @@ class Spawner:
             parent_session_id=parent.id,
             spawn={k: v for k, v in spawn.items() if v is not None},
         )
-        self.host.announce_session("session.created", child)
+        self.host.announce_session(SESSION_CREATED, child)
         return _Target(child, definition.name, False, choice.note)
 
     async def _continue(self, session_id: str) -> _Target:
