@@ -7,13 +7,13 @@ Services; ``open_services`` builds them all.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
-
-import anyio
 
 from .runtime import Runtime
 from .settings import Settings
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from .agent.orchestrator import Orchestrator
     from .interaction import Interaction
+    from .mcp import McpManager
     from .providers import ProviderFactory
     from .tools import ToolRegistry
     from .workspace import Workspace
@@ -83,6 +84,8 @@ class Services:
     interaction: Interaction | None = None
     #: File recording, rewinds with files, diffs and worktrees.
     workspace: Workspace | None = None
+    #: The MCP client: the folders' MCP servers and their tools.
+    mcp: McpManager | None = None
     version: str = ""
 
     def __post_init__(self) -> None:
@@ -117,6 +120,7 @@ async def open_services(
     from .agent.subagents import SubagentSettings
     from .hooks import build_hook_engine
     from .interaction import AskUserTool, Interaction, NotifyTool
+    from .mcp import McpManager, McpOptions
     from .providers import ProviderFactory
     from .tools import default_tools
     from .tools.recall import Recall
@@ -137,6 +141,21 @@ async def open_services(
         return build_hook_engine(working_directory, settings.home, record)
 
     services.hooks_factory = hooks_factory
+    services.mcp = McpManager(
+        settings.home,
+        claude_json=settings.resolved_claude_json(),
+        options=McpOptions.from_environment(
+            sampling=settings.mcp_sampling, client_version=services.version
+        ),
+        list_wait=settings.mcp_list_wait,
+    )
+    if settings.mcp_sampling:
+        from .mcp.sampling import make_sampler
+
+        services.mcp.sample = make_sampler(
+            services.providers, settings.default_provider, settings.default_model
+        )
+    await services.mcp.start()
     services.orchestrator = Orchestrator(
         store,
         services.providers,
@@ -151,6 +170,7 @@ async def open_services(
             max_depth=settings.subagent_max_depth,
             enabled=settings.subagent_max_depth > 0,
         ),
+        mcp=services.mcp,
         memory=True,
         files=services.workspace.recorder,
     )
@@ -163,15 +183,25 @@ async def open_services(
         default_mode=settings.default_permission_mode,
     )
     services.orchestrator.attach_interaction(interaction)
+    services.orchestrator.mcp_ask = interaction.ask
     services.interaction = interaction
     services.tools.register(AskUserTool(interaction))
     services.tools.register(NotifyTool(interaction))
     _add_web_tools(services)
     services.tools.register(Recall(store))
-    # genai-prices loads its price snapshot on first use (~0.7 s): pay it at startup,
-    # off the event loop, not in the first turn.
-    await anyio.to_thread.run_sync(_warm_prices)
+    # genai-prices loads its price snapshot on first use (~0.7 s): pay it in a thread
+    # once the server answers, neither before it does nor in the first turn (which,
+    # should it come first, waits for the import as any importer does).
+    asyncio.get_running_loop().call_later(WARM_PRICES_AFTER, _warm_prices_in_background)
     return services
+
+
+#: Seconds after the services are built when genai-prices is loaded in the background.
+WARM_PRICES_AFTER = 0.5
+
+
+def _warm_prices_in_background() -> None:
+    threading.Thread(target=_warm_prices, name="tron-warm-prices", daemon=True).start()
 
 
 def _add_web_tools(services: Services) -> None:
@@ -197,7 +227,10 @@ def _add_web_tools(services: Services) -> None:
 def _warm_prices() -> None:
     from tron_llm import Usage, cost_usd
 
-    cost_usd("anthropic", "claude-sonnet-4-5", Usage())
+    try:
+        cost_usd("anthropic", "claude-sonnet-4-5", Usage())
+    except Exception:  # only a warm-up: the first real price says what is wrong
+        log.debug("warming genai-prices failed", exc_info=True)
 
 
 async def stop_runtime(services: Services) -> None:
@@ -207,6 +240,11 @@ async def stop_runtime(services: Services) -> None:
             await services.orchestrator.shutdown()
         except Exception:
             log.exception("orchestrator shutdown failed")
+    if services.mcp is not None:
+        try:
+            await services.mcp.aclose()  # stdio servers are killed with their groups
+        except Exception:
+            log.exception("closing the MCP servers failed")
     if services.providers is not None:
         try:
             await services.providers.aclose()

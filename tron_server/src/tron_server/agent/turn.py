@@ -54,6 +54,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -296,6 +297,8 @@ class AgentRun:
         self._tool_contexts: dict[str, list[Draft]] = {}
         #: How long each call's tool ran (ms), for its ``tool.result``.
         self._durations: dict[str, float] = {}
+        #: The system prompt of the last turn and what it was built from.
+        self._system_cache: tuple[tuple[Any, ...], str] | None = None
 
     # -- control ----------------------------------------------------------------------
 
@@ -473,15 +476,7 @@ class AgentRun:
             check_history(self.session_id, messages)
         except InvalidHistoryError as exc:
             return await self._finish_invalid(turn, exc)
-        system = await anyio.to_thread.run_sync(
-            partial(
-                build_system_prompt,
-                stored=state.system_prompt,
-                working_directory=self.working_directory,
-                home=self.deps.home,
-                rules=self.rules.loaded if self.rules is not None else (),
-            )
-        )
+        system = await self._system_prompt(state.system_prompt)
         model = self.request.model or state.model
         provider_name = self.request.provider or state.provider
         request = LLMRequest(
@@ -525,6 +520,27 @@ class AgentRun:
             return await self._close_aborted(turn, uses, answered, usage)
         await self._turn_end(turn, done.stop_reason, usage)
         return done.stop_reason, bool(uses)
+
+    async def _system_prompt(self, stored: str | None) -> str:
+        """The turn's system prompt, built (files read: skills, in a thread) once per run
+        and again only when what it is made of changed: the stored prompt, the rules
+        loaded, the date. Every turn used to rebuild it."""
+        rules = tuple(self.rules.loaded) if self.rules is not None else ()
+        key = (stored, rules, datetime.now().astimezone().date())
+        cached = self._system_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        system = await anyio.to_thread.run_sync(
+            partial(
+                build_system_prompt,
+                stored=stored,
+                working_directory=self.working_directory,
+                home=self.deps.home,
+                rules=rules,
+            )
+        )
+        self._system_cache = (key, system)
+        return system
 
     async def _record_rules(self, files: list[Any]) -> None:
         if files and self.rules is not None:
@@ -629,16 +645,17 @@ class AgentRun:
 
     async def _record_tool_calls(self, turn: int, uses: list[ToolUseBlock]) -> None:
         events = await self.writer.append_many(
-            [
-                (
-                    "tool.call",
-                    {"toolCallId": u.id, "name": u.name, "arguments": u.input, "turn": turn},
-                )
-                for u in uses
-            ]
+            [("tool.call", self._call_payload(u, turn)) for u in uses]
         )
         for use, event in zip(uses, events, strict=True):
             self.tool_call_events[use.id] = event.id
+
+    def _call_payload(self, use: ToolUseBlock, turn: int) -> dict[str, Any]:
+        """A ``tool.call``, with what the tool adds (an MCP tool: its server's name)."""
+        tool = self.tools.get(use.name)
+        extra = tool.record_fields() if tool is not None else {}
+        return {"toolCallId": use.id, "name": use.name, "arguments": use.input, "turn": turn,
+                **extra}  # fmt: skip
 
     async def _record_error_results(self, uses: list[ToolUseBlock], text: str) -> None:
         """An interrupted error result per call: what a call that was running printed

@@ -12,6 +12,7 @@ from . import (
     context,
     events,
     interaction,
+    mcp,
     memory,
     model,
     session,
@@ -21,7 +22,19 @@ from . import (
 )
 
 #: The method modules, in registration order.
-MODULES = (session, events, system, model, workspace, trust, agent, context, interaction, memory)
+MODULES = (
+    session,
+    events,
+    system,
+    model,
+    workspace,
+    trust,
+    agent,
+    context,
+    interaction,
+    mcp,
+    memory,
+)
 
 
 def register(registry: MethodRegistry) -> None:
