@@ -125,3 +125,28 @@ async def test_recall_finds_a_sub_agents_event_and_an_imported_session(
             "agent.message", {"sessionId": reader, "content": "/recall zanzibarquill"}
         )
         assert out["builtin"] is True and child in out["output"] and other not in out["output"]
+
+
+async def test_recall_needs_no_approval_but_a_deny_rule_refuses_it(
+    mserver: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    async with mserver.connect() as client:
+        sid = await new_session(client, tmp_path)
+        await client.call("session.setMode", {"sessionId": sid, "mode": "plan"})
+        llm.add(
+            Response([ToolUse("Recall", {"query": "anything"}, id="toolu_p")]),
+            Response([Text("ok")]),
+        )
+        await client.send_message_and_wait(sid, "look back")
+        [allowed] = tool_results(llm.requests[-1])
+        assert allowed.get("is_error") is not True  # read-only: runs even in plan mode
+        (mserver.home / "settings.json").write_text(
+            json.dumps({"permissions": {"deny": ["Recall"]}})
+        )
+        llm.add(
+            Response([ToolUse("Recall", {"query": "anything"}, id="toolu_d")]),
+            Response([Text("ok")]),
+        )
+        await client.send_message_and_wait(sid, "look back again")
+        [denied] = tool_results(llm.requests[-1])
+        assert denied.get("is_error") is True and "Recall" in result_text(denied)
