@@ -268,6 +268,7 @@ async def serve_connection(
         pass
     finally:
         hub.detach(conn)
+        services.files.drop_owner(conn.id)  # its sessions' tools go back to the disk
         if conn.peak_pending_bytes >= RELEASE_AFTER_BYTES:
             # What this client made us hold is free now: give it back to the system.
             with anyio.CancelScope(shield=True):

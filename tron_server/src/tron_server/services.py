@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,6 +17,7 @@ import anyio
 
 from .runtime import Runtime
 from .settings import Settings
+from .workspace.editor import FileProviders
 
 if TYPE_CHECKING:
     from tron_events import AsyncEventStore
@@ -83,6 +84,8 @@ class Services:
     interaction: Interaction | None = None
     #: File recording, rewinds with files, diffs and worktrees.
     workspace: Workspace | None = None
+    #: Clients serving a session's files (an editor's buffers: ``files.register``).
+    files: FileProviders = field(default_factory=FileProviders)
     version: str = ""
 
     def __post_init__(self) -> None:
@@ -160,6 +163,7 @@ async def open_services(
         default_mode=settings.default_permission_mode,
     )
     services.orchestrator.attach_interaction(interaction)
+    services.orchestrator.attach_editor_files(services.files.for_session)
     services.interaction = interaction
     services.tools.register(AskUserTool(interaction))
     services.tools.register(NotifyTool(interaction))

@@ -359,7 +359,9 @@ class Interaction:
                 f"{use.name} was not run.",
                 is_error=True,
             )
-        if answer.decision == "deny":
+        if answer.decision == "deny_always":
+            await self.grant(run, suggestion, str(info["requestId"]), behavior="deny")
+        if answer.decision in ("deny", "deny_always"):
             return self.denied_result(use.name, answer.reason)
         if answer.decision == "allow_always":
             await self.grant(run, suggestion, str(info["requestId"]))
@@ -419,11 +421,13 @@ class Interaction:
                     paths = ()  # the tool reports the bad path itself
         return CallFacts(tool, arguments, wd, paths, named=named)
 
-    async def grant(self, run: AgentRun, rule: str, request_id: str) -> None:
-        """Record an "allow always" rule in the run's top-level session (children inherit
-        it) and apply it at once."""
+    async def grant(
+        self, run: AgentRun, rule: str, request_id: str, *, behavior: Behavior = "allow"
+    ) -> None:
+        """Record an "allow always" rule (``behavior="deny"``: a "deny always" one) in the
+        run's top-level session (children inherit it) and apply it at once."""
         root = await self._root(run.session_id)
-        payload: dict[str, Any] = {"rule": rule, "behavior": "allow", "requestId": request_id}
+        payload: dict[str, Any] = {"rule": rule, "behavior": behavior, "requestId": request_id}
         if root != run.session_id:
             payload["fromSessionId"] = run.session_id
             await self.orchestrator.record_event(root, "config.permission_rule", payload)
