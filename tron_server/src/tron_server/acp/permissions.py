@@ -56,17 +56,19 @@ def _approval(request: dict[str, Any], cwd: str) -> PermissionAsk:
     answers: dict[str, Any] = {"allow": {"decision": "allow"}}
     if isinstance(rule, str) and rule:
         options.append(
-            PermissionOption(option_id="allow_always", name=f"Always allow {rule}",
-                             kind="allow_always")
-        )  # fmt: skip
+            PermissionOption(
+                option_id="allow_always", name=f"Always allow {rule}", kind="allow_always"
+            )
+        )
         answers["allow_always"] = {"decision": "allow_always"}
     options.append(PermissionOption(option_id="deny", name="Reject", kind="reject_once"))
     answers["deny"] = {"decision": "deny"}
     if isinstance(rule, str) and rule:
         options.append(
-            PermissionOption(option_id="deny_always", name=f"Always reject {rule}",
-                             kind="reject_always")
-        )  # fmt: skip
+            PermissionOption(
+                option_id="deny_always", name=f"Always reject {rule}", kind="reject_always"
+            )
+        )
         answers["deny_always"] = {"decision": "deny_always"}
     reason = request.get("reason")
     call = ToolCallUpdate(

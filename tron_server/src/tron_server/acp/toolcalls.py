@@ -44,8 +44,14 @@ KINDS: dict[str, ToolKind] = {
 }
 
 #: The argument holding the path a tool acts on.
-PATH_KEYS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path",
-             "NotebookEdit": "notebook_path", "Grep": "path", "Glob": "path"}  # fmt: skip
+PATH_KEYS = {
+    "Read": "file_path",
+    "Write": "file_path",
+    "Edit": "file_path",
+    "NotebookEdit": "notebook_path",
+    "Grep": "path",
+    "Glob": "path",
+}
 
 #: Output kept in a running Bash call's update (the editor shows the end of it).
 MAX_LIVE_OUTPUT = 50_000
@@ -180,9 +186,10 @@ def result_blocks(content: Any) -> list[ToolContent]:
                 source = block.get("source") or {}
                 if source.get("type") == "base64" and isinstance(source.get("data"), str):
                     image = ImageContentBlock(
-                        type="image", data=source["data"],
+                        type="image",
+                        data=source["data"],
                         mime_type=str(source.get("media_type") or "image/png"),
-                    )  # fmt: skip
+                    )
                     out.append(tool_content(image))
     return out
 
