@@ -236,7 +236,7 @@ async def test_load_after_restart_replays_what_was_sent(env: AcpEnv) -> None:
         assert dumped(end_again[-1])["content"] == dumped(end[-1])["content"]
     assert [dumped(p) for p in shown(replayed, "plan")] == [dumped(p) for p in shown(sent, "plan")]
     assert shown(replayed, "plan")[0].entries[0].status == "in_progress"
-    write = [u for u in shown(replayed, "tool_call") if u.kind == "edit"][0]
+    write = next(u for u in shown(replayed, "tool_call") if u.kind == "edit")
     assert dumped(write.content[0])["newText"] == "one\ntwo\n"
     # messageId: the Tron event of each message.
     ids = {u.message_id for u in users}
