@@ -33,8 +33,9 @@ from typing import Any, Protocol
 from tron_events import AsyncEventStore, Session, TronEventsError
 
 from ..hooks.base import HookContext, HookDecision, HookEngine, HookEvent, RecordFn
+from ..hooks.command import is_project_hook
 from ..hooks.feedback import context_drafts
-from ..hooks.settings import HookSettingsError, settings_stamp
+from ..hooks.settings import HookSettingsError, folder_trusted, settings_stamp
 from ..hooks.transcript import Transcripts
 from ..protocol import SESSION_NOTIFICATION
 from .subagents import ParentLink, SessionProfile
@@ -90,8 +91,9 @@ class Lifecycle:
         self._engines: dict[Path, tuple[tuple[Any, ...], HookEngine]] = {}
         #: Engines replaced after a settings change (their background runs are drained).
         self._retired: list[HookEngine] = []
-        #: Sessions whose SessionStart fired in this process.
-        self._started: set[str] = set()
+        #: Sessions whose SessionStart fired in this process → whether their folder was
+        #: trusted then (its own SessionStart hooks get their turn once it is).
+        self._started: dict[str, bool] = {}
         #: Claude Code-shaped transcripts for the hooks' ``transcript_path``.
         self.transcripts = Transcripts(host.store, home / "transcripts")
         if hooks is not None:
@@ -143,7 +145,7 @@ class Lifecycle:
         """A client created ``session``: fire SessionStart (source ``startup``) in the
         background; what its hooks say for the model is recorded as ``hook.context``, and
         the session's first run waits for them (:meth:`session_start`)."""
-        self._started.add(session.id)
+        self._started[session.id] = folder_trusted(Path(session.working_directory), self.home)
         engine = self._engine_or_none(Path(session.working_directory))
         if engine is None or not engine.hooks_for("SessionStart"):
             return
@@ -158,20 +160,28 @@ class Lifecycle:
     async def session_start(self, agent: AgentRun) -> None:
         """First in a run (``TurnDeps.session_start``): wait for the SessionStart hooks a
         ``session.create`` started, or run them (source ``resume``) for a session this
-        process has not started; their context lands before the prompt."""
+        process has not started; their context lands before the prompt. A session whose
+        folder was trusted after its SessionStart ran gets the folder's own SessionStart
+        hooks (source ``resume``) at its first run since."""
         sid = agent.session_id
         if (await self.host.profile(sid)).is_child:
             return
         session = await self.host.store.get_session(sid)
-        engine = self._engine_or_none(Path(session.working_directory))
-        if sid in self._started:
+        wd = Path(session.working_directory)
+        engine = self._engine_or_none(wd)
+        trusted = folder_trusted(wd, self.home)
+        started = self._started.get(sid)
+        if started is not None:
             if engine is not None:
                 await engine.settle(sid, timeout=None)  # bounded by the hooks' timeouts
-            return
-        self._started.add(sid)  # the first run here of a session made before
+            if started or not trusted:
+                return
+        self._started[sid] = trusted  # the first run here of a session made before
         if engine is None or not engine.hooks_for("SessionStart"):
             return
-        decision = await engine.run_now(_session_start_context(session, "resume"))
+        # Trusted since it started: only the folder's own hooks (the home's ran then).
+        only = None if started is None else is_project_hook
+        decision = await engine.run_now(_session_start_context(session, "resume"), only=only)
         await self._record_drafts(sid, context_drafts("SessionStart", decision, source="resume"))
 
     async def context_reset(self, session_id: str, source: str) -> None:

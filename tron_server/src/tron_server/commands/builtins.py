@@ -232,6 +232,11 @@ async def _permissions(cx: CommandContext, args: str) -> dict[str, Any]:
     lines = [f"Mode: {data['mode']}"]
     if data.get("error"):
         lines.append(f"Settings error: {data['error']}")
+    if data.get("trusted") is False:
+        lines.append(
+            "This folder is not trusted: its own allow rules, defaultMode and "
+            "additionalDirectories are ignored (`tron --trust` trusts it)."
+        )
     for behavior in ("deny", "ask", "allow"):
         rules = [r for r in data["rules"] if r["behavior"] == behavior]
         if rules:

@@ -4,10 +4,15 @@ In this order (the first that applies decides):
 
 1. a ``deny`` rule matches → deny (every mode, bypassPermissions included);
 2. ``plan`` mode and the tool is not read-only → deny;
-3. an ``ask`` rule matches, or a PreToolUse hook answered "ask" → ask;
-4. an ``allow`` rule matches (settings, this session's "allow always" answers, the running
+3. a file edit of a configuration file, at any depth (``.tron/settings*.json``,
+   ``.claude/settings*.json``, ``.mcp.json``, a file below ``.claude/`` or ``.tron/``
+   ``commands/``, ``agents/``, ``hooks/``: :func:`~tron_server.trust.is_configuration_file`)
+   → ask, whatever the rules, hooks and mode say, except in bypassPermissions: a folder's
+   configuration acts for every later session there (trust is inherited by subfolders);
+4. an ``ask`` rule matches, or a PreToolUse hook answered "ask" → ask;
+5. an ``allow`` rule matches (settings, this session's "allow always" answers, the running
    command file's ``allowed-tools``), or a hook answered "allow" → allow;
-5. the mode: bypassPermissions allows; a read-only tool is allowed; acceptEdits allows file
+6. the mode: bypassPermissions allows; a read-only tool is allowed; acceptEdits allows file
    edits inside the working directory (or an additional directory); otherwise ask.
 
 WebFetch and the Browser (``docs/browser.md``): a URL whose host resolves to a loopback or
@@ -27,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .modes import EDIT_TOOLS, NO_APPROVAL_TOOLS, PermissionMode
+from ..trust import is_configuration_file
+from .modes import EDIT_TOOLS, NO_APPROVAL_TOOLS, PATH_TOOLS, PermissionMode
 from .rules import Behavior, CallFacts, Rule, RuleSet, url_host
 
 __all__ = ["Verdict", "decide"]
@@ -46,6 +52,16 @@ class Verdict:
 
 def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
     return any(path == root or root in path.parents for root in roots)
+
+
+def _configuration_file(call: CallFacts) -> str | None:
+    """The configuration file ``call`` writes (as resolved, as named, or as written in its
+    input), or None."""
+    raw = call.input.get(PATH_TOOLS.get(call.tool, "file_path"))
+    candidates = [str(p) for p, _ in (*call.paths, *call.named)]
+    if isinstance(raw, str):
+        candidates.append(raw)
+    return next((c for c in candidates if is_configuration_file(c)), None)
 
 
 def _source(rule: Rule) -> str:
@@ -92,6 +108,14 @@ def _decide(
             f"the session is in plan mode: {tool} cannot run. Read the code (Read, Grep, "
             "Glob) and present your plan; the user switches the mode to carry it out",
         )
+    if tool in EDIT_TOOLS and mode != "bypassPermissions":
+        configuration = _configuration_file(call)
+        if configuration is not None:
+            return Verdict(
+                "ask",
+                f"{configuration} configures the agent (hooks, permissions, commands or "
+                "agents): writing it always needs your approval",
+            )
     asked = rules.first("ask", call)
     if asked is not None:
         return Verdict("ask", f"the rule {asked.text}{_source(asked)} asks", asked)

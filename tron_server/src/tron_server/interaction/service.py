@@ -39,7 +39,7 @@ from ..errors import (
     SessionNotActiveError,
     SessionNotFoundError,
 )
-from ..hooks.base import HookDecision
+from ..hooks.base import HookContext, HookDecision
 from ..hooks.guardrails import path_policy
 from ..paths import PathError
 from ..protocol import SESSION_NOTIFICATION
@@ -273,7 +273,9 @@ class Interaction:
         return session
 
     async def describe(self, session_id: str) -> dict[str, Any]:
-        """The session's mode and every rule that applies, with where it comes from."""
+        """The session's mode and every rule that applies, with where it comes from, and
+        whether the folder is trusted (else its allow rules, defaultMode and
+        additionalDirectories are not among them)."""
         session = await self.store.get_session(session_id)
         wd = Path(session.working_directory)
         try:
@@ -289,6 +291,7 @@ class Interaction:
             "additionalDirectories": [str(p) for p in settings.additional_directories],
             "files": [str(p) for p in settings.files],
             "bypassAvailable": self.allow_bypass and not settings.disable_bypass,
+            "trusted": settings.trusted,
             "error": error,
         }
 
@@ -350,6 +353,9 @@ class Interaction:
             "reason": verdict.reason,
             "suggestion": suggestion,
         }
+        self._notification_hooks(
+            run, "permission_prompt", f"Tron needs your permission to use {use.name}"
+        )
         answer = await self.requests.wait(
             run, info, sessions=await self._sessions(run.session_id), timeout=self.timeout
         )
@@ -471,6 +477,7 @@ class Interaction:
         if options:
             info["options"] = options
         ctx.on_output(f"Waiting for the user's answer: {question}\n")
+        self._notification_hooks(run, "elicitation_dialog", f"Tron asks: {question}")
         answer = await self.requests.wait(
             run, info, sessions=await self._sessions(run.session_id), timeout=self.timeout
         )
@@ -503,9 +510,31 @@ class Interaction:
         data = dict(payload)
         if run is not None:
             run.notify_client(SESSION_NOTIFICATION, data)
+            self._notification_hooks(run, "notify", body or title, title=title)
         else:
             self.orchestrator.emit(SESSION_NOTIFICATION, ctx.session_id, data)
         return ToolResult(f"Notified the user: {title}")
+
+    @staticmethod
+    def _notification_hooks(
+        run: AgentRun, kind: str, message: str, *, title: str | None = None
+    ) -> None:
+        """Fire the ``Notification`` hooks (Claude Code's event: the agent waits for the
+        user, or tells them something) in the background: the run does not wait for them."""
+        engine = run.hooks
+        if engine is None:
+            return
+        data: dict[str, Any] = {"message": message, "notification_type": kind}
+        if title:
+            data["title"] = title
+        engine.fire_background(
+            HookContext(
+                event="Notification",
+                session_id=run.session_id,
+                working_directory=run.working_directory,
+                data=data,
+            )
+        )
 
     # -- pending requests and answers --------------------------------------------------
 

@@ -7,10 +7,21 @@ commands installing themselves) is :func:`tron_server.app.build_registry`.
 from __future__ import annotations
 
 from ..rpc import MethodRegistry
-from . import agent, context, events, files, interaction, model, session, system, workspace
+from . import (
+    agent,
+    context,
+    events,
+    files,
+    interaction,
+    model,
+    session,
+    system,
+    trust,
+    workspace,
+)
 
 #: The method modules, in registration order.
-MODULES = (session, events, system, model, workspace, agent, context, interaction, files)
+MODULES = (session, events, system, model, workspace, trust, agent, context, interaction, files)
 
 
 def register(registry: MethodRegistry) -> None:
