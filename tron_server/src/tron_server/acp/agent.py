@@ -25,6 +25,7 @@ import base64
 import binascii
 import contextlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +83,8 @@ McpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 
 #: ``session/list`` page size.
 PAGE = 50
+#: Replayed updates sent together (see ``TronAgent._send_all``).
+REPLAY_BATCH = 256
 #: What each permission mode is called in an editor's mode picker.
 MODE_NAMES = {
     "default": "Default",
@@ -426,10 +429,25 @@ class TronAgent:
         await self._open(session, mcp_servers)
         tree = await self._call("session.getTree", {"sessionId": session_id})
         replay = Replay(str(session["workingDirectory"]))
-        for update in replay.updates(head_path(tree["events"], tree["headEventId"])):
-            await self.editor.session_update(session_id, update)
+        await self._send_all(
+            session_id, replay.updates(head_path(tree["events"], tree["headEventId"]))
+        )
         modes, options = await self._session_state(session)
         return LoadSessionResponse(modes=modes, config_options=options)
+
+    async def _send_all(self, session_id: str, updates: Iterable[Any]) -> None:
+        """Send updates in order, a batch at a time: each batch's sends are started
+        together (the SDK queues each message as its send starts, so the order holds)
+        rather than one waiting for the other's write, which costs seconds for a long
+        session."""
+        batch: list[Any] = []
+        for update in updates:
+            batch.append(self.editor.session_update(session_id, update))
+            if len(batch) >= REPLAY_BATCH:
+                await asyncio.gather(*batch)
+                batch = []
+        if batch:
+            await asyncio.gather(*batch)
 
     async def resume_session(
         self,

@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from acp.helpers import text_block
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
     ImageContentBlock,
+    TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
     UserMessageChunk,
@@ -62,8 +62,33 @@ def _image(block: dict[str, Any]) -> ImageContentBlock | None:
     source = block.get("source") or {}
     if source.get("type") != "base64" or not isinstance(source.get("data"), str):
         return None
-    return ImageContentBlock(
+    return ImageContentBlock.model_construct(
         type="image", data=source["data"], mime_type=str(source.get("media_type") or "image/png")
+    )
+
+
+# Built with model_construct, as in .toolcalls: a long session replays tens of thousands.
+
+
+def _text(text: str) -> TextContentBlock:
+    return TextContentBlock.model_construct(type="text", text=text)
+
+
+def user_chunk(content: Any, message_id: str) -> UserMessageChunk:
+    return UserMessageChunk.model_construct(
+        session_update="user_message_chunk", content=content, message_id=message_id
+    )
+
+
+def agent_chunk(text: str, message_id: str | None = None) -> AgentMessageChunk:
+    return AgentMessageChunk.model_construct(
+        session_update="agent_message_chunk", content=_text(text), message_id=message_id
+    )
+
+
+def thought_chunk(text: str, message_id: str | None = None) -> AgentThoughtChunk:
+    return AgentThoughtChunk.model_construct(
+        session_update="agent_thought_chunk", content=_text(text), message_id=message_id
     )
 
 
@@ -91,11 +116,7 @@ class Replay:
     def _user(self, message_id: str, content: Any) -> Iterator[Update]:
         if isinstance(content, str):
             if content:
-                yield UserMessageChunk(
-                    session_update="user_message_chunk",
-                    content=text_block(content),
-                    message_id=message_id,
-                )
+                yield user_chunk(_text(content), message_id)
             return
         if not isinstance(content, list):
             return
@@ -104,17 +125,11 @@ class Replay:
                 continue
             btype = block.get("type")
             if btype == "text" and isinstance(block.get("text"), str) and block["text"]:
-                yield UserMessageChunk(
-                    session_update="user_message_chunk",
-                    content=text_block(block["text"]),
-                    message_id=message_id,
-                )
+                yield user_chunk(_text(block["text"]), message_id)
             elif btype == "image":
                 image = _image(block)
                 if image is not None:
-                    yield UserMessageChunk(
-                        session_update="user_message_chunk", content=image, message_id=message_id
-                    )
+                    yield user_chunk(image, message_id)
             elif btype == "tool_result":
                 update = self._result(
                     {
@@ -134,18 +149,10 @@ class Replay:
                 continue
             btype = block.get("type")
             if btype == "text" and isinstance(block.get("text"), str) and block["text"]:
-                yield AgentMessageChunk(
-                    session_update="agent_message_chunk",
-                    content=text_block(block["text"]),
-                    message_id=message_id,
-                )
+                yield agent_chunk(block["text"], message_id)
             elif btype == "thinking" and isinstance(block.get("thinking"), str):
                 if block["thinking"]:
-                    yield AgentThoughtChunk(
-                        session_update="agent_thought_chunk",
-                        content=text_block(block["thinking"]),
-                        message_id=message_id,
-                    )
+                    yield thought_chunk(block["thinking"], message_id)
             elif btype == "tool_use" and isinstance(block.get("id"), str):
                 yield from self.tool_started(
                     block["id"], str(block.get("name") or "tool"), block.get("input")
@@ -155,7 +162,7 @@ class Replay:
         """A tool call as it starts (``pending``), and a TodoWrite's list as the plan."""
         args = arguments if isinstance(arguments, dict) else {}
         self._calls[call_id] = (name, args)
-        yield ToolCallStart(
+        yield ToolCallStart.model_construct(
             session_update="tool_call",
             tool_call_id=call_id,
             title=title_of(name, args, self.cwd),
@@ -177,7 +184,7 @@ class Replay:
         self._ended.add(call_id)
         name, args = self._calls.get(call_id, ("tool", {}))
         failed = bool(payload.get("isError"))
-        return ToolCallProgress(
+        return ToolCallProgress.model_construct(
             session_update="tool_call_update",
             tool_call_id=call_id,
             status="failed" if failed else "completed",

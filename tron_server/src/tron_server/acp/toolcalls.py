@@ -7,11 +7,11 @@ the live stream of a prompt (:mod:`.live`) and the replay of a stored session
 
 from __future__ import annotations
 
+import os
 import shlex
-from pathlib import Path
+from functools import lru_cache
 from typing import Any
 
-from acp.helpers import plan_entry, text_block, tool_content, tool_diff_content
 from acp.schema import (
     AgentPlanUpdate,
     ContentToolCallContent,
@@ -20,6 +20,7 @@ from acp.schema import (
     PlanEntry,
     PlanEntryStatus,
     TerminalToolCallContent,
+    TextContentBlock,
     ToolCallLocation,
     ToolKind,
 )
@@ -61,10 +62,28 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+@lru_cache(maxsize=4096)
 def absolute(path: str, cwd: str) -> str:
     """``path`` made absolute against the session's folder (ACP wants absolute paths)."""
-    p = Path(path).expanduser()
-    return str(p if p.is_absolute() else Path(cwd) / p)
+    full = os.path.expanduser(path)
+    return os.path.normpath(full if os.path.isabs(full) else os.path.join(cwd, full))
+
+
+# The updates are built with ``model_construct``: their values are ours and of the right
+# types (the tests check every message against the schema), and a replay of a long
+# session builds tens of thousands of them, where validating each would cost seconds.
+
+
+def text_content(text: str) -> ContentToolCallContent:
+    """Text as tool call content."""
+    block = TextContentBlock.model_construct(type="text", text=text)
+    return ContentToolCallContent.model_construct(type="content", content=block)
+
+
+def _diff(path: str, new: str, old: str | None) -> FileEditToolCallContent:
+    return FileEditToolCallContent.model_construct(
+        type="diff", path=path, new_text=new, old_text=old
+    )
 
 
 def kind_of(name: str, arguments: dict[str, Any]) -> ToolKind:
@@ -113,11 +132,9 @@ def title_of(name: str, arguments: dict[str, Any], cwd: str) -> str:
 
 
 def _shown(path: str, cwd: str) -> str:
-    full = Path(absolute(path, cwd))
-    try:
-        return str(full.relative_to(cwd))
-    except ValueError:
-        return str(full)
+    full = absolute(path, cwd)
+    prefix = cwd.rstrip("/") + "/"
+    return full[len(prefix) :] if full.startswith(prefix) else full
 
 
 def locations_of(name: str, arguments: dict[str, Any], cwd: str) -> list[ToolCallLocation]:
@@ -140,9 +157,9 @@ def diff_of(name: str, arguments: dict[str, Any], cwd: str) -> list[ToolContent]
     if name == "Edit":
         old, new = arguments.get("old_string"), arguments.get("new_string")
         if isinstance(old, str) and isinstance(new, str):
-            return [tool_diff_content(absolute(path, cwd), new, old)]
+            return [_diff(absolute(path, cwd), new, old)]
     if name == "Write" and isinstance(arguments.get("content"), str):
-        return [tool_diff_content(absolute(path, cwd), arguments["content"], None)]
+        return [_diff(absolute(path, cwd), arguments["content"], None)]
     return []
 
 
@@ -158,8 +175,10 @@ def plan_of(arguments: dict[str, Any]) -> AgentPlanUpdate | None:
         status: PlanEntryStatus = "pending"
         if todo.get("status") in ("in_progress", "completed"):
             status = todo["status"]
-        entries.append(plan_entry(todo["content"], status=status))
-    return AgentPlanUpdate(session_update="plan", entries=entries)
+        entries.append(
+            PlanEntry.model_construct(content=todo["content"], priority="medium", status=status)
+        )
+    return AgentPlanUpdate.model_construct(session_update="plan", entries=entries)
 
 
 def result_content(
@@ -174,23 +193,25 @@ def result_content(
 def result_blocks(content: Any) -> list[ToolContent]:
     """A tool result (text, or Anthropic-shaped text and image blocks) as ACP content."""
     if isinstance(content, str):
-        return [tool_content(text_block(content))] if content else []
+        return [text_content(content)] if content else []
     out: list[ToolContent] = []
     if isinstance(content, list):
         for block in content:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text" and isinstance(block.get("text"), str):
-                out.append(tool_content(text_block(block["text"])))
+                out.append(text_content(block["text"]))
             elif block.get("type") == "image":
                 source = block.get("source") or {}
                 if source.get("type") == "base64" and isinstance(source.get("data"), str):
-                    image = ImageContentBlock(
+                    image = ImageContentBlock.model_construct(
                         type="image",
                         data=source["data"],
                         mime_type=str(source.get("media_type") or "image/png"),
                     )
-                    out.append(tool_content(image))
+                    out.append(
+                        ContentToolCallContent.model_construct(type="content", content=image)
+                    )
     return out
 
 
@@ -198,7 +219,7 @@ def live_output(text: str) -> list[ToolContent]:
     """A running call's output so far (its end, at most :data:`MAX_LIVE_OUTPUT` characters)."""
     if len(text) > MAX_LIVE_OUTPUT:
         text = "…" + text[-MAX_LIVE_OUTPUT:]
-    return [tool_content(text_block(text))] if text else []
+    return [text_content(text)] if text else []
 
 
 __all__ = [
@@ -212,5 +233,6 @@ __all__ = [
     "plan_of",
     "result_blocks",
     "result_content",
+    "text_content",
     "title_of",
 ]
