@@ -45,8 +45,9 @@ from tron_server.client import TronClient
 from tron_server.terminal.model import SessionModel
 from tron_server.terminal.sessions import latest_session
 
-WORDS = ("the parser reads each token and the writer keeps the tree in order so that a "
-         "rewind finds every file as it was").split()  # fmt: skip
+WORDS = ["the", "parser", "reads", "each", "token", "and", "the", "writer", "keeps", "the",
+         "tree", "in", "order", "so", "that", "a", "rewind", "finds", "every", "file", "as",
+         "it", "was"]  # fmt: skip
 
 
 def text(n: int, seed: int) -> str:

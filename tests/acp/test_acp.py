@@ -42,7 +42,7 @@ def dumped(update: Any) -> dict[str, Any]:
 async def test_initialize_advertises_what_tron_does(env: AcpEnv) -> None:
     async with env.editor(initialize=False) as (conn, _editor, _process):
         answer = await conn.initialize(
-            protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities(),
+            protocol_version=PROTOCOL_VERSION + 6, client_capabilities=ClientCapabilities(),
             client_info=Implementation(name="tests", version="1"),
         )  # fmt: skip
     assert answer.protocol_version == PROTOCOL_VERSION
@@ -474,3 +474,47 @@ def _environ() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k not in ("TRON_DEBUG",)}
+
+
+async def test_no_provider_key_offers_an_auth_method_that_says_what_to_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server with no provider configured: initialize offers one auth method naming the
+    variables, and authenticate answers auth_required until one is set."""
+    from tests.acp.conftest import AcpEnv as Env
+    from tests.server.conftest import RunningServer
+    from tron_server.server_record import new_record, write_server_record
+
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    server = RunningServer(tmp_path / "home").start()
+    try:
+        import os
+
+        write_server_record(server.home, new_record("127.0.0.1", server.port, pid=os.getpid()))
+        bare = Env(server=server, llm=None, root=tmp_path)  # type: ignore[arg-type]
+        async with bare.editor(initialize=False) as (conn, _editor, _process):
+            answer = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            [method] = answer.auth_methods
+            assert "ANTHROPIC_API_KEY" in method.description
+            assert "tron server restart" in method.description
+            with pytest.raises(RequestError) as refused:
+                await conn.authenticate(method_id=method.id)
+            assert refused.value.code == -32000
+            monkeypatch.setenv("ANTHROPIC_API_KEY", "now-set")  # the server's environment
+            await conn.authenticate(method_id=method.id)
+    finally:
+        server.stop()
+
+
+async def test_a_server_restart_is_survived(env: AcpEnv) -> None:
+    """tron-server restarts while the editor keeps tron acp open: the next prompt attaches
+    again, follows the session again and streams as before."""
+    project = env.project("restart")
+    async with env.editor() as (conn, editor, _process):
+        sid = (await conn.new_session(cwd=str(project))).session_id
+        await asyncio.to_thread(env.server.restart)
+        env.llm.add(Response([Text("Still here.")]))
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("are you there?")])
+        assert answer.stop_reason == "end_turn"
+        assert texts(editor.of("agent_message_chunk", sid)) == "Still here."

@@ -57,6 +57,9 @@ folder trust:
 environment:
   TRON_HOME (default ~/.tron): the server's token and address are read there;
   NO_COLOR: no colours; TRON_DEBUG=1: show tracebacks.
+
+editors:
+  tron acp: Tron as an ACP agent for Zed, JetBrains, Neovim, Emacs (tron acp --help)
 """
 
 
