@@ -201,14 +201,22 @@ async def main_async(turns: int, rounds: int) -> None:
         uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
         print(f"\n{machine()}; load: {uptime}")
         print(f"session of {turns} turns ({turns * 4} events), {rounds} rounds, medians:")
-        print(f"| session/load, to the last of {replayed} updates | "
-              f"{statistics.median(results['load']) * 1000:.0f} ms |")
-        print(f"| session/load, to its answer | "
-              f"{statistics.median(results['load_answer']) * 1000:.0f} ms |")
-        print(f"| session/resume, to its answer | "
-              f"{statistics.median(results['resume']) * 1000:.0f} ms |")
-        print(f"| tron -c, to its model of the session ({shown} path events) | "
-              f"{statistics.median(results['continue']) * 1000:.0f} ms |")
+        print(
+            f"| session/load, to the last of {replayed} updates | "
+            f"{statistics.median(results['load']) * 1000:.0f} ms |"
+        )
+        print(
+            f"| session/load, to its answer | "
+            f"{statistics.median(results['load_answer']) * 1000:.0f} ms |"
+        )
+        print(
+            f"| session/resume, to its answer | "
+            f"{statistics.median(results['resume']) * 1000:.0f} ms |"
+        )
+        print(
+            f"| tron -c, to its model of the session ({shown} path events) | "
+            f"{statistics.median(results['continue']) * 1000:.0f} ms |"
+        )
 
 
 def main() -> None:

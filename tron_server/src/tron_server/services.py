@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from .agent.orchestrator import Orchestrator
     from .interaction import Interaction
+    from .mcp import McpManager
     from .providers import ProviderFactory
     from .tools import ToolRegistry
     from .workspace import Workspace
@@ -86,6 +87,8 @@ class Services:
     workspace: Workspace | None = None
     #: Clients serving a session's files (an editor's buffers: ``files.register``).
     files: FileProviders = field(default_factory=FileProviders)
+    #: The MCP client: the folders' MCP servers and their tools.
+    mcp: McpManager | None = None
     version: str = ""
 
     def __post_init__(self) -> None:
@@ -120,6 +123,7 @@ async def open_services(
     from .agent.subagents import SubagentSettings
     from .hooks import build_hook_engine
     from .interaction import AskUserTool, Interaction, NotifyTool
+    from .mcp import McpManager, McpOptions
     from .providers import ProviderFactory
     from .tools import default_tools
     from .workspace import Workspace
@@ -139,6 +143,21 @@ async def open_services(
         return build_hook_engine(working_directory, settings.home, record)
 
     services.hooks_factory = hooks_factory
+    services.mcp = McpManager(
+        settings.home,
+        claude_json=settings.resolved_claude_json(),
+        options=McpOptions.from_environment(
+            sampling=settings.mcp_sampling, client_version=services.version
+        ),
+        list_wait=settings.mcp_list_wait,
+    )
+    if settings.mcp_sampling:
+        from .mcp.sampling import make_sampler
+
+        services.mcp.sample = make_sampler(
+            services.providers, settings.default_provider, settings.default_model
+        )
+    await services.mcp.start()
     services.orchestrator = Orchestrator(
         store,
         services.providers,
@@ -153,6 +172,7 @@ async def open_services(
             max_depth=settings.subagent_max_depth,
             enabled=settings.subagent_max_depth > 0,
         ),
+        mcp=services.mcp,
     )
     interaction = Interaction(
         store,
@@ -164,6 +184,7 @@ async def open_services(
     )
     services.orchestrator.attach_interaction(interaction)
     services.orchestrator.attach_editor_files(services.files.for_session)
+    services.orchestrator.mcp_ask = interaction.ask
     services.interaction = interaction
     services.tools.register(AskUserTool(interaction))
     services.tools.register(NotifyTool(interaction))
@@ -207,6 +228,11 @@ async def stop_runtime(services: Services) -> None:
             await services.orchestrator.shutdown()
         except Exception:
             log.exception("orchestrator shutdown failed")
+    if services.mcp is not None:
+        try:
+            await services.mcp.aclose()  # stdio servers are killed with their groups
+        except Exception:
+            log.exception("closing the MCP servers failed")
     if services.providers is not None:
         try:
             await services.providers.aclose()

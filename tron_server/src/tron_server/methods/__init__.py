@@ -13,6 +13,7 @@ from . import (
     events,
     files,
     interaction,
+    mcp,
     model,
     session,
     system,
@@ -21,7 +22,19 @@ from . import (
 )
 
 #: The method modules, in registration order.
-MODULES = (session, events, system, model, workspace, trust, agent, context, interaction, files)
+MODULES = (
+    session,
+    events,
+    system,
+    model,
+    workspace,
+    trust,
+    agent,
+    context,
+    interaction,
+    mcp,
+    files,
+)
 
 
 def register(registry: MethodRegistry) -> None:
