@@ -518,3 +518,62 @@ async def test_a_server_restart_is_survived(env: AcpEnv) -> None:
         answer = await conn.prompt(session_id=sid, prompt=[text_block("are you there?")])
         assert answer.stop_reason == "end_turn"
         assert texts(editor.of("agent_message_chunk", sid)) == "Still here."
+
+
+async def connected(env: AcpEnv, sid: str, name: str, timeout: float = 120) -> None:
+    """Wait until the session's MCP server ``name`` is connected (a cold node start on a
+    loaded machine can take longer than a run waits for a server's tools)."""
+    async with env.server.connect() as client, asyncio.timeout(timeout):
+        while True:
+            listed = await client.call("mcp.list", {"sessionId": sid})
+            status = {s["name"]: s["status"] for s in listed["servers"]}
+            if status.get(name) == "connected":
+                return
+            await asyncio.sleep(0.2)
+
+
+async def test_an_editor_mcp_server_is_started_for_the_session(env: AcpEnv) -> None:
+    """session/new's mcpServers: the editor's server (the protocol's reference server,
+    server-everything, from npm) runs for that session, its tools reach the model and its
+    calls ask like any tool; session/load gives a session its servers again."""
+    from acp.schema import McpServerStdio
+
+    from tests.mcp.servers import everything_entry
+
+    entry = everything_entry()  # skips with the reason without npm
+    project = env.project("mcp")
+    server = McpServerStdio(name="everything", command="node", args=[str(entry), "stdio"], env=[])
+    env.llm.add(
+        Response([ToolUse("mcp__everything__get-sum", {"a": 2, "b": 3})]),
+        Response([Text("Five.")]),
+    )
+    async with env.editor() as (conn, editor, _process):
+        sid = (await conn.new_session(cwd=str(project), mcp_servers=[server])).session_id
+        await connected(env, sid, "everything")
+        editor.choices = ["allow"]
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("add 2 and 3")])
+        assert answer.stop_reason == "end_turn"
+        [start] = editor.of("tool_call", sid)
+        assert start.title == "get-sum (everything)" and start.kind == "other"
+        final = editor.of("tool_call_update", sid)[-1]
+        assert final.status == "completed", final.raw_output
+        assert final.content[0].content.text == "The sum of 2 and 3 is 5."
+    offered = {t["name"] for t in env.llm.requests[-2].get("tools", [])}
+    assert "mcp__everything__get-sum" in offered
+    # Another session of the same folder does not have the editor's server.
+    async with env.server.connect() as other:
+        plain = await other.call("session.create", {"workingDirectory": str(project)})
+        listed = await other.call("mcp.list", {"sessionId": plain["id"], "connect": False})
+        assert "everything" not in {s["name"] for s in listed["servers"]}
+    # Loaded in a new tron acp with the servers: the session has them again.
+    env.llm.add(
+        Response([ToolUse("mcp__everything__get-sum", {"a": 1, "b": 1})]),
+        Response([Text("Two.")]),
+    )
+    async with env.editor() as (conn, editor, _process):
+        await conn.load_session(cwd=str(project), session_id=sid, mcp_servers=[server])
+        await connected(env, sid, "everything")
+        editor.choices = ["allow"]
+        await conn.prompt(session_id=sid, prompt=[text_block("add 1 and 1")])
+        final = editor.of("tool_call_update", sid)[-1]
+        assert final.content[0].content.text == "The sum of 1 and 1 is 2."

@@ -411,8 +411,12 @@ class TronAgent:
         mcp_servers: list[McpServer] | None = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
-        created = await self._call("session.create", {"workingDirectory": cwd})
-        await self._open(created, mcp_servers)
+        params: dict[str, Any] = {"workingDirectory": cwd}
+        if mcp_servers and "mcp.setSessionServers" in self._methods:
+            # Checked before the session is made: a server that cannot be used is -32602.
+            params["mcpServers"] = mcp_servers_of(mcp_servers)
+        created = await self._call("session.create", params)
+        await self._open(created, None if "mcpServers" in params else mcp_servers)
         created = await self._call("session.get", {"sessionId": created["id"]})
         modes, options = await self._session_state(created)
         return NewSessionResponse(session_id=created["id"], modes=modes, config_options=options)
