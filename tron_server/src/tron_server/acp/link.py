@@ -18,6 +18,9 @@ from ..terminal.attach import Connection, ServerAddress, attach
 
 log = logging.getLogger("tron_server.acp")
 
+#: Calls not tried again after a lost connection: the first may have been done.
+NOT_REPEATED = frozenset({"session.create", "session.fork", "model.switch", "agent.message"})
+
 #: Called with each new connection (subscriptions, file providers, the notification reader).
 OnAttach = Callable[[TronClient], Awaitable[None]]
 
@@ -53,12 +56,14 @@ class Link:
             return self._conn.client
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        """``method`` on the server; a call cut by a lost connection is tried once more on
-        a new one (every call tron acp makes can be repeated: reads, or idempotent)."""
+        """``method`` on the server; a read (or an idempotent call) cut by a lost
+        connection is tried once more on a new one."""
         client = await self.client()
         try:
             return await client.call(method, params)
         except ConnectionLost:
+            if method in NOT_REPEATED:
+                raise
             client = await self.client()
             return await client.call(method, params)
 
