@@ -110,6 +110,8 @@ async def test_reject_always_records_a_deny_rule(env: AcpEnv) -> None:
     env.llm.add(
         Response([ToolUse("Bash", {"command": "echo no"})]),
         Response([Text("Refused, fine.")]),
+        Response([ToolUse("Bash", {"command": "echo no"})]),
+        Response([Text("Still refused.")]),
     )
     async with env.editor() as (conn, editor, _process):
         sid = (await conn.new_session(cwd=str(project))).session_id
@@ -117,10 +119,16 @@ async def test_reject_always_records_a_deny_rule(env: AcpEnv) -> None:
         answer = await conn.prompt(session_id=sid, prompt=[text_block("run it")])
         assert answer.stop_reason == "end_turn"
         assert editor.of("tool_call_update", sid)[-1].status == "failed"
+        # The rule acts: the same call again is refused without asking.
+        await conn.prompt(session_id=sid, prompt=[text_block("run it again")])
+        assert len(editor.permissions) == 1
+        last = editor.of("tool_call_update", sid)[-1]
+        assert last.status == "failed" and "denied" in str(last.raw_output).lower()
+    [asked] = env.store("get_events", sid, types=["interaction.requested"])
     rules = env.store("get_events", sid, types=["config.permission_rule"])
     assert [(e.payload["rule"], e.payload["behavior"]) for e in rules] == [
-        ("Bash(echo no)", "deny")
-    ] or [e.payload["behavior"] for e in rules] == ["deny"]
+        (asked.payload["suggestion"], "deny")
+    ]
 
 
 async def test_allow_always_records_the_rule_as_other_clients_do(env: AcpEnv) -> None:
