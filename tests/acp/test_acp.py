@@ -585,3 +585,38 @@ async def test_an_editor_mcp_server_is_started_for_the_session(env: AcpEnv) -> N
         await conn.prompt(session_id=sid, prompt=[text_block("add 1 and 1")])
         final = editor.of("tool_call_update", sid)[-1]
         assert final.content[0].content.text == "The sum of 1 and 1 is 2."
+
+
+def test_a_file_for_stdout_and_no_server_is_a_useful_error(tmp_path: Path) -> None:
+    """A script may redirect stdout to a file (not a pipe); with no server and --no-start,
+    initialize answers an ACP error saying what to do; closing stdin ends the process."""
+    import subprocess
+    import time
+
+    from tests.acp.conftest import zed_command
+
+    command, args, extra = zed_command()
+    answers = tmp_path / "out.jsonl"
+    environment = {**_environ(), **extra, "TRON_HOME": str(tmp_path / "home"),
+                   "TRON_PORT": "1"}  # fmt: skip
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+    with answers.open("wb") as stdout:
+        process = subprocess.Popen(
+            [command, *args, "--no-start"],
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=environment,
+        )
+        assert process.stdin is not None and process.stderr is not None
+        process.stdin.write(json.dumps(request).encode() + b"\n")
+        process.stdin.flush()
+        deadline = time.monotonic() + 120
+        while not answers.read_text().endswith("\n") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.stdin.close()
+        assert process.wait(60) == 0
+        assert b"Traceback" not in process.stderr.read()
+    [answer] = [json.loads(line) for line in answers.read_text().splitlines()]
+    assert answer["id"] == 1 and answer["error"]["code"] == -32603
+    assert "No tron-server answers" in answer["error"]["message"]

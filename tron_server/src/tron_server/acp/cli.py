@@ -18,7 +18,9 @@ import argparse
 import asyncio
 import logging
 import os
+import stat
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -99,14 +101,61 @@ def protect_stdout() -> int:
     return protocol_fd
 
 
+def _is_pipe(fd: int) -> bool:
+    """Whether asyncio's pipe transports take ``fd`` (a pipe, socket or terminal; not a
+    regular file, as when a script redirects a file in or out)."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+class _FileTransport(asyncio.WriteTransport):
+    """Writes to a descriptor that is not a pipe (a regular file) as they come."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+        self._closing = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        self._closing = True
+
+
+def _feed(reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop) -> None:
+    """Read stdin in a thread (a regular file cannot be watched by the event loop)."""
+
+    def run() -> None:
+        try:
+            while data := sys.stdin.buffer.readline():
+                loop.call_soon_threadsafe(reader.feed_data, data)
+        finally:
+            loop.call_soon_threadsafe(reader.feed_eof)
+
+    threading.Thread(target=run, name="acp-stdin", daemon=True).start()
+
+
 async def stdio(protocol_fd: int) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
     """The editor's streams: stdin, and the protocol's copy of stdout."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=STDIN_LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    if _is_pipe(sys.stdin.fileno()):
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    else:
+        _feed(reader, loop)
     pipe = _PipeProtocol()
-    out = os.fdopen(protocol_fd, "wb", buffering=0)
-    transport, _ = await loop.connect_write_pipe(lambda: pipe, out)
+    transport: asyncio.WriteTransport
+    if _is_pipe(protocol_fd):
+        out = os.fdopen(protocol_fd, "wb", buffering=0)
+        transport, _ = await loop.connect_write_pipe(lambda: pipe, out)
+    else:
+        transport = _FileTransport(protocol_fd)
     return asyncio.StreamWriter(transport, pipe, None, loop), reader
 
 
