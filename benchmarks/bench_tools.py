@@ -4,8 +4,11 @@
   ``os.path.realpath`` (the same answer, by path lookups);
 - a checked atomic write: ``PathPolicy.write_bytes`` vs a plain temp file + ``os.replace``
   (both fsync);
-- starting a command: ``ProcessTree.start`` (a subreaper set between fork and exec, which
-  rules out vfork) + wait, vs ``asyncio.create_subprocess_exec`` + wait, running ``true``;
+- starting a command: ``ProcessTree.start`` (a subreaper waiter spawned ahead of time with
+  ``posix_spawn``, :mod:`tron_server.tools._spawn`) + read + wait, vs
+  ``asyncio.create_subprocess_exec`` + read + wait, running ``bash -c 'echo hi'`` (what the
+  Bash tool runs), in a process holding server-sized memory; also without an idle waiter
+  and the old way (fork for a ``preexec_fn`` that sets the subreaper);
 - abort: ``ProcessTree.kill`` of the hostile tree of ``tests/tools/proctree_script.py``
   (SIGTERM-ignorers, setsid, a deep chain, a daemon): the SIGTERM grace (KILL_GRACE,
   0.4 s) dominates.
@@ -19,16 +22,18 @@ import argparse
 import asyncio
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.tools.proctree_script import complete, survivors, tree_pids, write_tree_script
-from tron_server.tools import PathPolicy, ProcessTree
+from tron_server.tools import PathPolicy, ProcessTree, _proctree, _spawn
 from tron_server.tools._proctree import KILL_GRACE
 
 
@@ -51,26 +56,62 @@ def plain_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-async def spawn_ms(rounds: int) -> tuple[float, float, float]:
-    tree_times, plain_times, forked_times = [], [], []
-    for _ in range(rounds):
-        # The same without prctl but with a (no-op) preexec_fn: what fork instead of vfork costs.
-        start = time.perf_counter()
-        proc = await asyncio.create_subprocess_exec(
-            "true", start_new_session=True, preexec_fn=lambda: None
+async def _plain(argv: list[str], **kw: Any) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw
+    )
+    assert proc.stdout is not None
+    await proc.stdout.read()
+    await proc.wait()
+
+
+async def _tree(argv: list[str], cold: bool = False) -> None:
+    if cold:
+        _spawn.POOL.drop()
+    tree = await ProcessTree.start(argv)
+    assert tree.stdout is not None
+    await tree.stdout.read()
+    await tree.wait()
+    tree.close()
+
+
+def _become_subreaper() -> None:
+    # What ProcessTree did before (fork: a preexec_fn rules out vfork).
+    _proctree._PRCTL(36, 1, 0, 0, 0)  # type: ignore[misc]
+
+
+async def spawn_ms(rounds: int, ballast_mb: int) -> dict[str, tuple[float, float]]:
+    """Start + read output + wait of ``bash -c 'echo hi'``, per contender, medians of
+    interleaved rounds, with the median of the per-round ratios to the first (the peer);
+    ``ballast_mb`` of touched memory makes this process server-sized
+    (fork's cost grows with it, vfork's does not)."""
+    ballast = [bytearray(b"x" * (1 << 20)) for _ in range(ballast_mb)]
+    argv = ["bash", "-c", "echo hi"]
+    contenders: dict[str, Callable[[], Awaitable[None]]] = {
+        "asyncio subprocess (vfork), the peer": lambda: _plain(argv, start_new_session=True),
+        "ProcessTree (a waiting subreaper)": lambda: _tree(argv),
+        "ProcessTree, no idle waiter (cold)": lambda: _tree(argv, cold=True),
+        "asyncio subprocess + preexec_fn prctl (fork; ProcessTree before)": lambda: _plain(
+            argv, start_new_session=True, preexec_fn=_become_subreaper
+        ),
+    }
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    names = list(contenders)
+    for i in range(rounds):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            start = time.perf_counter()
+            await contenders[name]()
+            times[name].append(time.perf_counter() - start)
+            await asyncio.sleep(0.005)  # let the waiter for the next command start
+    del ballast
+    peer = times[names[0]]
+    return {
+        name: (
+            statistics.median(t) * 1e3,
+            statistics.median(a / b for a, b in zip(t, peer, strict=True)),
         )
-        await proc.wait()
-        forked_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        tree = await ProcessTree.start(["true"], stdout=None, stderr=None)
-        await tree.wait()
-        tree.close()
-        tree_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        proc = await asyncio.create_subprocess_exec("true", start_new_session=True)
-        await proc.wait()
-        plain_times.append(time.perf_counter() - start)
-    return tuple(statistics.median(t) * 1e3 for t in (tree_times, plain_times, forked_times))  # type: ignore[return-value]
+        for name, t in times.items()
+    }
 
 
 async def abort_ms(folder: Path, rounds: int) -> list[float]:
@@ -94,6 +135,8 @@ async def abort_ms(folder: Path, rounds: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--ballast", type=int, default=150, help="MB of touched memory")
+    parser.add_argument("--only-spawn", action="store_true", help="only the spawn figure")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp).resolve()
@@ -108,19 +151,23 @@ def main() -> None:
         def resolve() -> None:
             policy.resolve(raw).close()
 
-        ours = per_call_us(resolve, 2000)
-        peer = per_call_us(lambda: os.path.realpath(work / raw), 2000)
-        print(f"resolve {raw!r} (depth {len(target.parts)}): PathPolicy.resolve {ours:.1f} us, "
-              f"os.path.realpath {peer:.1f} us, ratio {ours / peer:.2f}")  # fmt: skip
-        data = b"x" * 4096
-        ours = per_call_us(lambda: policy.write_bytes(raw, data), 200)
-        peer = per_call_us(lambda: plain_write(target, data), 200)
-        print(f"atomic 4 KiB write: PathPolicy.write_bytes {ours:.0f} us, "
-              f"plain temp+replace {peer:.0f} us, ratio {ours / peer:.2f}")  # fmt: skip
-        tree_ms, plain_ms, forked_ms = asyncio.run(spawn_ms(args.rounds))
-        print(f"start+wait `true` (median of {args.rounds}): ProcessTree {tree_ms:.2f} ms, "
-              f"asyncio subprocess {plain_ms:.2f} ms (ratio {tree_ms / plain_ms:.2f}), "
-              f"asyncio subprocess with a no-op preexec_fn {forked_ms:.2f} ms")  # fmt: skip
+        if not args.only_spawn:
+            ours = per_call_us(resolve, 2000)
+            peer = per_call_us(lambda: os.path.realpath(work / raw), 2000)
+            print(f"resolve {raw!r} (depth {len(target.parts)}): PathPolicy.resolve {ours:.1f} us, "
+                  f"os.path.realpath {peer:.1f} us, ratio {ours / peer:.2f}")  # fmt: skip
+            data = b"x" * 4096
+            ours = per_call_us(lambda: policy.write_bytes(raw, data), 200)
+            peer = per_call_us(lambda: plain_write(target, data), 200)
+            print(f"atomic 4 KiB write: PathPolicy.write_bytes {ours:.0f} us, "
+                  f"plain temp+replace {peer:.0f} us, ratio {ours / peer:.2f}")  # fmt: skip
+        spawn = asyncio.run(spawn_ms(args.rounds * 5, args.ballast))
+        print(f"start + read + wait `bash -c 'echo hi'` ({args.rounds * 5} interleaved rounds, "
+              f"{args.ballast} MB ballast, waiter: {_spawn.waiter_kind()}):")  # fmt: skip
+        for name, (ms, ratio) in spawn.items():
+            print(f"  {name}: {ms:.2f} ms ({ratio:.2f}x)")
+        if args.only_spawn:
+            return
         times = asyncio.run(abort_ms(base, max(3, args.rounds // 4)))
         print(f"kill the hostile tree ({len(times)} runs): median {statistics.median(times):.3f} s,"
               f" max {max(times):.3f} s (grace {KILL_GRACE} s)")  # fmt: skip

@@ -146,6 +146,8 @@ def test_a_resume_reads_the_snapshot_and_only_the_events_after_it(store: EventSt
     assert later.model == "from-the-snapshot"  # the doctored row was read ...
     assert later.messages[:-1] == first.messages  # ... and continued
     assert later.messages[-1].content[-1].text == "more"  # type: ignore[union-attr]
+    assert store.get_state_at(first.head_event_id).model == "claude-a"  # its live projection
+    store.drop_caches([s.id])
     assert store.get_state_at(first.head_event_id).model == "from-the-snapshot"
 
 
@@ -207,16 +209,20 @@ def test_an_unknown_format_or_a_corrupt_row_is_ignored_and_replaced(store: Event
     store.get_state_at_head(s.id)
     doctor(store, s.head_event_id, "stale")
     execute(store, "UPDATE state_snapshots SET format = 'old-format'")
+    store.drop_caches([s.id])  # each read below goes to the stored row, not the live projection
     state = store.get_state_at_head(s.id)
     assert state.model == "claude-a"
     assert [r[2] for r in rows(store)] == [_state_snapshots.FORMAT]  # stored again
     execute(store, "UPDATE state_snapshots SET data = ?", (b'{"format": "x", "junk"',))
+    store.drop_caches([s.id])
     assert store.get_state_at_head(s.id) == state
     execute(store, "UPDATE state_snapshots SET data = ?", (orjson.dumps({"format": "x"}),))
+    store.drop_caches([s.id])
     assert store.get_state_at_head(s.id) == state
     doc = orjson.loads(_state_snapshots.dumps(_projection(store, s.head_event_id)))
     doc["messages"][0][1][0]["type"] = "no-such-block"
     execute(store, "UPDATE state_snapshots SET data = ?", (orjson.dumps(doc),))
+    store.drop_caches([s.id])
     assert store.get_state_at_head(s.id) == state
 
 

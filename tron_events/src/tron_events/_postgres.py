@@ -215,6 +215,7 @@ def _storage_error(exc: psycopg.Error, where: str) -> StorageError | None:
 class PostgresRecorder(Recorder):
     placeholder = "%s"
     has_append_at_head = True
+    lock_clause = " FOR NO KEY UPDATE"
     #: Writes to different sessions take different row locks and run in
     #: parallel; keep a few pooled connections free for readers.
     concurrent_writers = POOL_MAX_SIZE - 2

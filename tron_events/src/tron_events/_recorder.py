@@ -142,6 +142,9 @@ class Recorder(abc.ABC):
     concurrent_writers = 1
     #: SQL for the workspace of the event ``e`` in searches.
     event_workspace = "e.workspace_id"
+    #: Appended to a SELECT of a session row to lock it until the transaction ends
+    #: (SQLite: nothing, its write transaction holds the database's lock).
+    lock_clause = ""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -173,6 +176,19 @@ class Recorder(abc.ABC):
 
     @abc.abstractmethod
     def close(self) -> None: ...
+
+    def lock_session_key(self, cur: Cursor, session_id: str) -> tuple[Any, ...] | None:
+        """Lock the session row as :meth:`lock_session` does and return what an
+        append relies on: (head_event_id, status, event_count, model, provider)."""
+        cur.execute(
+            self.sql(
+                "SELECT head_event_id, status, event_count, model, provider FROM sessions "
+                "WHERE id = ?" + self.lock_clause
+            ),
+            (session_id,),
+        )
+        row = cur.fetchone()
+        return tuple(row) if row is not None else None
 
     @abc.abstractmethod
     def lock_session(self, cur: Cursor, session_id: str) -> tuple[Session, Event] | None:

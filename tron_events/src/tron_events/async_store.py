@@ -56,6 +56,10 @@ class AsyncEventStore:
     async def _read(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._readers)
 
+    def drop_caches(self, session_ids: Iterable[str]) -> None:
+        """:meth:`EventStore.drop_caches` (memory only: no thread needed)."""
+        self.sync.drop_caches(session_ids)
+
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.sync.close)
 

@@ -761,6 +761,21 @@ def advance(proj: Projection, events: Sequence[Event], *, resuming: bool = False
     _second_pass(events, tool_args, deleted, proj)
 
 
+def detach_last(proj: Projection) -> None:
+    """Give ``proj`` its own copy of its last message before it goes on.
+
+    Advancing changes only the last message in place (merges extend its lists);
+    states made earlier from ``proj`` share that Message object, so it is
+    replaced by an equal one with fresh lists and what was handed out never
+    changes."""
+    messages = proj.messages
+    if messages:
+        last = messages[-1]
+        messages[-1] = _new_message(
+            {"role": last.role, "content": list(last.content), "event_ids": list(last.event_ids)}
+        )
+
+
 def state_of(proj: Projection, head_event_id: str) -> SessionState:
     """The session state at the end of the projected path (whose last event is
     ``head_event_id``)."""

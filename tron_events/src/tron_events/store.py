@@ -12,17 +12,18 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+import orjson
 from pydantic import BaseModel
 
 from . import _urls, ids
 from ._changes import ALL_EVENTS
 from ._gc import gc_paused
 from ._payload_json import payload_json
+from ._projection_cache import ProjectionCache
 from ._recorder import (
     EVENT_COLUMNS,
     Cursor,
@@ -71,6 +72,7 @@ from .models import (
     ForkResult,
     SearchHit,
     Session,
+    SharedPayload,
     Workspace,
 )
 from .payloads import STORE_ONLY_TYPES, validate_payload
@@ -95,9 +97,21 @@ class EventDraft:
     event_id: str | None = None
 
 
+_second: tuple[int, str] = (-1, "")
+
+
 def now() -> str:
-    """UTC time as ISO 8601 with milliseconds and a ``Z``."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """UTC time as ISO 8601 with milliseconds and a ``Z``.
+
+    (What ``datetime.now(UTC).isoformat(timespec="milliseconds")`` says, with
+    the date and time of the current second formatted once: appends call it.)"""
+    global _second
+    t = time.time()
+    sec = int(t)
+    cached = _second
+    if cached[0] != sec:
+        cached = _second = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)))
+    return f"{cached[1]}.{int((t - sec) * 1000):03d}Z"
 
 
 def _open_recorder(url: str) -> Recorder:
@@ -114,6 +128,33 @@ def _open_recorder(url: str) -> Recorder:
     )
 
 
+def _raw_bytes(events: Sequence[Event]) -> int:
+    """What projecting ``events`` keeps in memory, roughly (a few times their JSON)."""
+    total = 0
+    for e in events:
+        raw = e._raw
+        if isinstance(raw, SharedPayload):
+            raw = raw.raw
+        total += 3 * len(raw or "") + 200
+    return total
+
+
+def _validated_json(payload: dict[str, Any], type: str) -> str:
+    """The JSON text of a payload ``validate_payload`` returned, checked as
+    ``payload_json`` does but without reading it back in the common case: its
+    input was walked (``check_json_value``) and its model's JSON-mode output can
+    differ from JSON only by a float NaN or infinity (a model may make one from
+    text), which orjson writes as ``null``; only a text with a ``null`` is read
+    back (the appends' hot path)."""
+    try:
+        text = orjson.dumps(payload)
+    except orjson.JSONEncodeError:
+        return payload_json(payload, type)  # says where and why
+    if b"null" in text:
+        return payload_json(payload, type)
+    return text.decode()
+
+
 def _dumps(payload: dict[str, Any], type: str) -> str:
     # The one place a payload becomes JSON text: refuses what would not come back exactly.
     return payload_json(payload, type)
@@ -124,6 +165,11 @@ _T = TypeVar("_T")
 #: See ``_state_snapshots.py`` (kept here so the store imports no pydantic models).
 DEFAULT_SNAPSHOT_MIN_EVENTS = 200
 DEFAULT_SNAPSHOT_KEEP = 2
+#: Sessions whose last append (row and head) the store keeps to skip re-reading them.
+HEADS_KEPT = 256
+_SESSION_SLOTS: tuple[str, ...] = Session.__slots__
+_new_session = object.__new__
+_set_field = object.__setattr__
 #: Attempts of one write before a TransientConflict reaches the caller.
 TRANSIENT_ATTEMPTS = 5
 
@@ -164,6 +210,12 @@ class EventStore:
         #: State snapshots kept per session.
         self.snapshot_keep = DEFAULT_SNAPSHOT_KEEP
         self._snapshots_usable: bool | None = None  # None: not checked yet
+        #: The last projection of each recently resumed session (``_projection_cache.py``).
+        self._projections = ProjectionCache()
+        #: Sessions this process appended to last: the session row and head event as
+        #: the append left them, used again when the locked row still says the same
+        #: (``_locked_for_append``), instead of reading both again.
+        self._heads: dict[str, tuple[Session, Event]] = {}
 
     @classmethod
     def open(
@@ -219,6 +271,17 @@ class EventStore:
 
     def close(self) -> None:
         self._rec.close()
+        self._projections.clear()
+
+    def drop_caches(self, session_ids: Iterable[str]) -> None:
+        """Forget what this process keeps in memory for these sessions (their rows
+        for ancestor walks, their live projections); later reads build it again.
+        For a server whose last client of a session left."""
+        ids = list(session_ids)
+        self._rec.path_cache.forget(ids)
+        self._projections.forget(ids)
+        for sid in ids:
+            self._heads.pop(sid, None)
 
     def __enter__(self) -> EventStore:
         return self
@@ -411,6 +474,7 @@ class EventStore:
                 stack.extend(self._rec.fork_ids(cur, sid))
             self._rec.delete_sessions(cur, list(reversed(order)))
         self._rec.path_cache.forget(order)
+        self._projections.forget(order)
 
     def _committed(self, session_id: str, workspace_id: str, events: Sequence[Event] = ()) -> None:
         """After a commit: cache the new rows for ancestor walks and wake live
@@ -455,7 +519,7 @@ class EventStore:
         with self._rec.write() as cur:
             # Lock the session before looking for the id: a retry racing its
             # original then sees the stored event instead of a duplicate key.
-            session, head = self._locked_session(cur, session_id)
+            session, head = self._locked_for_append(cur, session_id)
             if event_id is not None:
                 existing = self._existing(cur, event_id, session_id, type, data)
                 if existing is not None:
@@ -467,6 +531,7 @@ class EventStore:
                 parent = self._parent_on_tree(cur, session, parent_id)
             events = self._append_chain(cur, session, [(type, data, event_id)], parent)
         self._committed(session.id, session.workspace_id, events)
+        self._remember_head(session, parent, events)
         return events[0]
 
     def _append_at_head(
@@ -477,8 +542,8 @@ class EventStore:
         when = now()
         row = NewEvent(
             id=ids.new_event_id(), parent_id=None, session_id=session_id, workspace_id="",
-            sequence=0, depth=0, type=type, timestamp=when, payload_json=_dumps(data, type),
-            search_text=search_text(type, data),
+            sequence=0, depth=0, type=type, timestamp=when,
+            payload_json=_validated_json(data, type), search_text=search_text(type, data),
         )  # fmt: skip
         delta = SessionDelta(head_event_id=row.id, events=1, last_activity_at=when)
         _count(delta, type, data)
@@ -511,7 +576,7 @@ class EventStore:
         if not items:
             return []
         with self._rec.write() as cur:
-            session, head = self._locked_session(cur, session_id)
+            session, head = self._locked_for_append(cur, session_id)
             if all(eid is not None for _, _, eid in items):
                 stored = [self._existing(cur, eid, session_id, t, p) for t, p, eid in items]  # type: ignore[arg-type]
                 if all(e is not None for e in stored):
@@ -529,6 +594,7 @@ class EventStore:
             self._check_head(session, expected_head)
             events = self._append_chain(cur, session, items, head)
         self._committed(session.id, session.workspace_id, events)
+        self._remember_head(session, head, events)
         return events
 
     def _draft(self, d: EventDraft | Mapping[str, Any]) -> tuple[str, dict[str, Any], str | None]:
@@ -574,6 +640,54 @@ class EventStore:
         if locked is None:
             raise SessionNotFound(session_id)
         return locked
+
+    def _locked_for_append(self, cur: Cursor, session_id: str) -> tuple[Session, Event]:
+        """``_locked_session``, from what this process's last append to the session
+        left when the locked row shows nothing else happened since (same head,
+        status, count, model): one narrow read instead of the session row and the
+        head event's."""
+        if not findable(session_id):
+            raise SessionNotFound(session_id)
+        known = self._heads.get(session_id)
+        if known is not None:
+            session = known[0]
+            key = self._rec.lock_session_key(cur, session_id)
+            if key == (
+                session.head_event_id,
+                session.status,
+                session.event_count,
+                session.model,
+                session.provider,
+            ):
+                return known
+        return self._locked_session(cur, session_id)
+
+    def _remember_head(self, session: Session, parent: Event, events: Sequence[Event]) -> None:
+        """After an append's commit: the session row and head as it left them (when
+        the row's model cannot have moved; else forget the session)."""
+        heads = self._heads
+        if (
+            not events
+            or parent.id != session.head_event_id
+            or any(e.type in HEAD_MODEL_TYPES for e in events)
+        ):
+            heads.pop(session.id, None)
+            return
+        last = events[-1]
+        # A copy with three fields changed (dataclasses.replace costs 4× more).
+        after = _new_session(Session)
+        for name in _SESSION_SLOTS:
+            _set_field(after, name, getattr(session, name))
+        _set_field(after, "head_event_id", last.id)
+        _set_field(after, "event_count", session.event_count + len(events))
+        _set_field(after, "last_activity_at", last.timestamp)
+        heads.pop(session.id, None)
+        heads[session.id] = (after, last)
+        while len(heads) > HEADS_KEPT:
+            try:
+                heads.pop(next(iter(heads)))
+            except (StopIteration, KeyError, RuntimeError):  # another thread got there
+                break
 
     @staticmethod
     def _check_active(session: Session) -> None:
@@ -627,7 +741,8 @@ class EventStore:
             row = NewEvent(
                 id=eid or ids.new_event_id(), parent_id=parent_id, session_id=session.id,
                 workspace_id=session.workspace_id, sequence=sequence, depth=depth, type=t,
-                timestamp=when, payload_json=_dumps(data, t), search_text=search_text(t, data),
+                timestamp=when, payload_json=_validated_json(data, t),
+                search_text=search_text(t, data),
             )  # fmt: skip
             rows.append(row)
             events.append(
@@ -1068,11 +1183,13 @@ class EventStore:
         self, *, event_id: str | None = None, session_id: str | None = None
     ) -> SessionState:
         """The state at an event (or a session's head): continued from the
-        nearest snapshotted ancestor when there is one, else projected from the
-        whole path; stored as a snapshot when that took many events."""
+        nearest ancestor with a live projection in memory or a stored snapshot,
+        else projected from the whole path; stored as a snapshot when that took
+        many events, and kept in memory to go on from (``_projection_cache.py``)."""
         from . import _state_snapshots as snapshots
         from . import reconstruct
 
+        live = self._projections
         use_snapshots = self._snapshots_enabled()
         with gc_paused():
             with self._rec.read() as cur:
@@ -1085,15 +1202,39 @@ class EventStore:
                 event = self._rec.get_event(cur, event_id)  # type: ignore[arg-type]
                 if event is None:
                     raise EventNotFound(event_id)  # type: ignore[arg-type]
-                stops = (
-                    self._rec.snapshot_stops(cur, event.session_id, snapshots.FORMAT)
-                    if use_snapshots
-                    else {}
+                events: list[Event]
+                stop: str | None
+                if event.id in live:  # an unchanged head: nothing to read
+                    events, stop = [], event.id
+                else:
+                    stops = (
+                        self._rec.snapshot_stops(cur, event.session_id, snapshots.FORMAT)
+                        if use_snapshots
+                        else {}
+                    )
+                    stops.update(live.stops())
+                    events, stop = self._rec.get_path_after(cur, event, stops)
+                taken = live.take(stop) if stop is not None else None
+                data = (
+                    self._rec.read_snapshot(cur, stop, snapshots.FORMAT)
+                    if stop is not None and taken is None
+                    else None
                 )
-                events, stop = self._rec.get_path_after(cur, event, stops)
-                data = self._rec.read_snapshot(cur, stop, snapshots.FORMAT) if stop else None
             proj = None
-            if data is not None:
+            nbytes = _raw_bytes(events)
+            unsaved = len(events)  # projected here and not in a stored snapshot
+            if taken is not None:
+                proj, before, unsaved_before = taken
+                nbytes += before
+                unsaved += unsaved_before
+                try:
+                    reconstruct.detach_last(proj)  # states handed out keep their messages
+                    reconstruct.advance(proj, events, resuming=True)
+                except reconstruct.NeedsFullPath as exc:
+                    log.debug("state at %s: not going on from %s: %s", event.id, stop, exc)
+                    proj = None
+            elif data is not None:
+                nbytes += len(data)
                 try:
                     proj = snapshots.loads(data)
                     reconstruct.advance(proj, events, resuming=True)
@@ -1101,15 +1242,22 @@ class EventStore:
                     log.debug("state at %s: not resuming from snapshot %s: %s", event_id, stop, exc)
                     proj = None
             if proj is None:
-                if stop is not None:  # only the events after the snapshot were read
+                if stop is not None:  # only the events after the stop were read
                     with self._rec.read() as cur:
                         events = self._rec.get_path(cur, event)
                 proj = reconstruct.project(events)
+                nbytes = _raw_bytes(events)
+                unsaved = len(events)
             state = reconstruct.state_of(proj, event.id)
-            if use_snapshots and snapshots.should_snapshot(
-                len(events), event.depth + 1, self.snapshot_min_events
+            # Stored once as many events were projected as a snapshot is worth, over
+            # one call or over the calls that went on from the live projection.
+            if (
+                use_snapshots
+                and snapshots.should_snapshot(unsaved, event.depth + 1, self.snapshot_min_events)
+                and self._save_snapshot(event, proj)
             ):
-                self._save_snapshot(event, proj)
+                unsaved = 0
+            live.put(event.id, event.session_id, event.sequence, proj, nbytes, unsaved)
         return state
 
     def _snapshots_enabled(self) -> bool:
@@ -1118,9 +1266,10 @@ class EventStore:
             usable = self._snapshots_usable = self._rec.has_snapshot_table()
         return usable
 
-    def _save_snapshot(self, event: Event, proj: Any) -> None:
-        """Store a projection; a failure (busy database, anything) only costs
-        the next resume some time, so it is logged and never raised."""
+    def _save_snapshot(self, event: Event, proj: Any) -> bool:
+        """Store a projection (True if stored); a failure (busy database,
+        anything) only costs the next resume some time, so it is logged and never
+        raised."""
         from . import _state_snapshots as snapshots
 
         try:
@@ -1131,6 +1280,8 @@ class EventStore:
                 )
         except Exception:  # a cache write must never fail a read
             log.info("state snapshot at %s not stored", event.id, exc_info=True)
+            return False
+        return True
 
     # -- recorded file contents and changes (blobs.py, files.py) -------------------
 

@@ -11,6 +11,7 @@ OpenAI (Chat Completions and Responses, and any OpenAI-compatible server) and Ge
         ...
 """
 
+from . import _httpx_cli  # noqa: F401  (before anything imports httpx)
 from ._cost import cost_usd
 from ._http import HTTPCall, HTTPProvider, StreamParser
 from ._ids import ToolIdMap, safe_tool_id

@@ -1,18 +1,30 @@
-"""Cost from the ``genai-prices`` package (bundled price data; nothing is fetched)."""
+"""Cost from the ``genai-prices`` package (bundled price data; nothing is fetched).
+
+``genai_prices`` is imported on the first price asked for, not with this package: its
+data and its own HTTP client take longer to import than a server takes to start
+(``benchmarks/RESULTS_peers.md``), and nothing before the first turn's end needs it.
+"""
 
 from __future__ import annotations
 
 import functools
-
-import genai_prices
+from typing import Any
 
 from ._types import Usage
+
+
+def _prices() -> Any:
+    import genai_prices
+
+    return genai_prices
+
 
 __all__ = ["cost_usd", "with_cost"]
 
 
 @functools.lru_cache(maxsize=512)
 def _known(provider_id: str, model: str) -> bool:
+    genai_prices = _prices()
     try:
         genai_prices.calc_price(genai_prices.Usage(), model_ref=model, provider_id=provider_id)
     except LookupError:
@@ -25,6 +37,7 @@ def cost_usd(provider_id: str | None, model: str, usage: Usage) -> float | None:
     (local models, models newer than the bundled data)."""
     if provider_id is None or not _known(provider_id, model):
         return None
+    genai_prices = _prices()
     priced = genai_prices.calc_price(
         genai_prices.Usage(
             input_tokens=usage.input_tokens,

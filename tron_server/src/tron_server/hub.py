@@ -147,6 +147,11 @@ class Hub:
         if not subs:
             del self._subscribers[session_id]
             self._stop_feed(session_id)
+            if self.store is not None:
+                # What the store keeps in memory for the session (its live projection, its
+                # rows): the next client, or the next turn, builds it again. This bounds a
+                # server's memory by the sessions someone has open (issue 29).
+                self.store.drop_caches([session_id])
 
     # -- publishing -----------------------------------------------------
 

@@ -7,13 +7,13 @@ Services; ``open_services`` builds them all.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
-
-import anyio
 
 from .runtime import Runtime
 from .settings import Settings
@@ -189,10 +189,19 @@ async def open_services(
     services.tools.register(AskUserTool(interaction))
     services.tools.register(NotifyTool(interaction))
     _add_web_tools(services)
-    # genai-prices loads its price snapshot on first use (~0.7 s): pay it at startup,
-    # off the event loop, not in the first turn.
-    await anyio.to_thread.run_sync(_warm_prices)
+    # genai-prices loads its price snapshot on first use (~0.7 s): pay it in a thread
+    # once the server answers, neither before it does nor in the first turn (which,
+    # should it come first, waits for the import as any importer does).
+    asyncio.get_running_loop().call_later(WARM_PRICES_AFTER, _warm_prices_in_background)
     return services
+
+
+#: Seconds after the services are built when genai-prices is loaded in the background.
+WARM_PRICES_AFTER = 0.5
+
+
+def _warm_prices_in_background() -> None:
+    threading.Thread(target=_warm_prices, name="tron-warm-prices", daemon=True).start()
 
 
 def _add_web_tools(services: Services) -> None:
@@ -218,7 +227,10 @@ def _add_web_tools(services: Services) -> None:
 def _warm_prices() -> None:
     from tron_llm import Usage, cost_usd
 
-    cost_usd("anthropic", "claude-sonnet-4-5", Usage())
+    try:
+        cost_usd("anthropic", "claude-sonnet-4-5", Usage())
+    except Exception:  # only a warm-up: the first real price says what is wrong
+        log.debug("warming genai-prices failed", exc_info=True)
 
 
 async def stop_runtime(services: Services) -> None:

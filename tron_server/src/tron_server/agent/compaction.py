@@ -165,9 +165,8 @@ def _used_tokens(path: list[Event], messages: list[Message]) -> int:
 
 async def context_usage(store: AsyncEventStore, session_id: str) -> ContextUsage:
     """The session's context use at its head."""
-    session = await store.get_session(session_id)
-    path = await store.get_ancestors(session.head_event_id)
     state = await store.get_state_at_head(session_id)
+    path = await store.get_ancestors(state.head_event_id)
     return ContextUsage(
         state.model, context_window(state.model), _used_tokens(path, state.messages)
     )

@@ -54,6 +54,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -294,6 +295,8 @@ class AgentRun:
         self._tool_contexts: dict[str, list[Draft]] = {}
         #: How long each call's tool ran (ms), for its ``tool.result``.
         self._durations: dict[str, float] = {}
+        #: The system prompt of the last turn and what it was built from.
+        self._system_cache: tuple[tuple[Any, ...], str] | None = None
 
     # -- control ----------------------------------------------------------------------
 
@@ -466,15 +469,7 @@ class AgentRun:
             check_history(self.session_id, messages)
         except InvalidHistoryError as exc:
             return await self._finish_invalid(turn, exc)
-        system = await anyio.to_thread.run_sync(
-            partial(
-                build_system_prompt,
-                stored=state.system_prompt,
-                working_directory=self.working_directory,
-                home=self.deps.home,
-                rules=self.rules.loaded if self.rules is not None else (),
-            )
-        )
+        system = await self._system_prompt(state.system_prompt)
         model = self.request.model or state.model
         provider_name = self.request.provider or state.provider
         request = LLMRequest(
@@ -518,6 +513,27 @@ class AgentRun:
             return await self._close_aborted(turn, uses, answered, usage)
         await self._turn_end(turn, done.stop_reason, usage)
         return done.stop_reason, bool(uses)
+
+    async def _system_prompt(self, stored: str | None) -> str:
+        """The turn's system prompt, built (files read: skills, in a thread) once per run
+        and again only when what it is made of changed: the stored prompt, the rules
+        loaded, the date. Every turn used to rebuild it."""
+        rules = tuple(self.rules.loaded) if self.rules is not None else ()
+        key = (stored, rules, datetime.now().astimezone().date())
+        cached = self._system_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        system = await anyio.to_thread.run_sync(
+            partial(
+                build_system_prompt,
+                stored=stored,
+                working_directory=self.working_directory,
+                home=self.deps.home,
+                rules=rules,
+            )
+        )
+        self._system_cache = (key, system)
+        return system
 
     async def _record_rules(self, files: list[Any]) -> None:
         if files and self.rules is not None:

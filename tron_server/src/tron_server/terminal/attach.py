@@ -284,7 +284,8 @@ async def _wait_for(address: ServerAddress, launched: Launched) -> Connection:
                 f"did not answer within {START_TIMEOUT:.0f} s. See {launched.log_path}.",
                 EXIT_NO_SERVER,
             )
-        await asyncio.sleep(0.1)
+        # Often: a server starting takes a few hundred ms, and each try is cheap.
+        await asyncio.sleep(0.02)
 
 
 __all__ = [

@@ -7,15 +7,16 @@ run started: children, grandchildren that ignore SIGTERM, ones that left the gro
 
 How the tree is tracked (Linux)
 -------------------------------
-Between fork and exec the root is made a *child subreaper*
-(``prctl(PR_SET_CHILD_SUBREAPER)``; the flag survives ``exec``). A process of the tree
-whose parent exits -- a ``setsid`` grandchild, the daemon of a double fork -- is then
-re-parented to the root instead of to init, so while the root lives, "the processes this
-run started" is exactly the root's descendants, which a walk of ``/proc`` (parent links)
-finds. This needs no privilege: any user on Linux 3.4+ has it. The ``preexec_fn`` doing it
-is a single C call resolved at import (no Python locks, imports or I/O in the forked
-child), which keeps it safe in a threaded server; its cost is that Python forks instead
-of vforking (milliseconds per command, see ``benchmarks/RESULTS_tools.md``).
+The root is a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``; the flag survives
+``exec``). A process of the tree whose parent exits -- a ``setsid`` grandchild, the daemon
+of a double fork -- is then re-parented to the root instead of to init, so while the root
+lives, "the processes this run started" is exactly the root's descendants, which a walk of
+``/proc`` (parent links) finds. This needs no privilege: any user on Linux 3.4+ has it.
+A process can only make *itself* a subreaper, and doing that between fork and exec
+(``preexec_fn``) would make Python fork the whole server for every command; instead the
+root starts as a small waiter spawned with ``posix_spawn`` ahead of time, which sets the
+flag and then runs ``exec`` with the command when asked (:mod:`._spawn`;
+``benchmarks/RESULTS_tools.md``).
 
 ``kill(grace)``:
 
@@ -58,9 +59,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
+import anyio.lowlevel
+
+from ._spawn import ExitWatch, spawn_root
 
 __all__ = ["KILL_GRACE", "ProcessTree", "descendants", "subreaper_supported"]
 
@@ -94,12 +97,6 @@ _PRCTL = _load_prctl()
 def subreaper_supported() -> bool:
     """Whether trees are tracked by descendants (Linux, prctl and /proc), not by group."""
     return _PRCTL is not None and (_PROC / "self" / "stat").exists()
-
-
-def _become_subreaper() -> None:
-    # Runs in the child between fork and exec: only the pre-loaded C call, nothing else.
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -186,18 +183,6 @@ def _signal(proc: _Proc, sig: int) -> None:
             os.kill(proc.pid, sig)
 
 
-class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """asyncio's stream protocol, plus an event set when the process exits."""
-
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit=limit, loop=loop)
-        self.exited = asyncio.Event()
-
-    def process_exited(self) -> None:
-        super().process_exited()
-        self.exited.set()
-
-
 class ProcessTree:
     """A command and every process it starts; :meth:`kill` ends them all (one call).
 
@@ -206,13 +191,18 @@ class ProcessTree:
     """
 
     def __init__(
-        self, process: asyncio.subprocess.Process, protocol: _Protocol, tracked: bool
+        self,
+        pid: int,
+        stdout: asyncio.StreamReader | None,
+        transport: asyncio.BaseTransport | None,
+        tracked: bool,
     ) -> None:
-        self.process = process
-        self._protocol = protocol
-        self.pid = process.pid
+        self.pid = pid
+        self.stdout = stdout
+        self._transport = transport
+        self._exit = ExitWatch(pid)
         self.tracks_descendants = tracked
-        self._root = _read_proc(process.pid) if tracked else None
+        self._root = _read_proc(pid) if tracked else None
 
     @classmethod
     async def start(
@@ -227,49 +217,54 @@ class ProcessTree:
     ) -> ProcessTree:
         """Start ``argv`` as the root of a new tree (new session; a subreaper on Linux).
 
-        Raises ``OSError`` (FileNotFoundError, NotADirectoryError, PermissionError...) when
-        the command cannot be started.
+        ``stdin`` is ``subprocess.DEVNULL`` or None (inherited), ``stdout`` ``PIPE``,
+        ``DEVNULL`` or None, ``stderr`` ``STDOUT``, ``DEVNULL`` or None. Raises ``OSError``
+        (FileNotFoundError, NotADirectoryError, PermissionError...) when the command
+        cannot be started.
         """
         tracked = subreaper_supported()
-        extra: dict[str, Any] = {"preexec_fn": _become_subreaper} if tracked else {}
-        loop = asyncio.get_running_loop()
-        # create_subprocess_exec, with a protocol that tells when the root exits:
-        # asyncio's own wait() also waits for the pipes, which a background job may hold.
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _Protocol(limit=2**16, loop=loop),
-            *argv,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-            **extra,
-        )
-        return cls(asyncio.subprocess.Process(transport, protocol, loop), protocol, tracked)
-
-    @property
-    def stdout(self) -> asyncio.StreamReader | None:
-        return self.process.stdout
+        # Shielded: a start takes milliseconds, and a command that did start must be
+        # killed with its tree (below), not abandoned half-way.
+        with anyio.CancelScope(shield=True):
+            child = await spawn_root(
+                argv, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                subreaper=tracked,
+            )  # fmt: skip
+            reader = transport = None
+            loop = asyncio.get_running_loop()
+            if child.stdout_fd is not None:
+                reader = asyncio.StreamReader(limit=2**16, loop=loop)
+                pipe = open(child.stdout_fd, "rb", buffering=0)  # noqa: SIM115 (the transport owns it)
+                transport, _ = await loop.connect_read_pipe(
+                    lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
+                )
+            tree = cls(child.pid, reader, transport, tracked)
+        try:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        except BaseException:
+            await tree.kill()
+            tree.close()
+            raise
+        return tree
 
     @property
     def returncode(self) -> int | None:
-        return self.process.returncode
+        return self._exit.returncode
 
     async def wait(self) -> int:
         """Wait for the root to exit; its exit code (negative: killed by that signal).
         Returns even while a background job still holds the output pipe."""
-        await self._protocol.exited.wait()
-        code = self.process.returncode
-        assert code is not None
-        return code
+        return await self._exit.wait()
 
     def close(self) -> None:
-        """Close our ends of the pipes (a background job still holding the output pipe
-        would otherwise keep them open). Call after the root exited or :meth:`kill`."""
-        transport = getattr(self.process, "_transport", None)
-        if transport is not None and self.process.returncode is not None:
-            transport.close()
+        """Close our end of the output pipe (a background job still holding it would
+        otherwise keep it open) and stop watching the root. Call after the root exited
+        or :meth:`kill`."""
+        if self.returncode is None:
+            return
+        if self._transport is not None:
+            self._transport.close()
+        self._exit.close()
 
     def members(self) -> list[int]:
         """The pids of the tree's live processes (the root first, while it runs)."""
@@ -284,7 +279,7 @@ class ProcessTree:
     def _is_root(self, proc: _Proc | None) -> bool:
         return (
             proc is not None
-            and self.process.returncode is None
+            and self.returncode is None
             and (self._root is None or proc.start == self._root.start)
         )
 

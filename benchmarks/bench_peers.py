@@ -1,0 +1,565 @@
+"""Tron against the coding agents users compare it with, driven by one scripted model.
+
+Peers are installed from npm into a cache (``benchmarks/.data/peers``; ``--peers-dir``):
+Claude Code (``@anthropic-ai/claude-code``), pi (``@mariozechner/pi-coding-agent``),
+Codex (``@openai/codex``) and opencode (``opencode-ai``). A peer that cannot be installed
+or run here is skipped with the reason (no npm, a failed install, a CLI that exits
+without asking the model).
+
+One scripted model server (in this process, on 127.0.0.1) speaks each peer's provider
+wire format: the Anthropic Messages SSE stream (Tron, Claude Code, pi, opencode) and the
+OpenAI Responses SSE stream (Codex). It is stateless: while a request carries fewer than
+``--tools`` tool results, it answers with one call of the request's shell tool (``Bash``,
+``bash``, ``shell`` ... found in the request's tool list, its arguments filled from the
+tool's schema) running ``echo hi``; then with a short text. It notes when each request
+arrives.
+
+Scenarios, each in interleaved rounds (the order of the peers rotates), medians:
+
+* **one-shot**: print mode (``tron -p``, ``claude -p``, ``pi -p``, ``codex exec``,
+  ``opencode run``) with no Tron server running: the CLI's start to the first model
+  request that offers tools. For Tron this includes starting ``tron-server`` in the
+  background on an existing home (its database exists; the server is stopped after).
+* **tool round trip**: the same command with a prompt the model answers with ``--tools``
+  sequential shell calls: the median interval between consecutive model requests (a tool
+  call's round trip: the CLI runs ``echo``, records it, asks again). Tron's server is
+  running here (a second turn of a started server).
+* **peak PSS**: the largest sum of ``Pss`` (``/proc/PID/smaps_rollup``) over the CLI's
+  process tree (and, for Tron, its server) sampled every 20 ms during the tool turn.
+
+Not measured here (said in RESULTS_peers.md): resuming generated 500/2,000-turn sessions
+in each peer's own format.
+
+    uv run python benchmarks/bench_peers.py                 # all peers, 3 rounds
+    uv run python benchmarks/bench_peers.py --peers tron,claude --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "benchmarks" / ".data"
+PACKAGES = {
+    "claude": "@anthropic-ai/claude-code",
+    "pi": "@mariozechner/pi-coding-agent",
+    "codex": "@openai/codex",
+    "opencode": "opencode-ai",
+}
+SHELL_TOOLS = ("bash", "shell", "exec_command", "local_shell", "run_shell_command")
+MODEL = "claude-sonnet-4-5"
+
+
+# -- the scripted model ---------------------------------------------------------------
+
+
+@dataclass
+class Seen:
+    at: float
+    path: str
+    has_tools: bool
+    results: int
+
+
+@dataclass
+class Model:
+    """The stateless scripted model (see the module docstring)."""
+
+    tools: int = 20
+    seen: list[Seen] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reset(self, tools: int) -> None:
+        with self.lock:
+            self.tools = tools
+            self.seen = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                pass
+            return
+        at = time.perf_counter()
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        path = scope["path"]
+        try:
+            request = json.loads(body) if body else {}
+        except ValueError:
+            request = {}
+        if not path.endswith(("/messages", "/responses")):
+            await _json_reply(send, 200, {"data": [], "object": "list"})
+            return
+        responses = path.endswith("/responses")
+        tools = request.get("tools") or []
+        results = _count_results(request, responses)
+        with self.lock:
+            self.seen.append(Seen(at, path, bool(tools), results))
+        shell = _shell_tool(tools, responses)
+        call = shell is not None and results < self.tools
+        if responses:
+            events = _responses_stream(call, shell, results)
+        else:
+            events = _anthropic_stream(call, shell, results, request.get("model", MODEL))
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})  # fmt: skip
+        for chunk in events:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def _json_reply(send: Any, status: int, value: Any) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+    await send({"type": "http.response.body", "body": json.dumps(value).encode()})
+
+
+def _count_results(request: dict[str, Any], responses: bool) -> int:
+    if responses:
+        return sum(
+            1
+            for item in request.get("input") or []
+            if isinstance(item, dict) and item.get("type") == "function_call_output"
+        )
+    count = 0
+    for message in request.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, list):
+            count += sum(
+                1 for b in content if isinstance(b, dict) and b.get("type") == "tool_result"
+            )
+    return count
+
+
+def _shell_tool(tools: list[Any], responses: bool) -> tuple[str, dict[str, Any]] | None:
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        name = str(tool.get("name") or (tool.get("function") or {}).get("name") or "")
+        if name.lower() in SHELL_TOOLS:
+            schema = tool.get("input_schema") or tool.get("parameters") or {}
+            return name, _arguments(schema)
+    return None
+
+
+def _arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    props = schema.get("properties") or {}
+    args: dict[str, Any] = {}
+    for name, spec in props.items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        if name in ("command", "cmd"):
+            args[name] = ["bash", "-lc", "echo hi"] if kind == "array" else "echo hi"
+        elif name == "description":
+            args[name] = "Print hi"
+    if not args:
+        args["command"] = "echo hi"
+    return args
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def _anthropic_stream(
+    call: bool, shell: tuple[str, dict[str, Any]] | None, n: int, model: str
+) -> list[bytes]:
+    usage = {"input_tokens": 100, "output_tokens": 1}
+    out = [
+        _sse("message_start", {"type": "message_start", "message": {
+            "id": f"msg_{n}", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}),
+    ]  # fmt: skip
+    if call and shell is not None:
+        name, args = shell
+        out += [
+            _sse("content_block_start", {"type": "content_block_start", "index": 0,
+                 "content_block": {"type": "tool_use", "id": f"toolu_{n:04d}", "name": name,
+                                   "input": {}}}),
+            _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "input_json_delta", "partial_json": json.dumps(args)}}),
+            _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ]  # fmt: skip
+        stop = "tool_use"
+    else:
+        out += [
+            _sse("content_block_start", {"type": "content_block_start", "index": 0,
+                 "content_block": {"type": "text", "text": ""}}),
+            _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "text_delta", "text": "Done."}}),
+            _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ]  # fmt: skip
+        stop = "end_turn"
+    out += [
+        _sse("message_delta", {"type": "message_delta",
+             "delta": {"stop_reason": stop, "stop_sequence": None},
+             "usage": {"output_tokens": 5}}),
+        _sse("message_stop", {"type": "message_stop"}),
+    ]  # fmt: skip
+    return out
+
+
+def _responses_stream(call: bool, shell: tuple[str, dict[str, Any]] | None, n: int) -> list[bytes]:
+    rid = f"resp_{n:04d}"
+    base = {"id": rid, "object": "response", "created_at": 0, "model": "gpt-5", "status":
+            "in_progress", "output": [], "usage": None}  # fmt: skip
+    out = [_sse("response.created", {"type": "response.created", "response": base})]
+    if call and shell is not None:
+        name, args = shell
+        item: dict[str, Any] = {"type": "function_call", "id": f"fc_{n:04d}",
+                                "call_id": f"call_{n:04d}", "name": name,
+                                "arguments": json.dumps(args), "status": "completed"}  # fmt: skip
+    else:
+        item = {"type": "message", "id": f"msg_{n:04d}", "role": "assistant", "status":
+                "completed", "content": [{"type": "output_text", "text": "Done.",
+                                          "annotations": []}]}  # fmt: skip
+    out += [
+        _sse("response.output_item.added", {"type": "response.output_item.added",
+             "output_index": 0, "item": item}),
+        _sse("response.output_item.done", {"type": "response.output_item.done",
+             "output_index": 0, "item": item}),
+        _sse("response.completed", {"type": "response.completed", "response": {
+            **base, "status": "completed", "output": [item], "usage": {
+                "input_tokens": 100, "output_tokens": 5, "total_tokens": 105,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0}}}}),
+    ]  # fmt: skip
+    return out
+
+
+class _Quiet(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@contextlib.contextmanager
+def serve_model(model: Model) -> Iterator[str]:
+    # IPPROTO_TCP: asyncio sets TCP_NODELAY only then (RESULTS_server.md, method notes).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    server = _Quiet(uvicorn.Config(model, log_level="error", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+# -- the peers --------------------------------------------------------------------------
+
+
+def install_peers(folder: Path, names: list[str]) -> dict[str, str]:
+    """npm install the peers into ``folder``; their versions, or why not."""
+    npm = shutil.which("npm")
+    out: dict[str, str] = {}
+    if npm is None:
+        return {n: "skipped: npm is not installed" for n in names}
+    folder.mkdir(parents=True, exist_ok=True)
+    wanted = [PACKAGES[n] for n in names if n in PACKAGES]
+    missing = [p for p in wanted if not (folder / "node_modules" / p / "package.json").exists()]
+    if missing:
+        done = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix",
+                               str(folder), *missing], capture_output=True, text=True,
+                              timeout=1800, check=False)  # fmt: skip
+        if done.returncode != 0:
+            why = (done.stderr or done.stdout).strip().splitlines()[-1:]
+            return {n: f"skipped: npm install failed ({' '.join(why)})" for n in names}
+    for name in names:
+        if name not in PACKAGES:
+            continue
+        meta = folder / "node_modules" / PACKAGES[name] / "package.json"
+        out[name] = json.loads(meta.read_text())["version"] if meta.exists() else "missing"
+    return out
+
+
+@dataclass
+class Peer:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    extra_pids: list[int] = field(default_factory=list)
+
+
+def _bin(folder: Path, name: str) -> str:
+    return str(folder / "node_modules" / ".bin" / name)
+
+
+def make_peer(name: str, base_url: str, work: Path, peers: Path, prompt: str) -> Peer:
+    """The command line and environment of ``name`` in print mode against ``base_url``."""
+    home = work / f"home-{name}"
+    home.mkdir(parents=True, exist_ok=True)
+    project = work / "project"
+    project.mkdir(exist_ok=True)
+    env: dict[str, str] = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "LANG": "C.UTF-8",
+           "TERM": "dumb", "NO_COLOR": "1"}  # fmt: skip
+    if name == "tron":
+        env.update(TRON_HOME=str(home / ".tron"), TRON_ANTHROPIC_BASE_URL=base_url,
+                   ANTHROPIC_API_KEY="bench", TRON_ALLOW_BYPASS_PERMISSIONS="true",
+                   TRON_PORT=str(_free_port()))  # fmt: skip
+        argv = [str(ROOT / ".venv" / "bin" / "tron"), "-p", prompt,
+                "--permission-mode", "bypassPermissions"]  # fmt: skip
+    elif name == "claude":
+        env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="bench",
+                   DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1",
+                   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", IS_SANDBOX="1")  # fmt: skip
+        argv = [_bin(peers, "claude"), "-p", prompt, "--model", MODEL,
+                "--allowedTools", "Bash"]  # fmt: skip
+    elif name == "pi":
+        agent = home / ".pi" / "agent"
+        agent.mkdir(parents=True, exist_ok=True)
+        (agent / "models.json").write_text(json.dumps({"providers": {"bench": {
+            "baseUrl": base_url, "api": "anthropic-messages", "apiKey": "bench",
+            "models": [{"id": MODEL, "name": MODEL, "reasoning": False, "input": ["text"],
+                        "contextWindow": 200000, "maxTokens": 8192,
+                        "cost": {"input": 0, "output": 0, "cacheRead": 0,
+                                 "cacheWrite": 0}}]}}}))  # fmt: skip
+        argv = [_bin(peers, "pi"), "-p", prompt, "--provider", "bench", "--model", MODEL]
+    elif name == "codex":
+        codex_home = home / ".codex"
+        codex_home.mkdir(parents=True, exist_ok=True)
+        (codex_home / "config.toml").write_text(
+            'model = "gpt-5"\nmodel_provider = "bench"\n[model_providers.bench]\n'
+            f'name = "bench"\nbase_url = "{base_url}/v1"\nwire_api = "responses"\n'
+            'env_key = "BENCH_API_KEY"\n'
+        )
+        env.update(CODEX_HOME=str(codex_home), BENCH_API_KEY="bench")
+        argv = [_bin(peers, "codex"), "exec", "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox", prompt]  # fmt: skip
+    elif name == "opencode":
+        (project / "opencode.json").write_text(json.dumps({
+            "$schema": "https://opencode.ai/config.json",
+            "provider": {"anthropic": {"options": {"baseURL": f"{base_url}/v1",
+                                                   "apiKey": "bench"}}},
+            "permission": {"bash": "allow", "edit": "allow"}, "autoupdate": False}))  # fmt: skip
+        env.update(ANTHROPIC_API_KEY="bench", OPENCODE_DISABLE_AUTOUPDATE="1")
+        argv = [_bin(peers, "opencode"), "run", "--model", f"anthropic/{MODEL}", prompt]
+    else:
+        raise ValueError(name)
+    return Peer(name, argv, env, project)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _tron_server_pid(peer: Peer) -> int | None:
+    record = Path(peer.env["TRON_HOME"]) / "server.json"
+    try:
+        return int(json.loads(record.read_text())["pid"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def stop_tron_server(peer: Peer) -> None:
+    pid = _tron_server_pid(peer)
+    if pid is None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def _pss_kb(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+                    break
+        except OSError:
+            continue
+    return total
+
+
+@dataclass
+class Run:
+    first_request: float | None  # s from start to the first request with tools
+    round_trip: float | None  # median s between consecutive requests with tools
+    peak_pss_mb: float
+    requests: int
+    error: str | None = None
+
+
+def run_peer(peer: Peer, model: Model, tools: int, timeout: float) -> Run:
+    model.reset(tools)
+    peak = 0
+    start = time.perf_counter()
+    proc = subprocess.Popen(peer.argv, cwd=peer.cwd, env=peer.env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)  # fmt: skip
+    out_err: list[bytes] = []
+
+    def drain() -> None:
+        out_err.append(proc.communicate()[1] or b"")
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    deadline = start + timeout
+    while proc.poll() is None and time.perf_counter() < deadline:
+        pids = _tree(proc.pid)
+        if peer.name == "tron":
+            server = _tron_server_pid(peer)
+            if server is not None:
+                pids.append(server)
+        peak = max(peak, _pss_kb(pids))
+        time.sleep(0.02)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    reader.join(10)
+    with model.lock:
+        seen = [s for s in model.seen if s.has_tools]
+    first = seen[0].at - start if seen else None
+    gaps = [b.at - a.at for a, b in itertools.pairwise(seen) if b.results > a.results]
+    error = None
+    if not seen:
+        tail = (out_err[0] if out_err else b"").decode(errors="replace").strip()
+        error = f"no model request with tools (exit {proc.returncode}): {tail[-300:]}"
+    return Run(first, statistics.median(gaps) if gaps else None, peak / 1024, len(seen), error)
+
+
+# -- the benchmark ------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--peers", default="tron,claude,pi,codex,opencode")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tools", type=int, default=20)
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--peers-dir", type=Path, default=DATA / "peers")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    names = args.peers.split(",")
+    versions = install_peers(args.peers_dir, [n for n in names if n != "tron"])
+    tron = [str(ROOT / ".venv" / "bin" / "tron"), "--version"]
+    versions["tron"] = subprocess.run(tron, capture_output=True, text=True, check=False).stdout
+    versions["tron"] = versions["tron"].strip()
+    active = [n for n in names if n == "tron" or not versions.get(n, "").startswith("skipped")]
+    model = Model()
+    results: dict[str, dict[str, list[Run]]] = {n: {"oneshot": [], "tools": []} for n in active}
+    skipped: dict[str, str] = {n: v for n, v in versions.items() if v.startswith("skipped")}
+    load = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp, serve_model(model) as url:
+        work = Path(tmp)
+        peers = {n: make_peer(n, url, work, args.peers_dir, "Say hi.") for n in active}
+        tool_peers = {
+            n: make_peer(n, url, work, args.peers_dir, f"Run `echo hi` {args.tools} times.")
+            for n in active
+        }
+        if "tron" in peers:  # the home and its database exist before the first round
+            run_peer(peers["tron"], model, 0, args.timeout)
+            stop_tron_server(peers["tron"])
+        try:
+            for i in range(args.rounds):
+                order = active[i % len(active) :] + active[: i % len(active)]
+                for name in order:
+                    if name in skipped:
+                        continue
+                    one = run_peer(peers[name], model, 0, args.timeout)
+                    tools = run_peer(tool_peers[name], model, args.tools, args.timeout)
+                    if name == "tron":
+                        stop_tron_server(peers[name])
+                    if one.error and tools.error:
+                        skipped[name] = f"skipped: {one.error}"
+                        continue
+                    results[name]["oneshot"].append(one)
+                    results[name]["tools"].append(tools)
+                    print(f"round {i + 1} {name}: first request {one.first_request}, "
+                          f"round trip {tools.round_trip}, peak PSS {tools.peak_pss_mb:.0f} MB, "
+                          f"{tools.requests} requests", flush=True)  # fmt: skip
+                load.append(os.getloadavg()[0])
+        finally:
+            if "tron" in peers:
+                stop_tron_server(peers["tron"])
+    report(results, versions, skipped, load, args)
+
+
+def _median(values: list[float | None]) -> float | None:
+    xs = [v for v in values if v is not None]
+    return statistics.median(xs) if xs else None
+
+
+def report(
+    results: dict[str, dict[str, list[Run]]],
+    versions: dict[str, str],
+    skipped: dict[str, str],
+    load: list[float],
+    args: argparse.Namespace,
+) -> None:
+    rows = {}
+    for name, runs in results.items():
+        if name in skipped or not runs["tools"]:
+            continue
+        rows[name] = {
+            "first_request_s": _median([r.first_request for r in runs["oneshot"]]),
+            "round_trip_ms": (lambda v: v * 1000 if v is not None else None)(
+                _median([r.round_trip for r in runs["tools"]])
+            ),
+            "peak_pss_mb": _median([r.peak_pss_mb for r in runs["tools"]]),
+        }
+    summary = {"versions": versions, "skipped": skipped, "rows": rows,
+               "load": load, "rounds": args.rounds, "tools": args.tools}  # fmt: skip
+    print(json.dumps(summary, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
