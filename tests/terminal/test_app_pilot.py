@@ -17,7 +17,7 @@ from tron_server.terminal.app import TronApp
 from tron_server.terminal.attach import ServerAddress, connect_once
 from tron_server.terminal.capabilities import Capabilities, load
 from tron_server.terminal.screens import PickScreen, Request, RequestScreen, TreeScreen
-from tron_server.terminal.widgets import TextItem, ToolCard, UserItem
+from tron_server.terminal.widgets import NoticeItem, TextItem, ToolCard, UserItem
 
 Body = Callable[[TronApp, Any], Awaitable[None]]
 
@@ -98,8 +98,10 @@ def test_completion_lists_what_the_server_offers(env: TronEnv) -> None:
         assert "answer" in names  # the server has agent.respond
         await pilot.press("c", "o", "down", "enter")  # /co → compact, context, cost: 2nd
         assert app.chat.input.text == "" and app.chat.completer.shown == []
+        # Written into the transcript (issue 27.6), not only a toast.
         await until(
-            lambda: any("needs a session" in str(n.message) for n in app._notifications), pilot
+            lambda: any("needs a session" in str(w.render()) for w in app.chat.query(NoticeItem)),
+            pilot,
         )
 
     run_app(env, project, body)

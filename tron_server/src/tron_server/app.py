@@ -106,6 +106,12 @@ def create_app(
     auth = Authenticator(token)
     login_code = auth.login_codes.issue()
     add_secret(token, auth.cookie(), login_code)
+
+    def issue_login_code() -> str:
+        code = auth.login_codes.issue()
+        add_secret(code)
+        return code
+
     registry = services.registry if services is not None and services.registry else None
     registry = registry or build_registry()
     dispatcher = Dispatcher(registry, max_frame_bytes=settings.max_frame_bytes)
@@ -116,6 +122,7 @@ def create_app(
         svc = await open_services(settings, registry) if services is None else services
         if svc.registry is None:
             svc.registry = registry
+        svc.issue_login_code = issue_login_code
         app.state.services = svc
         try:
             async with svc.hub:

@@ -6,8 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import InvalidOperationError
 from ..rpc import MethodRegistry, NoParams, RpcContext
 from ..rpc.frames import now_iso
+from ..security import login_url
 from ..settings import Settings
 
 # A provider counts as configured when its key is in the environment or its
@@ -59,6 +61,21 @@ def register(registry: MethodRegistry) -> None:
             "agent": services.orchestrator is not None,
             "methods": services.registry.names() if services.registry is not None else [],
         }
+
+    @registry.method(
+        "system.loginUrl",
+        NoParams,
+        description="A new one-time login URL for the web chat (it logs one browser in, once).",
+        needs=(),
+    )
+    async def login(ctx: RpcContext, p: NoParams) -> dict[str, Any]:
+        services = ctx.services
+        if services.issue_login_code is None:
+            raise InvalidOperationError("this server has no web chat to log in to")
+        settings = services.settings
+        code = services.issue_login_code()
+        url = login_url(settings.host, settings.port, code)
+        return {"url": url, "path": f"/login?token={code}"}
 
 
 __all__ = ["configured_providers", "register"]

@@ -55,6 +55,7 @@ class TronApp(App[None]):
         first_prompt: str | None = None,
         model: str | None = None,
         permission_mode: str | None = None,
+        notes: list[str] | None = None,
     ) -> None:
         super().__init__()
         self.address = address
@@ -70,6 +71,7 @@ class TronApp(App[None]):
             "first_prompt": first_prompt,
             "model": model,
             "permission_mode": permission_mode,
+            "notes": notes,
         }
         self._chat: ChatScreen | None = None
 

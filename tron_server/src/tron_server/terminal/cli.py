@@ -6,6 +6,7 @@
     tron -r [ID]                 # pick one of this folder's sessions, or open ID
     tron --fork EVENT            # a new session continuing from EVENT
     tron -p "prompt"             # print mode: one run, the reply on stdout (no terminal needed)
+    tron server status           # the background server: status, stop, restart
 
 Every error is a sentence on stderr and an exit status (see ``--help``); a
 traceback is shown only with ``TRON_DEBUG=1``.
@@ -34,8 +35,17 @@ from .errors import (
     EXIT_USAGE,
     TerminalError,
 )
+from .server_commands import provider_env_warning
 
 EPILOG = """\
+the background server:
+  tron starts tron-server in the background when none answers; it keeps running
+  after tron exits (the web chat and the next tron use it).
+  tron server status    pid, URL, home, database, version, uptime, a web chat login URL
+  tron server stop      stop it · tron server restart: start it again with this
+                        shell's environment (new keys or endpoints)
+  (a first message that is the word "server": tron -- server)
+
 keys (interactive):
   Enter sends · Ctrl+J, or a trailing \\ then Enter: new line
   Up/Down: input history · Esc: abort the running turn · Ctrl+C twice: quit
@@ -242,6 +252,9 @@ async def print_mode(opts: Options) -> int:
 
     prompt = read_prompt(opts.args)
     conn = await attach(opts.address, start=not opts.args.no_start, announce=_announce)
+    warning = provider_env_warning(opts.address, conn)
+    if warning:
+        _announce(warning)
     try:
         client = conn.client
         caps = await load(client)
@@ -278,6 +291,7 @@ async def interactive(opts: Options) -> int:
             EXIT_USAGE,
         )
     conn = await attach(opts.address, start=not opts.args.no_start, announce=_announce)
+    notes = [w for w in [provider_env_warning(opts.address, conn)] if w]
     try:
         caps = await load(conn.client)
         check_mode_supported(caps, opts.permission_mode)
@@ -305,6 +319,7 @@ async def interactive(opts: Options) -> int:
         first_prompt=opts.args.prompt,
         model=opts.args.model,
         permission_mode=opts.permission_mode,
+        notes=notes,
     )
     try:
         await app.run_async()
@@ -335,6 +350,11 @@ def _rpc_error(exc: RpcCallError) -> TerminalError:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``tron`` command; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["server"]:
+        from . import server_commands
+
+        return server_commands.main(argv[1:], default_home())
     parser = build_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)

@@ -49,6 +49,7 @@ _CLIENT: tuple[tuple[str, str | None, str, str], ...] = (
     ("sessions", "session.list", "", "Switch to another session of this folder"),
     ("new", "session.create", "", "Start a new session in this folder"),
     ("answer", "agent.respond", "", "Show the pending question or approval again"),
+    ("web", "system.loginUrl", "", "A login URL for the web chat (it works once)"),
     ("quit", None, "", "Quit (the session stays: `tron -c` continues it)"),
 )
 #: Client commands a server command of the same name does not replace.

@@ -18,9 +18,13 @@ from .widgets import PromptInput
 class Completer(OptionList):
     """The completion list: shown while the input holds ``/name`` (no space yet)."""
 
+    # The selected entry is drawn in reverse video, focused or not (the input keeps the
+    # focus), so it shows on any terminal, NO_COLOR included.
     DEFAULT_CSS = """
     Completer { height: auto; max-height: 8; display: none; border: round $secondary; }
     Completer.shown { display: block; }
+    Completer > .option-list--option-highlighted { text-style: reverse bold; }
+    Completer:focus > .option-list--option-highlighted { text-style: reverse bold; }
     """
 
     def __init__(self, input: PromptInput, *, id: str | None = None) -> None:
@@ -29,6 +33,8 @@ class Completer(OptionList):
         self.commands: list[cmds.Command] = []
         self.shown: list[cmds.Command] = []
         """The commands the list shows now (empty: hidden)."""
+        self.moved = False
+        """The user moved the selection (↑/↓) since the text last changed."""
 
     def matches(self, text: str) -> list[cmds.Command]:
         if text.startswith("/") and " " not in text and "\n" not in text:
@@ -53,18 +59,36 @@ class Completer(OptionList):
         if not found:
             return
         if key == "tab":
-            self.complete(self.highlighted_command(found))
+            self.tab(text, found)
             return
         self.show(found)
+        self.moved = True
         if key == "up":
             self.action_cursor_up()
         else:
             self.action_cursor_down()
 
+    def tab(self, text: str, found: list[cmds.Command]) -> None:
+        """Tab: the selected entry once the user moved to it, or when it is the only
+        match; else the names' common prefix when it is longer than what is typed
+        (as a shell completes), else the selected entry."""
+        if self.moved or len(found) == 1:
+            self.complete(self.highlighted_command(found))
+            return
+        typed = text[1:]
+        names = [c.name for c in found if c.name.lower().startswith(typed.lower())]
+        prefix = common_prefix(names)
+        if len(prefix) > len(typed):
+            self.input.load_text(f"/{prefix}")
+            self.input.move_cursor(self.input.document.end)
+            return
+        self.complete(self.highlighted_command(found))
+
     # -- the list -------------------------------------------------------------------
 
     def follow(self, text: str) -> None:
         """The input changed: show what ``text`` matches, or hide."""
+        self.moved = False
         found = self.matches(text)
         if found:
             self.show(found)
@@ -110,4 +134,15 @@ class Completer(OptionList):
             self.input.focus()
 
 
-__all__ = ["Completer"]
+def common_prefix(names: list[str]) -> str:
+    """The longest text every name starts with (empty for none)."""
+    if not names:
+        return ""
+    first, last = min(names), max(names)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[:n]
+
+
+__all__ = ["Completer", "common_prefix"]

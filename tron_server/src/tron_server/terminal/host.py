@@ -45,6 +45,9 @@ class ChatHost(Protocol):
     ) -> None:
         """A toast."""
 
+    def say(self, text: str, *, error: bool = False) -> None:
+        """Write ``text`` into the transcript (an error is also a toast)."""
+
     def open_screen(self, screen: Screen[Any], then: Then | None = None) -> None:
         """Push ``screen``; ``then(result)`` runs after the actions queued before it."""
 

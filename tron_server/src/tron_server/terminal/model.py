@@ -103,6 +103,23 @@ def content_text(content: Any) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def user_text(content: Any) -> str | None:
+    """A user message's text; None for a message of tool results only."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            parts.append(str(block.get("text") or ""))
+        elif block.get("type") == "image":
+            parts.append("[image]")
+    return "\n".join(parts) if parts else None
+
+
 @dataclass
 class SessionModel:
     """Client-side state of one session (see the module docstring)."""
@@ -419,4 +436,5 @@ __all__ = [
     "Usage",
     "content_text",
     "normalize_usage",
+    "user_text",
 ]

@@ -79,7 +79,7 @@ class Questions:
                     )  # fmt: skip
                     self.pending.pop(request.request_id, None)
                 except (RpcCallError, ConnectionLost) as exc:
-                    host.notify(f"The answer was not taken: {exc}", severity="error")
+                    host.say(f"The answer was not taken: {exc}", error=True)
             elif answer is None:
                 host.notify("Not answered yet: /answer shows it again.", timeout=5)
                 return

@@ -43,16 +43,16 @@ class Rewinder:
                 return
             await self.rewind(choice.event_id)
         except ConnectionLost:
-            host.notify("The connection is down: try again once it is back.", severity="error")
+            host.say("The connection is down: try again once it is back.", error=True)
         except RpcCallError as exc:
-            host.notify(f"Could not {choice.action}: {exc.message}", severity="error", timeout=8)
+            host.say(f"Could not {choice.action}: {exc.message}", error=True)
 
     async def fork(self, event_id: str) -> None:
         host = self.host
         result = await host.link.call("session.fork", {"eventId": event_id})
         session = result["session"]
         await host.switch(session)
-        host.notify(f"Forked: now in {session['id']}.")
+        host.say(f"Forked: now in {session['id']}.")
 
     async def offer(self, event_id: str) -> None:
         """Conversation only, or with the files: the files that would go back listed
@@ -131,15 +131,15 @@ class Rewinder:
                     PickScreen(f"Changed outside the agent since:\n{listed}\n", options), decided
                 )
                 return
-            host.notify(f"Could not rewind: {exc.message}", severity="error", timeout=8)
+            host.say(f"Could not rewind: {exc.message}", error=True)
             return
         except ConnectionLost:
-            host.notify("The connection is down: try again once it is back.", severity="error")
+            host.say("The connection is down: try again once it is back.", error=True)
             return
         m.set_session(session, "rewind")
         host.dirty()
         what = "Rewound conversation and files" if restore_files else "Rewound"
-        host.notify(f"{what}: later messages stay in the tree (fork from them).")
+        host.say(f"{what}: later messages stay in the tree (Ctrl+T; fork from them).")
         host.status_soon()
 
 
