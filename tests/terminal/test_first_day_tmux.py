@@ -8,6 +8,7 @@ a failure.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -110,4 +111,143 @@ def test_allow_always_on_a_write_covers_later_writes_across_a_restart(
     assert [(project / n).read_text() for n in ("a.txt", "b.txt", "c.txt")] == ["A\n", "B\n", "C\n"]
     rules = env.store("get_events", session_of(env, project).id, types=["config.permission_rule"])
     assert [e.payload["rule"] for e in rules] == ["Edit"]
+    term.kill()
+
+
+def left(screen: str, text: str) -> bool:
+    """Whether a line of ``screen`` starts with ``text`` at the transcript's left edge
+    (a toast is drawn at the right: this tells the transcript from a toast)."""
+    return any(re.match(r"^ {0,4}" + re.escape(text), line) for line in screen.splitlines())
+
+
+# -- 2. a message queued during a turn: shown as pending, and back in the input on Esc ----
+
+
+def test_a_queued_message_is_pending_and_esc_puts_it_back(tmux: Tmux, env: TronEnv) -> None:
+    project = env.project("queued-esc")
+    env.llm.add(Response([Text("thinking for a long time")], hang=True))
+    term = open_tron(tmux, env, project)
+    send(term, "first task")
+    term.wait("thinking for a long time")
+    term.wait("working")
+    send(term, "second thought")
+    screen = term.wait("(queued")
+    assert re.search(r"› second thought +\(queued", screen), screen
+    term.send("Escape")
+    screen = term.wait("back in the input")
+    screen = idle(term)
+    assert input_box(screen) == "second thought", screen
+    assert left(screen, "Aborted. Your queued message is back in the input.")
+    assert "(queued" not in screen
+    # The server dropped its queue: the model never saw the queued text.
+    assert all("second thought" not in str(r["messages"]) for r in env.llm.requests)
+    term.kill()
+
+
+def test_a_queued_message_is_sent_when_the_turn_ends(tmux: Tmux, env: TronEnv) -> None:
+    project = env.project("queued-sent")
+    env.llm.add(
+        Response([ToolUse("Bash", {"command": "sleep 3; echo slept"})]),
+        Response([Text("first done")]),
+        Response([Text("second done")]),
+    )
+    term = open_tron(tmux, env, project)
+    send(term, "first task")
+    term.wait("sleep 3")
+    send(term, "then this")
+    screen = term.wait("(queued")
+    assert "second done" not in screen
+    screen = term.wait("second done")
+    idle(term)
+    screen = term.screen()
+    assert "› then this" in screen and "(queued" not in screen
+    assert "then this" in str(env.llm.requests[-1]["messages"])
+    term.kill()
+
+
+# -- 6. written into the transcript; Tab and the list; the mode at 60 columns ----------------
+
+
+def test_command_output_and_errors_are_written_into_the_transcript(
+    tmux: Tmux, env: TronEnv
+) -> None:
+    project = env.project("notes")
+    env.llm.add(Response([Text("first answer")]), Response([Text("second answer")]))
+    term = open_tron(tmux, env, project)
+    send(term, "question one")
+    term.wait("first answer")
+    idle(term)
+    send(term, "question two")
+    term.wait("second answer")
+    idle(term)
+    send(term, "/cost")
+    screen = term.wait(lambda s: left(s, "Cost $"))
+    send(term, "/nope")
+    screen = term.wait(lambda s: left(s, "✗ Unknown command /nope"))
+    # Rewind (conversation only) from the tree: "Rewound" is written too.
+    term.send("C-t")
+    term.wait("◆ second answer  ·  evt_")
+    term.send("Up")
+    term.send("Up")
+    term.wait("◆ first answer  ·  evt_")
+    term.send("r")
+    term.wait("Conversation only")
+    term.send("Enter")
+    screen = term.wait(lambda s: left(s, "Rewound"))
+    assert "second answer" not in screen and "first answer" in screen
+    term.kill()
+
+
+def test_tab_completes_the_common_prefix_and_the_list_has_a_selection(
+    tmux: Tmux, env: TronEnv
+) -> None:
+    term = open_tron(tmux, env, env.project("tab"))
+    term.type("/mod")
+    # The first entry is selected, with a marker (seen without colours too) ...
+    screen = term.wait("Switch the model")
+    assert re.search(r"▸ /mode \[", screen), screen
+    # ... which the arrows move.
+    term.send("Down")
+    screen = term.wait(lambda s: "▸ /model" in s)
+    assert "▸ /mode " not in screen
+    term.send("Up")
+    term.wait(lambda s: "▸ /mode " in s)
+    term.send("BSpace")
+    term.type("d")  # typing again: Tab completes what is common, not the selection
+    term.wait(lambda s: input_box(s) == "/mod")
+    term.send("Tab")  # /mode and /model: their common prefix
+    screen = term.wait(lambda s: input_box(s) == "/mode")
+    assert "Switch the model" in screen  # the list is still open
+    term.send("Tab")  # nothing longer in common: the selected one
+    term.wait(lambda s: input_box(s).startswith("/mode") and "Switch the model" not in s)
+    term.kill()
+
+
+def test_at_sixty_columns_the_status_line_keeps_the_mode(tmux: Tmux, env: TronEnv) -> None:
+    project = env.project("narrow-mode")
+    env.llm.add(Response([Text("short reply")]))
+    term = open_tron(tmux, env, project, "--permission-mode", "default", width=60, height=24)
+    send(term, "hello")
+    term.wait("short reply")
+    idle(term)
+    term.wait(lambda s: "$0." in s.rstrip().splitlines()[-1])
+    status = term.screen().rstrip().splitlines()[-1]
+    assert "mode default" in status and "ready" in status, status
+    term.kill()
+
+
+# -- 9. /web prints a login URL that works --------------------------------------------------
+
+
+def test_web_prints_a_one_time_login_url(tmux: Tmux, env: TronEnv) -> None:
+    import urllib.request
+
+    term = open_tron(tmux, env, env.project("web"))
+    send(term, "/web")
+    screen = term.wait("Web chat: http")
+    joined = "".join(line.strip() for line in screen.splitlines())
+    match = re.search(r"Web chat: (http://127\.0\.0\.1:\d+/login\?token=[\w-]+)", joined)
+    assert match, screen
+    with urllib.request.urlopen(match.group(1), timeout=10) as response:
+        assert response.status == 200
     term.kill()

@@ -18,13 +18,9 @@ from .widgets import PromptInput
 class Completer(OptionList):
     """The completion list: shown while the input holds ``/name`` (no space yet)."""
 
-    # The selected entry is drawn in reverse video, focused or not (the input keeps the
-    # focus), so it shows on any terminal, NO_COLOR included.
     DEFAULT_CSS = """
     Completer { height: auto; max-height: 8; display: none; border: round $secondary; }
     Completer.shown { display: block; }
-    Completer > .option-list--option-highlighted { text-style: reverse bold; }
-    Completer:focus > .option-list--option-highlighted { text-style: reverse bold; }
     """
 
     def __init__(self, input: PromptInput, *, id: str | None = None) -> None:
@@ -35,6 +31,7 @@ class Completer(OptionList):
         """The commands the list shows now (empty: hidden)."""
         self.moved = False
         """The user moved the selection (↑/↓) since the text last changed."""
+        self._marked: int | None = None
 
     def matches(self, text: str) -> list[cmds.Command]:
         if text.startswith("/") and " " not in text and "\n" not in text:
@@ -100,14 +97,33 @@ class Completer(OptionList):
             return
         self.shown = found
         self.clear_options()
-        for c in found:
-            label = Text(f"/{c.name}", style="bold")
-            if c.argument_hint:
-                label.append(f" {c.argument_hint}", style="dim")
-            label.append(f"  {c.description}", style="dim")
-            self.add_option(Option(label, id=c.name))
+        self.add_options([Option(self._label(c, i == 0), id=c.name) for i, c in enumerate(found)])
+        self._marked = 0
         self.highlighted = 0
         self.add_class("shown")
+
+    @staticmethod
+    def _label(command: cmds.Command, selected: bool) -> Text:
+        # A marker as well as the highlight's colour: the selection shows on any
+        # terminal, NO_COLOR included, although the input keeps the focus.
+        label = Text("▸ " if selected else "  ", style="bold")
+        label.append(f"/{command.name}", style="bold")
+        if command.argument_hint:
+            label.append(f" {command.argument_hint}", style="dim")
+        label.append(f"  {command.description}", style="dim")
+        return label
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        index = event.option_index
+        if index == self._marked or not 0 <= index < len(self.shown):
+            return
+        if self._marked is not None and self._marked < len(self.shown):
+            self.replace_option_prompt_at_index(
+                self._marked, self._label(self.shown[self._marked], False)
+            )
+        self.replace_option_prompt_at_index(index, self._label(self.shown[index], True))
+        self._marked = index
 
     def hide(self) -> None:
         self.shown = []
