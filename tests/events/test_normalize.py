@@ -19,7 +19,6 @@ from tron_events.normalize import (
     MAX_TOOL_INPUT_CHARS,
     MAX_TOOL_RESULT_CHARS,
     TOOL_INPUT_PREVIEW_CHARS,
-    install_normalizers,
     normalize_assistant_payload,
     normalize_tool_result_payload,
     truncation_marker,
@@ -216,8 +215,9 @@ def test_results_fit_the_limit_keep_a_prefix_and_are_idempotent(content: Any) ->
 # -- registration ----------------------------------------------------------------
 
 
-def test_install_normalizers_makes_the_registry_normalize() -> None:
-    install_normalizers()
+def test_the_registry_normalizes_what_it_validates() -> None:
+    # What the store calls on append: the two normalized types come out normalized,
+    # with nothing to install first.
     stored = payloads.validate_payload(
         "message.assistant", {"content": [use({"blob": "z" * 7_000})], "turn": 1}
     )

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
 from tests.server.conftest import RunningServer
+from tron_server.app import build_registry
 from tron_server.client import RpcCallError, TronClient
 from tron_server.hub import Hub
-from tron_server.methods import build_registry
 from tron_server.rpc import Dispatcher, RpcContext
 from tron_server.services import Services
 from tron_server.settings import Settings

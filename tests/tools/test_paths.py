@@ -451,3 +451,14 @@ def test_a_file_swapped_for_a_symlink_is_replaced_not_followed() -> None:
         assert target.read_text() == "outside file"
         assert snapshot(base / "outside") == {"o.txt": ("file", "outside file")}
         assert any(not e.is_error for e in edits)  # edits of the inside file went through
+
+
+def test_the_old_import_path_is_the_same_policy() -> None:
+    # tools/_paths.py was the path policy's home before tron_server.paths; code on
+    # other branches still imports it from there.
+    import tron_server.paths as new
+    import tron_server.tools._paths as old
+
+    assert old.__all__ == new.__all__
+    for name in new.__all__:
+        assert getattr(old, name) is getattr(new, name), name

@@ -21,6 +21,8 @@ import anyio
 
 #: Wake everyone (a commit whose session/workspace is unknown to the listener).
 ANY = "*"
+#: The key of the feed of every event (a subscription to no session or workspace).
+ALL_EVENTS = "all-events"
 
 
 @dataclass(eq=False)

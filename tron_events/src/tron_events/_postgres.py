@@ -73,7 +73,8 @@ from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 from sqlalchemy.engine import make_url
 
-from ._changes import ANY
+from ._changes import ALL_EVENTS, ANY
+from ._pg_conninfo import conninfo_from_url as conninfo_from_url  # for callers of old
 from ._recorder import (
     SESSION_AND_HEAD,
     SESSION_COLUMNS,
@@ -130,32 +131,6 @@ POOL_MAX_SIZE = 10
 TRY_WRITE_LOCK_TIMEOUT_MS = 200
 
 _DUPLICATE_KEY = re.compile(r"Key \(id\)=\((?P<id>[^)]*)\)")
-
-
-def conninfo_from_url(url: str) -> str:
-    """libpq conninfo for a SQLAlchemy URL (``postgresql+psycopg://u:p@h:5432/db?…``).
-
-    Query parameters (``sslmode``, ``application_name``, ``host`` for a socket
-    directory …) are passed through as libpq parameters.
-    """
-    u = make_url(url)
-    if not u.drivername.startswith("postgresql"):
-        raise ValueError(f"not a PostgreSQL URL: {url!r}")
-    params: dict[str, Any] = {}
-    if u.host:
-        params["host"] = u.host
-    if u.port:
-        params["port"] = u.port
-    if u.username:
-        params["user"] = u.username
-    if u.password is not None:
-        params["password"] = u.password
-    if u.database:
-        params["dbname"] = u.database
-    for key, value in u.query.items():
-        params[key] = value if isinstance(value, str) else ",".join(value)
-    params.setdefault("application_name", "tron-events")
-    return make_conninfo("", **params)
 
 
 def _append_cursor(conn: psycopg.Connection[tuple[Any, ...]]) -> psycopg.Cursor[tuple[Any, ...]]:
@@ -470,8 +445,6 @@ class PostgresRecorder(Recorder):
             self._listener.start()
 
     def _listen(self) -> None:
-        from .store import ALL_EVENTS  # the store imports this module lazily
-
         while not self._closed:
             try:
                 info = make_conninfo(self.conninfo, application_name=LISTENER_APPLICATION)

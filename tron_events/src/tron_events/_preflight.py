@@ -260,7 +260,7 @@ def _inspect_postgres(url: str, writable: bool) -> Found:
     try:
         import psycopg
 
-        from ._postgres import conninfo_from_url
+        from ._pg_conninfo import conninfo_from_url
     except ImportError:
         raise UnsupportedDatabase(
             "PostgreSQL needs the psycopg driver: pip install 'tron-events[postgres]'"

@@ -18,10 +18,11 @@ import anyio.to_thread
 from pydantic import BaseModel
 
 from . import _urls
+from ._changes import ALL_EVENTS
 from .errors import InvalidCursor
 from .files import FileDiff, FileTransition
 from .models import Event, EventJsonPage, EventPage, ForkResult, SearchHit, Session, Workspace
-from .store import ALL_EVENTS, BlobInput, EventDraft, EventStore
+from .store import BlobInput, EventDraft, EventStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -24,7 +24,6 @@ __all__ = [
     "MAX_TOOL_INPUT_CHARS",
     "MAX_TOOL_RESULT_CHARS",
     "TOOL_INPUT_PREVIEW_CHARS",
-    "install_normalizers",
     "is_truncated_input",
     "normalize_assistant_payload",
     "normalize_tool_result_payload",
@@ -168,23 +167,3 @@ def normalize_tool_result_payload(payload: dict[str, Any]) -> dict[str, Any]:
             kept.append({**part, "text": text[:left] + truncation_marker(removed)})
             marked = True
     return {**payload, "content": kept, "truncated": True}
-
-
-def install_normalizers() -> None:
-    """Register the normalizers on the ``message.assistant`` and ``tool.result`` types.
-
-    Called once at import time by ``tron_events.payloads`` (it re-registers the two
-    types with their payload models and these normalizers).
-    """
-    from . import payloads
-
-    payloads.register_event_type(
-        "message.assistant",
-        payloads.MessageAssistant,
-        normalizer=normalize_assistant_payload,
-    )
-    payloads.register_event_type(
-        "tool.result",
-        payloads.ToolResult,
-        normalizer=normalize_tool_result_payload,
-    )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from pydantic import BaseModel
 
 from . import _urls, ids
+from ._changes import ALL_EVENTS
 from ._gc import gc_paused
 from ._payload_json import payload_json
 from ._recorder import (
@@ -81,8 +82,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: The change-signal key of the feed of every event.
-ALL_EVENTS = "all-events"
 DELETABLE_TYPES = frozenset({"message.user", "message.assistant", "tool.result"})
 MESSAGE_TYPES = frozenset({"message.user", "message.assistant"})
 

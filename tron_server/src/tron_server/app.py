@@ -35,11 +35,11 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from . import commands, methods
 from .connection import Connection
 from .logging import add_secret
 from .memory import release_memory
-from .methods import build_registry
-from .rpc import Dispatcher, RpcContext
+from .rpc import Dispatcher, MethodRegistry, RpcContext
 from .security import (
     COOKIE_NAME,
     Authenticator,
@@ -83,6 +83,15 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         "log_config": None,
         "timeout_graceful_shutdown": 15,
     }
+
+
+def build_registry() -> MethodRegistry:
+    """Every method this server answers: the JSON-RPC methods (:mod:`.methods`), then
+    the slash commands, which install ``command.list`` and route ``agent.message``."""
+    registry = MethodRegistry()
+    methods.register(registry)
+    commands.register(registry)
+    return registry
 
 
 def create_app(
@@ -330,6 +339,7 @@ def _extra_hosts(settings: Settings) -> list[str]:
 
 __all__ = [
     "MAX_IN_FLIGHT",
+    "build_registry",
     "create_app",
     "serve_connection",
     "transport_max_size",

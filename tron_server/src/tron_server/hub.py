@@ -30,15 +30,13 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from .connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
+from .protocol import BROADCAST_PREFIXES, EVENTS_NEW
 from .rpc.frames import notification_frame
 
 if TYPE_CHECKING:
     from tron_events import AsyncEventStore
 
 log = logging.getLogger("tron_server.hub")
-
-#: Notifications with these prefixes go to every connection, subscribed or not.
-BROADCAST_PREFIXES = ("session.",)
 
 
 @dataclass(eq=False)
@@ -212,7 +210,7 @@ class Hub:
             try:
                 async for event in events:
                     self.publish(
-                        event.session_id, "events.new", event.to_wire(), timestamp=event.timestamp
+                        event.session_id, EVENTS_NEW, event.to_wire(), timestamp=event.timestamp
                     )
             except Exception:
                 if self._closing:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .hub import Hub
+from .runtime import Runtime
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -73,6 +74,11 @@ class Services:
     @property
     def home(self) -> Path:
         return self.settings.home
+
+    @property
+    def runtime(self) -> Runtime:
+        """Send, abort, ensure-idle: what the methods and the commands call."""
+        return Runtime(self.orchestrator, self.interaction)
 
 
 # -- building the services of a running server ------------------------------------------

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from .._changes import ALL_EVENTS
 from .._recorder import Cursor, NewEvent, Recorder, SessionDelta
 from ..blobs import content_hash
 from ..errors import (
@@ -35,7 +36,7 @@ from ..errors import (
 from ..models import Event, Session, Workspace
 from ..payloads import validate_payload
 from ..search_text import search_text
-from ..store import ALL_EVENTS, HEAD_MODEL_TYPES, EventStore, _count, _model_and_provider_at
+from ..store import HEAD_MODEL_TYPES, EventStore, _count, _model_and_provider_at
 from .format import (
     BlobRecord,
     EventRecord,

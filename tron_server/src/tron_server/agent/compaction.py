@@ -41,6 +41,7 @@ from tron_llm import LLMError, LLMRequest
 
 from ..errors import InvalidOperationError, ProviderError
 from ..hooks.base import HookContext
+from ..protocol import AGENT_COMPACTED, AGENT_ERROR
 
 if TYPE_CHECKING:
     from .orchestrator import Orchestrator
@@ -363,12 +364,12 @@ async def maybe_auto_compact(orchestrator: Orchestrator, run: AgentRun) -> None:
         log.warning("auto-compaction of %s failed: %s", run.session_id, exc)
         message = f"automatic compaction failed: {exc.message}"
         run.notify_client(
-            "agent.error",
+            AGENT_ERROR,
             {"message": message, "category": exc.category, "retryable": exc.retryable},
         )
         return
     run.notify_client(
-        "agent.compacted",
+        AGENT_COMPACTED,
         {"tokensBefore": result.tokens_before, "tokensAfter": result.tokens_after,
          "reason": "auto"},
     )  # fmt: skip

@@ -78,6 +78,7 @@ from ..hooks.base import HookContext, HookDecision, HookEngine, HookEvent
 from ..hooks.feedback import context_drafts
 from ..hooks.settings import HookSettingsError, settings_stamp
 from ..hooks.transcript import Transcripts
+from ..protocol import AGENT_COMPLETE, AGENT_ERROR, SESSION_NOTIFICATION, session_json
 from ..tools.base import ToolRegistry
 from .rules import SessionRules
 from .subagents import (
@@ -447,8 +448,6 @@ class Orchestrator:
 
     def announce_session(self, method: str, session: Session) -> None:
         """Tell every client about a session the runtime created (``session.created``)."""
-        from ..methods.session import session_json  # the protocol's Session object
-
         self._notify(session.id, method, {"session": session_json(session)})
 
     def session_created(self, session: Session) -> None:
@@ -622,9 +621,9 @@ class Orchestrator:
         await self.record_event(session_id, "notification.user", payload)
         run = self.current_run(session_id)
         if run is not None:
-            run.notify_client("session.notification", dict(payload))
+            run.notify_client(SESSION_NOTIFICATION, dict(payload))
         else:
-            self._notify(session_id, "session.notification", dict(payload))
+            self._notify(session_id, SESSION_NOTIFICATION, dict(payload))
 
     async def _tools_for(self, agent: AgentRun, profile: SessionProfile) -> ToolRegistry:
         """The run's tools: the session's allow-list, plus Task while the depth allows."""
@@ -677,7 +676,7 @@ class Orchestrator:
 
     def _notify_run(self, run: _SessionRun, method: str, data: dict[str, Any]) -> None:
         """A notification of a running session (a child's carries its parent)."""
-        if method == "agent.error":
+        if method == AGENT_ERROR:
             run.last_error = str(data.get("message", "")) or None
         link = run.link
         if link is not None:
@@ -731,7 +730,7 @@ class Orchestrator:
                 except Exception as exc:  # the session cannot be read: nothing can run
                     log.exception("cannot load session %s", run.session_id)
                     result = RunResult(0, "error", f"cannot read the session: {exc}")
-                    self._notify_run(run, "agent.error", {"message": result.error,
+                    self._notify_run(run, AGENT_ERROR, {"message": result.error,
                                      "category": "internal", "retryable": True})  # fmt: skip
                     self._complete(run, request, result)
                     request = run.queue.popleft() if run.queue else None
@@ -766,7 +765,7 @@ class Orchestrator:
     def _complete(self, run: _SessionRun, request: RunRequest, result: RunResult) -> None:
         self._notify_run(
             run,
-            "agent.complete",
+            AGENT_COMPLETE,
             {"turns": result.turns, "stopReason": result.stop_reason, "runId": request.run_id},
         )
         waiter = run.waiters.pop(request.run_id, None)
@@ -791,15 +790,15 @@ class Orchestrator:
                 "the session changed while the agent was running (another client rewound, "
                 "switched the model or wrote to it); the turn stopped. Send the message again."
             )
-            notify("agent.error", {"message": message, "category": "conflict", "retryable": True})
+            notify(AGENT_ERROR, {"message": message, "category": "conflict", "retryable": True})
             return RunResult(agent.progress.turn and 1, "error", str(exc))
         except SessionNotActive as exc:
-            notify("agent.error", {"message": str(exc), "category": "conflict", "retryable": False})
+            notify(AGENT_ERROR, {"message": str(exc), "category": "conflict", "retryable": False})
             return RunResult(0, "error", str(exc))
         except HookSettingsError as exc:
             # The user's safety hooks cannot be loaded: refuse to run without them.
             notify(
-                "agent.error",
+                AGENT_ERROR,
                 {"message": f"hooks are misconfigured, nothing was run: {exc}",
                  "category": "configuration", "retryable": False},
             )  # fmt: skip
@@ -807,7 +806,7 @@ class Orchestrator:
         except Exception as exc:
             log.exception("agent loop of %s failed", sid)
             notify(
-                "agent.error",
+                AGENT_ERROR,
                 {"message": f"internal error in the agent loop: {type(exc).__name__}: {exc}",
                  "category": "internal", "retryable": False},
             )  # fmt: skip

@@ -79,6 +79,18 @@ from tron_llm import (
 from ..hooks.base import HookContext, HookDecision, HookEngine, HookEvent
 from ..hooks.feedback import context_drafts
 from ..hooks.guardrails import path_policy
+from ..protocol import (
+    AGENT_ERROR,
+    AGENT_TEXT_DELTA,
+    AGENT_THINKING_DELTA,
+    AGENT_TOOL_END,
+    AGENT_TOOL_OUTPUT,
+    AGENT_TOOL_START,
+    AGENT_TURN_END,
+    AGENT_TURN_START,
+    SESSION_NOTIFICATION,
+    usage_json,
+)
 from ..tools.base import ToolContext, ToolRegistry, ToolResult
 from .context import InvalidHistoryError, build_system_prompt, check_history
 from .progress import TurnProgress
@@ -194,18 +206,6 @@ class TurnDeps:
     """The Stop (SubagentStop) hooks, run when the model stops."""
     max_stop_continuations: int = 8
     """How many times in a row Stop hooks may send the model on (Claude Code's cap)."""
-
-
-def usage_json(usage: Usage) -> dict[str, Any]:
-    """The ``usage`` object of ``agent.turn_end``."""
-    return {
-        "inputTokens": usage.input_tokens,
-        "outputTokens": usage.output_tokens,
-        "cacheReadTokens": usage.cache_read_tokens,
-        "cacheWriteTokens": usage.cache_write_tokens,
-        "reasoningTokens": usage.reasoning_tokens,
-        "totalTokens": usage.total_tokens,
-    }
 
 
 def _prompt_text(content: str | list[dict[str, Any]]) -> str:
@@ -344,7 +344,7 @@ class AgentRun:
             if decision.action == "block":
                 reason = decision.reason or "blocked by a UserPromptSubmit hook"
                 self._emit(
-                    "agent.error",
+                    AGENT_ERROR,
                     {"message": f"Message blocked: {reason}", "category": "blocked",
                      "retryable": False},
                 )  # fmt: skip
@@ -426,7 +426,7 @@ class AgentRun:
         """Record ``notification.user`` and tell the clients (``session.notification``)."""
         payload = {"title": title, "body": body, "urgency": "normal", "hookEvent": hook_event}
         await self.writer.append("notification.user", payload)
-        self._emit("session.notification", payload)
+        self._emit(SESSION_NOTIFICATION, payload)
 
     async def _abortable(self, work: Awaitable[T]) -> T | None:
         """Await ``work`` so that an abort cancels it; None when it was cancelled."""
@@ -450,7 +450,7 @@ class AgentRun:
         await self.writer.append_many([*(prompt or []), start])
         state = await self.deps.store.get_state_at_head(self.session_id)
         messages = state.messages
-        self._emit("agent.turn_start", {"turn": turn})
+        self._emit(AGENT_TURN_START, {"turn": turn})
         if self.abort_requested:
             return await self._finish_aborted(turn, None, _Stream(), Usage())
         try:
@@ -545,11 +545,11 @@ class AgentRun:
         if isinstance(event, TextDelta):
             out.text[event.index] = out.text.get(event.index, "") + event.text
             self.progress.text += event.text
-            self._emit("agent.text_delta", {"turn": turn, "delta": event.text})
+            self._emit(AGENT_TEXT_DELTA, {"turn": turn, "delta": event.text})
         elif isinstance(event, ThinkingDelta):
             out.thinking[event.index] = out.thinking.get(event.index, "") + event.thinking
             self.progress.thinking += event.thinking
-            self._emit("agent.thinking_delta", {"turn": turn, "delta": event.thinking})
+            self._emit(AGENT_THINKING_DELTA, {"turn": turn, "delta": event.thinking})
         elif isinstance(event, ToolCallStart):
             self.progress.tool(event.id, event.name)
         elif isinstance(event, ToolCallEnd):
@@ -653,7 +653,7 @@ class AgentRun:
 
     def _emit_turn_end(self, turn: int, stop_reason: str, usage: Usage) -> None:
         self._emit(
-            "agent.turn_end",
+            AGENT_TURN_END,
             {"turn": turn, "stopReason": stop_reason, "usage": usage_json(usage),
              "cost": usage.cost_usd},
         )  # fmt: skip
@@ -693,7 +693,7 @@ class AgentRun:
         call = self.progress.tool_calls.get(use.id)
         if call is not None and call.status == "error":
             self._emit(
-                "agent.tool_end",
+                AGENT_TOOL_END,
                 {"turn": turn, "toolCallId": use.id, "name": use.name, "isError": True,
                  "content": self._partial(use.id, self._interrupted_note()),
                  "interrupted": True},
@@ -727,7 +727,7 @@ class AgentRun:
             ]
         )  # fmt: skip
         await self._turn_end(turn, "error", usage)
-        self._emit("agent.error", {"message": text, "category": category, "retryable": retryable})
+        self._emit(AGENT_ERROR, {"message": text, "category": category, "retryable": retryable})
         return "error", False
 
     async def _finish_invalid(self, turn: int, exc: InvalidHistoryError) -> tuple[str, bool]:
@@ -742,7 +742,7 @@ class AgentRun:
             ]
         )  # fmt: skip
         await self._turn_end(turn, "error", Usage())
-        self._emit("agent.error", {"message": str(exc), "category": "internal", "retryable": False})
+        self._emit(AGENT_ERROR, {"message": str(exc), "category": "internal", "retryable": False})
         return "error", False
 
     # -- tools ------------------------------------------------------------------------
@@ -850,7 +850,7 @@ class AgentRun:
         call = self.progress.tool(use.id, use.name)
         call.status = "error" if result.is_error else "done"
         self._emit(
-            "agent.tool_end",
+            AGENT_TOOL_END,
             {"turn": turn, "toolCallId": use.id, "name": use.name, "isError": result.is_error,
              "content": result.content, "durationMs": duration},
         )  # fmt: skip
@@ -892,13 +892,13 @@ class AgentRun:
         call.arguments = use.input
         call.status = "running"
         self._emit(
-            "agent.tool_start",
+            AGENT_TOOL_START,
             {"turn": turn, "toolCallId": use.id, "name": use.name, "arguments": use.input},
         )
 
         def on_output(chunk: str) -> None:
             call.add_output(chunk)
-            self._emit("agent.tool_output", {"turn": turn, "toolCallId": use.id, "chunk": chunk})
+            self._emit(AGENT_TOOL_OUTPUT, {"turn": turn, "toolCallId": use.id, "chunk": chunk})
 
         async def record(event_type: str, payload: dict[str, Any]) -> None:
             await self.writer.append(event_type, payload)

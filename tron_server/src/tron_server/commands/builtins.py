@@ -34,8 +34,9 @@ import anyio
 
 from tron_events import Session
 
+from ..agent.compaction import compact_session
+from ..agent.subagents import discover_agents
 from ..errors import InvalidOperationError, InvalidParams, ManagerUnavailableError
-from ..methods.session import ensure_idle
 
 if TYPE_CHECKING:
     from ..rpc import RpcContext
@@ -80,17 +81,17 @@ def _money(value: Any) -> str:
 
 
 async def _help(cx: CommandContext, args: str) -> dict[str, Any]:
-    from .router import command_list
-
+    # command.list as a client would call it (the router, which lists, runs this module)
+    listed = await cx.call("command.list", {"sessionId": cx.session_id})
     lines = ["Commands:"]
-    for entry in command_list(cx.rpc, Path(cx.session.working_directory)):
+    for entry in listed["commands"]:
         hint = f" {entry['argumentHint']}" if entry["argumentHint"] else ""
         lines.append(f"  /{entry['name']}{hint} — {entry['description']}")
     return {"output": "\n".join(lines)}
 
 
 async def _clear(cx: CommandContext, args: str) -> dict[str, Any]:
-    ensure_idle(cx.rpc, cx.session_id, "clear")
+    cx.rpc.services.runtime.ensure_idle(cx.session_id, "clear")
     orchestrator = cx.rpc.services.orchestrator
     assert orchestrator is not None
     await orchestrator.record_event(cx.session_id, "context.cleared", {"reason": "/clear"})
@@ -102,9 +103,7 @@ async def _clear(cx: CommandContext, args: str) -> dict[str, Any]:
 
 
 async def _compact(cx: CommandContext, args: str) -> dict[str, Any]:
-    from ..agent.compaction import compact_session
-
-    ensure_idle(cx.rpc, cx.session_id, "compact")
+    cx.rpc.services.runtime.ensure_idle(cx.session_id, "compact")
     orchestrator = cx.rpc.services.orchestrator
     assert orchestrator is not None
     result = await compact_session(
@@ -219,8 +218,6 @@ async def _context(cx: CommandContext, args: str) -> dict[str, Any]:
 
 
 async def _agents(cx: CommandContext, args: str) -> dict[str, Any]:
-    from ..agent.subagents import discover_agents
-
     home = cx.rpc.services.home
     found = await anyio.to_thread.run_sync(
         discover_agents, home, Path(cx.session.working_directory)

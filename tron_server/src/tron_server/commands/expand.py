@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..tools._paths import PathError, PathPolicy
+from ..paths import PathError, PathPolicy
 
 __all__ = ["ExpandEnv", "Expansion", "ExpansionError", "expand_body", "split_arguments"]
 

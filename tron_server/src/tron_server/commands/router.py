@@ -22,12 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..agent.subagents import resolve_model
 from ..errors import InvalidParams
 from ..hooks.base import HookContext
 from ..hooks.guardrails import path_policy
 from ..interaction import CallFacts, RuleSet, Verdict, decide, parse_rule
 from ..interaction.rules import RuleSyntaxError
 from ..interaction.settings import load_permission_settings
+from ..protocol import AGENT_COMMAND_OUTPUT
 from ..tools.base import ToolContext
 from .builtins import BUILTINS, Builtin, CommandContext
 from .expand import ExpandEnv, ExpansionError, expand_body
@@ -127,11 +129,10 @@ async def run_command_message(
     reasoning_level: str | None,
 ) -> dict[str, Any]:
     """``agent.message`` for a text starting with ``/`` (see the module docstring)."""
-    from ..methods.agent import send
-
+    runtime = rpc.services.runtime
     parsed = parse_command(content)
     if parsed is None:
-        return await send(rpc, session_id, content, queue=queue, reasoning_level=reasoning_level)
+        return await runtime.send(session_id, content, queue=queue, reasoning_level=reasoning_level)
     name, arguments = parsed
     store = rpc.services.store
     assert store is not None
@@ -142,7 +143,7 @@ async def run_command_message(
         output = str(result.get("output") or "")
         rpc.services.hub.publish(
             session_id,
-            "agent.command_output",
+            AGENT_COMMAND_OUTPUT,
             {"name": name, "arguments": arguments, "output": output},
         )
         return {"accepted": True, "turn": None, "queued": False, "runId": None,
@@ -165,8 +166,6 @@ async def run_command_message(
         invoked["allowedTools"] = list(command.allowed_tools)
     options: dict[str, Any] = {"allowed_tools": command.allowed_tools}
     if command.model:
-        from ..agent.subagents import resolve_model
-
         state = await store.get_state_at_head(session_id)
         choice = resolve_model(command.model, provider=state.provider, model=state.model)
         options |= {"model": choice.model, "provider": choice.provider}
@@ -175,8 +174,8 @@ async def run_command_message(
         invoked["files"] = expansion.files
     if expansion.commands:
         invoked["commands"] = expansion.commands
-    result = await send(
-        rpc, session_id, expansion.text, queue=queue, reasoning_level=reasoning_level,
+    result = await runtime.send(
+        session_id, expansion.text, queue=queue, reasoning_level=reasoning_level,
         before=(("command.invoked", invoked),), **options,
     )  # fmt: skip
     return {**result, "command": command.name, "builtin": False}

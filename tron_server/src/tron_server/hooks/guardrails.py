@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..tools._paths import PathPolicy, settings_files
+from ..paths import PathPolicy, settings_files
 from .base import HookContext, HookDecision, HookEngine
 from .settings import GuardrailSettings, HookSettingsError
 

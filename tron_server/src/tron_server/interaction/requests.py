@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from ..errors import InvalidOperationError, InvalidParams
+from ..protocol import AGENT_APPROVAL, AGENT_QUESTION, AGENT_REQUEST_RESOLVED
 
 if TYPE_CHECKING:
     from ..agent.turn import AgentRun
@@ -245,7 +246,7 @@ class Requests:
             info["expiresAt"] = _iso(_now() + timedelta(seconds=timeout))
         pending = PendingRequest(info, run, sessions)
         self._live[pending.request_id] = pending
-        method = "agent.question" if info["kind"] == "question" else "agent.approval"
+        method = AGENT_QUESTION if info["kind"] == "question" else AGENT_APPROVAL
         try:
             await run.writer.append("interaction.requested", _requested_payload(info))
             run.notify_client(method, dict(info))
@@ -271,7 +272,7 @@ class Requests:
             log.exception("could not record the resolution of %s", info.get("requestId"))
         data = resolved_notification(info, answer)
         self.remember(data)
-        run.notify_client("agent.request_resolved", data)
+        run.notify_client(AGENT_REQUEST_RESOLVED, data)
 
 
 #: Longer text values of an approval's input are cut in ``interaction.requested`` (the

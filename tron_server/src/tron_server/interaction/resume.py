@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from tron_events.messages import ToolUseBlock
 from tron_llm import Usage, cost_usd
 
+from ..protocol import AGENT_REQUEST_RESOLVED, AGENT_TOOL_END, AGENT_TURN_START
 from .pending import PendingTurn, find_pending_turn
 from .requests import Answer, resolution_payload, resolved_notification
 
@@ -85,7 +86,7 @@ class Resumption:
         run.tool_call_events.update(pt.call_events)
         turn = pt.turn
         run.progress.begin(turn)
-        run.notify_client("agent.turn_start", {"turn": turn, "resumed": True})
+        run.notify_client(AGENT_TURN_START, {"turn": turn, "resumed": True})
         index = next(i for i, u in enumerate(pt.uses) if u.id == pt.request["toolCallId"])
         target = pt.uses[index]
         earlier = [u for u in pt.uses[:index] if u.id not in pt.answered]
@@ -99,7 +100,7 @@ class Resumption:
         )
         data = resolved_notification(info, answer, resumed=True)
         self.interaction.requests.remember(data)
-        run.notify_client("agent.request_resolved", data)
+        run.notify_client(AGENT_REQUEST_RESOLVED, data)
         if answer.outcome == "aborted":
             return await run._close_aborted(turn, [target, *later], set(), usage)
         if answer.outcome != "answered":
@@ -141,7 +142,7 @@ class Resumption:
                 payload["interrupted"] = True
             drafts.append(("tool.result", payload))
             run.notify_client(
-                "agent.tool_end",
+                AGENT_TOOL_END,
                 {"turn": run.progress.turn, "toolCallId": use.id, "name": use.name,
                  "isError": True, "content": text, "durationMs": 0},
             )  # fmt: skip

@@ -39,7 +39,8 @@ from ..errors import (
 )
 from ..hooks.base import HookDecision
 from ..hooks.guardrails import path_policy
-from ..tools._paths import PathError
+from ..paths import PathError
+from ..protocol import SESSION_NOTIFICATION
 from ..tools.base import ToolContext, ToolResult
 from .modes import CYCLE, MODE_DESCRIPTIONS, MODES, PATH_TOOLS, PermissionMode, is_mode
 from .pending import PendingTurn, find_pending_turn
@@ -440,9 +441,9 @@ class Interaction:
         run = self.orchestrator.current_run(ctx.session_id)
         data = dict(payload)
         if run is not None:
-            run.notify_client("session.notification", data)
+            run.notify_client(SESSION_NOTIFICATION, data)
         else:
-            self.orchestrator.emit("session.notification", ctx.session_id, data)
+            self.orchestrator.emit(SESSION_NOTIFICATION, ctx.session_id, data)
         return ToolResult(f"Notified the user: {title}")
 
     # -- pending requests and answers --------------------------------------------------

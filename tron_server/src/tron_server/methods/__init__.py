@@ -1,42 +1,22 @@
 """The JSON-RPC methods, one module per namespace, each with ``register(registry)``.
 
-session, events, system and model are always there; agent and context (the
-agent runtime's methods) are registered when their modules are installed.
+:func:`register` adds them all; the server's full registry (these, then the slash
+commands installing themselves) is :func:`tron_server.app.build_registry`.
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
-
 from ..rpc import MethodRegistry
-from . import events, model, session, system, workspace
+from . import agent, context, events, interaction, model, session, system, workspace
 
-log = logging.getLogger("tron_server.methods")
-
-#: Method modules of optional parts, registered when importable.
-OPTIONAL_MODULES = (
-    "tron_server.methods.agent",
-    "tron_server.methods.context",
-    "tron_server.methods.interaction",
-)
+#: The method modules, in registration order.
+MODULES = (session, events, system, model, workspace, agent, context, interaction)
 
 
-def build_registry() -> MethodRegistry:
-    """A registry with every available method."""
-    registry = MethodRegistry()
-    for module in (session, events, system, model, workspace):
+def register(registry: MethodRegistry) -> None:
+    """Add every method of every module to ``registry``."""
+    for module in MODULES:
         module.register(registry)
-    for name in OPTIONAL_MODULES:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            log.info("optional methods %s not installed", name)
-            continue
-        mod.register(registry)
-    return registry
 
 
-__all__ = ["OPTIONAL_MODULES", "build_registry"]
+__all__ = ["MODULES", "register"]

@@ -1,9 +1,10 @@
 """agent.*: send a message (the loop runs in the background), abort, catch up, answer.
 
-``agent.message`` whose text starts with ``/`` is a slash command
-(:mod:`tron_server.commands`). A message to an idle session whose stopped run left a
-question or an approval pending cancels that request first (its turn is closed with
-results saying so). ``agent.respond`` answers a pending request (:mod:`tron_server.interaction`).
+``agent.message`` whose text starts with ``/`` is a slash command: the commands package
+installs itself in front of this method (:mod:`tron_server.commands`). A message to an
+idle session whose stopped run left a question or an approval pending cancels that
+request first (its turn is closed with results saying so). ``agent.respond`` answers a
+pending request (:mod:`tron_server.interaction`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from ..agent import Orchestrator
 from ..errors import ManagerUnavailableError
 from ..interaction import Interaction
 from ..rpc import MethodRegistry, Params, RpcContext
@@ -65,14 +65,6 @@ def _interaction(ctx: RpcContext) -> Interaction:
     return interaction
 
 
-def _orchestrator(ctx: RpcContext) -> Orchestrator:
-    orchestrator = ctx.services.orchestrator
-    if orchestrator is None:  # pragma: no cover - needs=() checks it first
-        raise ManagerUnavailableError("the agent runtime is not running")
-    assert isinstance(orchestrator, Orchestrator)
-    return orchestrator
-
-
 def register(registry: MethodRegistry) -> None:
     """Add the agent.* methods to ``registry``."""
 
@@ -84,18 +76,14 @@ def register(registry: MethodRegistry) -> None:
         needs=AGENT_NEEDS,
     )
     async def message(ctx: RpcContext, p: AgentMessageParams) -> dict[str, Any]:
-        _orchestrator(ctx)  # -32002 before anything else when there is no runtime
+        runtime = ctx.services.runtime
+        runtime.agent()  # -32002 before anything else when there is no runtime
         # Subscribe first so the caller sees the very first delta of the turn.
         await ctx.subscribe(p.session_id)
-        content = p.message()
-        command = _commands(content)
-        if command is not None:
-            routed: dict[str, Any] = await command(
-                ctx, p.session_id, content, p.queue, p.reasoning_level
-            )
-            return routed
-        return await send(ctx, p.session_id, content, queue=p.queue,
-                          reasoning_level=p.reasoning_level, max_turns=p.max_turns)  # fmt: skip
+        return await runtime.send(
+            p.session_id, p.message(), queue=p.queue, reasoning_level=p.reasoning_level,
+            max_turns=p.max_turns,
+        )  # fmt: skip
 
     @registry.method(
         "agent.abort",
@@ -105,26 +93,7 @@ def register(registry: MethodRegistry) -> None:
         needs=AGENT_NEEDS,
     )
     async def abort(ctx: RpcContext, p: SessionParams) -> dict[str, Any]:
-        orchestrator = _orchestrator(ctx)
-        if await orchestrator.abort(p.session_id):
-            return {"aborted": True}
-        # After a restart nothing runs, but a request may still wait in the events: the
-        # abort ends it as it would have ended a live wait (without calling the model).
-        interaction = ctx.services.interaction
-        resume = (
-            await interaction.cancel_pending(p.session_id, "aborted")
-            if interaction is not None
-            else None
-        )
-        if resume is None or interaction is None:
-            return {"aborted": False}
-        try:
-            await orchestrator.send_message(p.session_id, "", resume=resume)
-        except BaseException:
-            interaction.release(resume.pending.request_id)
-            raise
-        await orchestrator.wait_finished(p.session_id)
-        return {"aborted": True}
+        return {"aborted": await ctx.services.runtime.abort(p.session_id)}
 
     @registry.method(
         "agent.getState",
@@ -136,7 +105,7 @@ def register(registry: MethodRegistry) -> None:
         store = ctx.services.store
         assert store is not None
         await store.get_session(p.session_id)  # -32000 for an unknown session
-        state = _orchestrator(ctx).get_state(p.session_id)
+        state = ctx.services.runtime.agent().get_state(p.session_id)
         interaction = ctx.services.interaction
         state["pendingRequests"] = (
             await interaction.pending(p.session_id) if interaction is not None else []
@@ -165,27 +134,7 @@ async def send(
     reasoning_level: str | None = None,
     **options: Any,
 ) -> dict[str, Any]:
-    """Start (or queue) a run; a request a stopped run left pending is cancelled first."""
-    orchestrator = _orchestrator(ctx)
-    interaction = ctx.services.interaction
-    resume = await interaction.cancel_pending(session_id) if interaction is not None else None
-    try:
-        return await orchestrator.send_message(
-            session_id, content, queue=queue, reasoning_level=reasoning_level, resume=resume,
-            **options,
-        )  # fmt: skip
-    except BaseException:
-        if resume is not None and interaction is not None:
-            interaction.release(resume.pending.request_id)
-        raise
-
-
-def _commands(content: str | list[dict[str, Any]]) -> Any:
-    """The slash command handler when ``content`` is a command (and commands exist)."""
-    if not isinstance(content, str) or not content.lstrip().startswith("/"):
-        return None
-    try:
-        from ..commands.router import run_command_message
-    except ModuleNotFoundError:  # pragma: no cover - the commands package is part of us
-        return None
-    return run_command_message
+    """:meth:`tron_server.runtime.Runtime.send` for an RPC call (kept for callers of old)."""
+    return await ctx.services.runtime.send(
+        session_id, content, queue=queue, reasoning_level=reasoning_level, **options
+    )

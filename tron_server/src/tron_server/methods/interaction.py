@@ -1,20 +1,20 @@
-"""Permission modes and rules, and slash commands, over RPC.
+"""Permission modes and rules over RPC.
 
 ``session.setMode`` records ``config.permission_mode`` (also while the agent runs: the
 next tool call follows it) and announces ``session.mode_changed`` to every client;
 ``mode.list`` lists the modes; ``permissions.get`` the rules that apply to a session and
-where each comes from; ``command.list`` the slash commands (built-ins and command files).
+where each comes from. (``command.list`` is the commands package's: :mod:`tron_server.commands`.)
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from ..errors import ManagerUnavailableError
 from ..interaction import Interaction
+from ..protocol import SESSION_MODE_CHANGED
 from ..rpc import MethodRegistry, NoParams, Params, RpcContext
 from .session import session_details
 
@@ -28,20 +28,6 @@ class SetModeParams(Params):
 
 class SessionParams(Params):
     session_id: str = Field(min_length=1)
-
-
-class CommandListParams(Params):
-    """The commands of a session's working directory, or of ``workingDirectory``; with
-    neither, the built-ins and the home folder's commands."""
-
-    session_id: str | None = Field(default=None, min_length=1)
-    working_directory: str | None = Field(default=None, min_length=1)
-
-    @model_validator(mode="after")
-    def _not_both(self) -> CommandListParams:
-        if self.session_id is not None and self.working_directory is not None:
-            raise ValueError("give sessionId or workingDirectory, not both")
-        return self
 
 
 def _interaction(ctx: RpcContext) -> Interaction:
@@ -61,7 +47,7 @@ async def set_mode(ctx: RpcContext, session_id: str, mode: str) -> dict[str, Any
     session["permissionMode"] = new
     ctx.services.hub.publish(
         session_id,
-        "session.mode_changed",
+        SESSION_MODE_CHANGED,
         {"sessionId": session_id, "previousMode": previous, "mode": new, "session": session},
     )
     return {"sessionId": session_id, "previousMode": previous, "mode": new}
@@ -99,22 +85,3 @@ def register(registry: MethodRegistry) -> None:
     )
     async def get_permissions(ctx: RpcContext, p: SessionParams) -> dict[str, Any]:
         return await _interaction(ctx).describe(p.session_id)
-
-    @registry.method(
-        "command.list",
-        CommandListParams,
-        description="The slash commands: built-ins and Markdown command files "
-        "(~/.tron/commands, .claude/commands, .tron/commands), with descriptions.",
-    )
-    async def list_commands(ctx: RpcContext, p: CommandListParams) -> dict[str, Any]:
-        from ..commands.router import command_list
-
-        working_directory: Path | None = None
-        if p.working_directory is not None:
-            working_directory = Path(p.working_directory).expanduser()
-        elif p.session_id is not None:
-            store = ctx.services.store
-            assert store is not None
-            session = await store.get_session(p.session_id)
-            working_directory = Path(session.working_directory)
-        return {"commands": command_list(ctx, working_directory)}

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator
 from ..errors import ManagerUnavailableError
 from ..rpc import MethodRegistry, NoParams, Params, RpcContext
 from ..settings import Settings
-from .session import ensure_idle, known_provider
+from .session import known_provider
 from .system import _PROVIDER_KEYS as PROVIDER_KEYS
 
 
@@ -102,7 +102,7 @@ def register(registry: MethodRegistry) -> None:
     async def switch(ctx: RpcContext, p: ModelSwitchParams) -> dict[str, Any]:
         store = ctx.services.store
         assert store is not None
-        ensure_idle(ctx, p.session_id, "switch the model of")
+        ctx.services.runtime.ensure_idle(p.session_id, "switch the model of")
         session = await store.get_session(p.session_id)
         state = await store.get_state_at_head(p.session_id)
         provider = p.provider

@@ -28,17 +28,17 @@ from pydantic import Field, field_validator
 from tron_events import AsyncEventStore, Event, Session
 from tron_llm.registry import PROVIDERS
 
-from ..errors import AgentBusyError
+from ..protocol import (
+    SESSION_CREATED,
+    SESSION_DELETED,
+    SESSION_ENDED,
+    SESSION_FORKED,
+    SESSION_REWOUND,
+    session_json,
+    session_kind,
+)
 from ..rpc import MethodRegistry, Params, RpcContext, events_json
 from .workspace import session_policy, workspace_of
-
-
-def session_kind(session: Session) -> str:
-    """``"fork"``, ``"subagent"`` (a child a Task call created) or ``"session"``."""
-    if session.fork_from_event_id is not None:
-        return "fork"
-    return "subagent" if session.parent_session_id is not None else "session"
-
 
 TITLE_CHARS = 60
 
@@ -96,35 +96,6 @@ async def titled_list(store: AsyncEventStore, sessions: list[Session]) -> list[d
     return out
 
 
-def session_json(session: Session) -> dict[str, Any]:
-    """A Session as the protocol's camelCase object."""
-    return {
-        "id": session.id,
-        "workspaceId": session.workspace_id,
-        "rootEventId": session.root_event_id,
-        "headEventId": session.head_event_id,
-        "status": session.status,
-        "model": session.model,
-        "provider": session.provider,
-        "workingDirectory": session.working_directory,
-        "title": session.title,
-        "parentSessionId": session.parent_session_id,
-        "forkFromEventId": session.fork_from_event_id,
-        "createdAt": session.created_at,
-        "lastActivityAt": session.last_activity_at,
-        "endedAt": session.ended_at,
-        "eventCount": session.event_count,
-        "messageCount": session.message_count,
-        "turnCount": session.turn_count,
-        "inputTokens": session.input_tokens,
-        "outputTokens": session.output_tokens,
-        "cacheReadTokens": session.cache_read_tokens,
-        "cacheCreationTokens": session.cache_creation_tokens,
-        "cost": session.cost,
-        "kind": session_kind(session),
-    }
-
-
 _SPAWN_KEYS = ("parentSessionId", "parentToolCallId", "spawnedByEventId", "subagentType", "tools")
 
 
@@ -151,13 +122,8 @@ async def session_details(store: AsyncEventStore, session: Session) -> dict[str,
 
 
 def ensure_idle(ctx: RpcContext, session_id: str, action: str) -> None:
-    """-32003 when the session's agent is running a turn (abort it first)."""
-    orchestrator = ctx.services.orchestrator
-    if orchestrator is not None and orchestrator.is_running(session_id):
-        raise AgentBusyError(
-            f"cannot {action} session {session_id!r} while its agent is running; "
-            "call agent.abort first or wait for agent.complete"
-        )
+    """-32003 when the session's agent is running a turn (:meth:`.Runtime.ensure_idle`)."""
+    ctx.services.runtime.ensure_idle(session_id, action)
 
 
 def known_provider(value: str | None) -> str | None:
@@ -267,7 +233,7 @@ def register(registry: MethodRegistry) -> None:
         result = session_json(session)
         if ctx.services.workspace is not None:  # the folder's first snapshot, in the background
             ctx.services.workspace.recorder.warm(Path(session.working_directory))
-        ctx.services.hub.publish(session.id, "session.created", {"session": result})
+        ctx.services.hub.publish(session.id, SESSION_CREATED, {"session": result})
         if ctx.services.orchestrator is not None:
             ctx.services.orchestrator.session_created(session)
         return result
@@ -316,7 +282,7 @@ def register(registry: MethodRegistry) -> None:
         else:
             result = await store.fork(p.event_id, name=name, model=p.model)
         session = session_json(result.session)
-        ctx.services.hub.publish(result.session.id, "session.forked", {"session": session})
+        ctx.services.hub.publish(result.session.id, SESSION_FORKED, {"session": session})
         answer = {"session": session, "forkEventId": result.fork_event.id}
         if worktree is not None:
             answer["worktree"] = worktree
@@ -331,7 +297,7 @@ def register(registry: MethodRegistry) -> None:
     async def rewind(ctx: RpcContext, p: SessionRewindParams) -> dict[str, Any]:
         store = ctx.services.store
         assert store is not None
-        ensure_idle(ctx, p.session_id, "rewind")
+        ctx.services.runtime.ensure_idle(p.session_id, "rewind")
         restore: dict[str, Any] | None = None
         if p.restore_files or ctx.services.workspace is not None:
             current = await store.get_session(p.session_id)
@@ -347,14 +313,14 @@ def register(registry: MethodRegistry) -> None:
         else:
             updated = await store.rewind(p.session_id, p.event_id)
         session = await titled_json(store, updated)
-        ctx.services.hub.publish(p.session_id, "session.rewound", {"session": session})
+        ctx.services.hub.publish(p.session_id, SESSION_REWOUND, {"session": session})
         return session if restore is None else {**session, "restore": restore}
 
     @registry.method("session.end", SessionEndParams, description="End a session (no more turns).")
     async def end(ctx: RpcContext, p: SessionEndParams) -> dict[str, Any]:
         store = ctx.services.store
         assert store is not None
-        ensure_idle(ctx, p.session_id, "end")
+        ctx.services.runtime.ensure_idle(p.session_id, "end")
         orchestrator = ctx.services.orchestrator
         if orchestrator is not None:
             current = await store.get_session(p.session_id)
@@ -362,7 +328,7 @@ def register(registry: MethodRegistry) -> None:
                 await orchestrator.session_ending(current, p.reason)
         await store.end_session(p.session_id, reason=p.reason)
         session = await titled_json(store, await store.get_session(p.session_id))
-        ctx.services.hub.publish(p.session_id, "session.ended", {"session": session})
+        ctx.services.hub.publish(p.session_id, SESSION_ENDED, {"session": session})
         return session
 
     @registry.method(
@@ -372,10 +338,10 @@ def register(registry: MethodRegistry) -> None:
     )
     async def delete(ctx: RpcContext, p: SessionDeleteParams) -> dict[str, Any]:
         assert ctx.services.store is not None
-        ensure_idle(ctx, p.session_id, "delete")
+        ctx.services.runtime.ensure_idle(p.session_id, "delete")
         await ctx.services.store.delete_session(p.session_id, cascade=p.cascade)
         hub = ctx.services.hub
-        hub.publish(p.session_id, "session.deleted", {"sessionId": p.session_id})
+        hub.publish(p.session_id, SESSION_DELETED, {"sessionId": p.session_id})
         hub.drop_session(p.session_id)
         return {"deleted": True}
 

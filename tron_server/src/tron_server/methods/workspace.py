@@ -16,8 +16,8 @@ from pydantic import Field
 
 from ..errors import ManagerUnavailableError
 from ..hooks.guardrails import path_policy
+from ..paths import PathPolicy
 from ..rpc import MethodRegistry, Params, RpcContext
-from ..tools._paths import PathPolicy
 from ..workspace import Workspace
 
 __all__ = ["register", "session_policy", "workspace_of"]
@@ -110,9 +110,7 @@ def register(registry: MethodRegistry) -> None:
         description="Commit a fork's worktree and git merge its branch back (never forced).",
     )
     async def merge(ctx: RpcContext, p: WorktreeMergeParams) -> dict[str, Any]:
-        from .session import ensure_idle
-
-        ensure_idle(ctx, p.session_id, "merge the worktree of")
+        ctx.services.runtime.ensure_idle(p.session_id, "merge the worktree of")
         return await workspace_of(ctx).worktrees.merge(p.session_id, message=p.message)
 
     @registry.method(
@@ -121,9 +119,7 @@ def register(registry: MethodRegistry) -> None:
         description="Remove a fork's worktree (and its branch, if asked).",
     )
     async def release(ctx: RpcContext, p: WorktreeReleaseParams) -> dict[str, Any]:
-        from .session import ensure_idle
-
-        ensure_idle(ctx, p.session_id, "release the worktree of")
+        ctx.services.runtime.ensure_idle(p.session_id, "release the worktree of")
         return await workspace_of(ctx).worktrees.release(
             p.session_id, delete_branch=p.delete_branch, force=p.force
         )

@@ -11,7 +11,7 @@ and a description.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -114,6 +114,15 @@ class MethodRegistry:
         if spec.name in self._methods:
             raise ValueError(f"method {spec.name!r} is registered twice")
         self._methods[spec.name] = spec
+
+    def wrap(self, name: str, wrapper: Callable[[Handler], Handler]) -> None:
+        """Put ``wrapper(handler)`` in place of method ``name``'s handler (same params,
+        needs and description): how a package above the methods extends one of them
+        (the slash commands route ``agent.message``) without the method importing it."""
+        spec = self._methods.get(name)
+        if spec is None:
+            raise ValueError(f"method {name!r} is not registered: register it before wrapping")
+        self._methods[name] = replace(spec, handler=wrapper(spec.handler))
 
     def get(self, name: str) -> MethodSpec | None:
         return self._methods.get(name)

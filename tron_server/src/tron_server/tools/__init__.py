@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._paths import (
+from ..paths import (
     InvalidPath,
     PathError,
     PathPolicy,

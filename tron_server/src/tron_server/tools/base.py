@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from tron_llm import ToolSpec
 
-from ._paths import PathPolicy
+from ..paths import PathPolicy
 from ._schema import params_schema
 
 __all__ = [

@@ -10,9 +10,9 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..paths import PathError, PathPolicy
 from ..workspace.disk import OnDisk, state_of_bytes
 from ..workspace.recorder import Content, FileRecorder
-from ._paths import PathError, PathPolicy
 from ._text import number_line, sha256_hex
 from .base import Tool, ToolContext, ToolResult
 

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._paths import PathError
+from ..paths import PathError
 from ._walk import compile_glob, walk_files
 from .base import Tool, ToolContext, ToolResult
 

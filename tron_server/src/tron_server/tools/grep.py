@@ -24,7 +24,7 @@ import orjson
 from anyio.abc import ByteReceiveStream
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from ._paths import PathError
+from ..paths import PathError
 from ._walk import glob_matcher, path_sort_key, walk_files
 from .base import Tool, ToolContext, ToolResult
 

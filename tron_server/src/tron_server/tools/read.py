@@ -12,7 +12,7 @@ from typing import Any, BinaryIO
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._paths import PathError, PathPolicy, ResolvedPath
+from ..paths import PathError, PathPolicy, ResolvedPath
 from ._text import number_line, sha256_hex
 from .base import Tool, ToolContext, ToolResult
 

@@ -7,9 +7,9 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..paths import PathError, PathPolicy, WriteOutcome
 from ..workspace.disk import OnDisk, capture
 from ..workspace.recorder import Content, FileRecorder
-from ._paths import PathError, PathPolicy, WriteOutcome
 from ._text import sha256_hex
 from .base import Tool, ToolContext, ToolResult
 

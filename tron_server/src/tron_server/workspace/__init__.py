@@ -33,7 +33,7 @@ from tron_events import (
 )
 from tron_events.files import file_diff
 
-from ..tools._paths import PathPolicy
+from ..paths import PathPolicy
 from .disk import OnDisk
 from .errors import FileProblem, FilesConflict, MergeConflict, NotAGitRepository, WorkspaceError
 from .recorder import DEFAULT_MAX_FILE_BYTES, CommandWatch, Content, FileRecorder

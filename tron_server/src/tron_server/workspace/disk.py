@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tron_events import FileState
 
-from ..tools._paths import PathError, PathPolicy, ResolvedPath
+from ..paths import PathError, PathPolicy, ResolvedPath
 
 __all__ = [
     "OnDisk",

@@ -44,7 +44,7 @@ from tron_events import (
     SessionNotActive,
 )
 
-from ..tools._paths import PathError, PathPolicy, PathRefused
+from ..paths import PathError, PathPolicy, PathRefused
 from .disk import (
     OnDisk,
     apply_state,

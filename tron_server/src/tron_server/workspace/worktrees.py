@@ -40,7 +40,7 @@ import anyio.to_thread
 
 from tron_events import AsyncEventStore, Event, EventNotFound, FileTransition, ForkResult
 
-from ..tools._paths import PathPolicy
+from ..paths import PathPolicy
 from . import _git
 from ._git import GitError
 from .disk import apply_state

@@ -32,6 +32,7 @@ import anyio.lowlevel
 from tron_events import Session, SessionNotActive, SessionNotFound, TronEventsError
 
 from ...errors import AgentBusyError, ManagerUnavailableError
+from ...protocol import AGENT_ERROR, AGENT_TOOL_END, AGENT_TOOL_START, SESSION_CREATED
 from ...tools.base import ToolContext, ToolResult
 from .definitions import GENERAL_PURPOSE, AgentDefinition
 from .models import resolve_model
@@ -174,12 +175,12 @@ class Spawner:
         """The child's activity as lines of the Task call's streamed output."""
 
         def on_event(method: str, data: dict[str, Any]) -> None:
-            if method == "agent.tool_start":
+            if method == AGENT_TOOL_START:
                 name = data.get("name", "tool")
                 ctx.on_output(f"→ {name} {_summary(data.get('arguments'))}".rstrip() + "\n")
-            elif method == "agent.tool_end" and data.get("isError"):
+            elif method == AGENT_TOOL_END and data.get("isError"):
                 ctx.on_output(f"  {data.get('name', 'tool')} failed\n")
-            elif method == "agent.error":
+            elif method == AGENT_ERROR:
                 ctx.on_output(f"error: {data.get('message', '')}\n")
 
         return on_event
@@ -234,7 +235,7 @@ class Spawner:
             parent_session_id=parent.id,
             spawn={k: v for k, v in spawn.items() if v is not None},
         )
-        self.host.announce_session("session.created", child)
+        self.host.announce_session(SESSION_CREATED, child)
         return _Target(child, definition.name, False, choice.note)
 
     async def _continue(self, session_id: str) -> _Target:
