@@ -48,6 +48,7 @@ from .security import (
     allowed_origins,
     is_loopback_host,
     load_or_create_token,
+    login_url,
 )
 from .services import Services, open_services, server_version, stop_runtime
 from .settings import Settings
@@ -116,10 +117,10 @@ def create_app(
     login_code = auth.login_codes.issue()
     add_secret(token, auth.cookie(), login_code)
 
-    def issue_login_code() -> str:
+    def issue_login_url() -> str:
         code = auth.login_codes.issue()
         add_secret(code)
-        return code
+        return login_url(settings.host, settings.port, code)
 
     registry = services.registry if services is not None and services.registry else None
     registry = registry or build_registry()
@@ -131,7 +132,7 @@ def create_app(
         svc = await open_services(settings, registry) if services is None else services
         if svc.registry is None:
             svc.registry = registry
-        svc.issue_login_code = issue_login_code
+        svc.issue_login_url = issue_login_url
         app.state.services = svc
         try:
             async with svc.hub:

@@ -63,9 +63,9 @@ class Services:
     #: File recording, rewinds with files, diffs and worktrees.
     workspace: Workspace | None = None
     version: str = ""
-    #: Issues a one-time login code for the web chat (``system.loginUrl``); None
+    #: Issues a one-time login URL for the web chat (``system.loginUrl``); None
     #: without the web app (tests that build services alone).
-    issue_login_code: Callable[[], str] | None = None
+    issue_login_url: Callable[[], str] | None = None
 
     def __post_init__(self) -> None:
         if not self.version:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import InvalidOperationError
 from ..rpc import MethodRegistry, NoParams, RpcContext
 from ..rpc.frames import now_iso
-from ..security import login_url
 from ..settings import Settings
 
 # A provider counts as configured when its key is in the environment or its
@@ -70,12 +70,11 @@ def register(registry: MethodRegistry) -> None:
     )
     async def login(ctx: RpcContext, p: NoParams) -> dict[str, Any]:
         services = ctx.services
-        if services.issue_login_code is None:
+        if services.issue_login_url is None:
             raise InvalidOperationError("this server has no web chat to log in to")
-        settings = services.settings
-        code = services.issue_login_code()
-        url = login_url(settings.host, settings.port, code)
-        return {"url": url, "path": f"/login?token={code}"}
+        url = services.issue_login_url()
+        parts = urlsplit(url)
+        return {"url": url, "path": f"{parts.path}?{parts.query}"}
 
 
 __all__ = ["configured_providers", "register"]
