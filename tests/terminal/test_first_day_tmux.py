@@ -251,3 +251,133 @@ def test_web_prints_a_one_time_login_url(tmux: Tmux, env: TronEnv) -> None:
     with urllib.request.urlopen(match.group(1), timeout=10) as response:
         assert response.status == 200
     term.kill()
+
+
+# -- 3. rewinding to a message of yours: to before it, its text back in the input ----------
+
+
+def _user_texts(request: dict[str, Any]) -> list[str]:
+    """Every text block of the user messages a request to the model holds."""
+    out = []
+    for message in request["messages"]:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        out += [b["text"] for b in blocks if b.get("type") == "text"]
+    return out
+
+
+def test_rewind_to_a_message_goes_before_it_and_puts_it_in_the_input(
+    tmux: Tmux, env: TronEnv
+) -> None:
+    project = env.project("rewind-edit")
+    env.llm.add(
+        Response([Text("answer one")]),
+        Response([Text("answer two")]),
+        Response([Text("answer to the edit")]),
+    )
+    term = open_tron(tmux, env, project)
+    send(term, "BASHME now")
+    term.wait("answer one")
+    idle(term)
+    send(term, "LONGME narrow")
+    term.wait("answer two")
+    idle(term)
+    term.send("C-t")
+    term.wait("◆ answer two  ·  evt_")  # the cursor starts on the head
+    term.send("Up")
+    term.wait("› LONGME narrow  ·  evt_")
+    term.send("r")
+    term.wait("Conversation only")
+    term.send("Enter")
+    screen = term.wait(
+        lambda s: input_box(s) == "LONGME narrow" and left(s, "Rewound to before your message")
+    )
+    assert "answer two" not in screen and "answer one" in screen
+    assert "› LONGME narrow" not in screen  # not on the path any more: it is in the input
+    term.type(" please")
+    term.send("Enter")
+    term.wait("answer to the edit")
+    # The model got the edited prompt alone, not merged with the one rewound past.
+    assert _user_texts(env.llm.requests[-1]) == ["BASHME now", "LONGME narrow please"]
+    term.kill()
+
+
+# -- 4. a failed turn offers /retry and /edit; a new prompt does not carry the failed one ---
+
+
+def test_a_failed_prompt_is_retried_edited_or_left_out_not_merged(tmux: Tmux, env: TronEnv) -> None:
+    from tests.server.scripted_llm import error_response
+
+    project = env.project("failed-turns")
+    env.llm.add(
+        error_response(400, "invalid_request_error", "first failure"),
+        Response([Text("retried fine")]),
+        error_response(400, "invalid_request_error", "second failure"),
+        Response([Text("third answered")]),
+        error_response(400, "invalid_request_error", "fourth failure"),
+    )
+    term = open_tron(tmux, env, project)
+    send(term, "first try")
+    screen = term.wait("/retry sends your message again")
+    assert "first failure" in screen
+    idle(term)
+    send(term, "/retry")
+    term.wait("retried fine")
+    idle(term)
+    assert _user_texts(env.llm.requests[-1]) == ["first try"]
+    # A failure, then a new prompt: the failed one is left out (and the transcript says so).
+    send(term, "second try")
+    term.wait("second failure")
+    idle(term)
+    send(term, "third")
+    screen = term.wait("third answered")
+    assert "it is left out" in screen
+    assert _user_texts(env.llm.requests[-1]) == ["first try", "third"]
+    idle(term)
+    # /edit puts the failed prompt back in the input.
+    send(term, "fourth")
+    term.wait("fourth failure")
+    idle(term)
+    send(term, "/edit")
+    screen = term.wait(lambda s: input_box(s) == "fourth")
+    assert left(screen, "Back to before the message that failed")
+    session = session_of(env, project)
+    # Every failed attempt stays in the session's tree.
+    users = env.store("get_events", session.id, types=["message.user"])
+    texts = [e.payload["content"] for e in users]
+    assert texts.count("first try") == 2 and "second try" in texts and "fourth" in texts
+    term.kill()
+
+
+# -- 5. the approval shows the diff the call will make, and the text before it -------------
+
+
+def test_the_approval_shows_the_diff_against_the_file_and_the_text_before(
+    tmux: Tmux, env: TronEnv
+) -> None:
+    project = env.project("approval-diff")
+    (project / "notes.txt").write_text("keep this\nold line\n")
+    env.llm.add(
+        Response(
+            [
+                Text("I WILL OVERWRITE THE NOTES FILE"),
+                ToolUse("Write", {"file_path": "notes.txt", "content": "keep this\nnew line\n"}),
+            ]
+        ),
+        Response([Text("written")]),
+    )
+    term = open_tron(tmux, env, project, "--permission-mode", "default")
+    send(term, "overwrite it")
+    # The model's text before the call stays in view, above the card.
+    screen = term.wait(lambda s: "+new line" in s and "I WILL OVERWRITE THE NOTES FILE" in s)
+    assert screen.index("I WILL OVERWRITE") < screen.index("Allow Write?")
+    assert "-old line" in screen and "+new line" in screen
+    assert re.search(r"modified notes\.txt\s+\+1 -1", screen), screen  # against the disk
+    assert '"file_path"' not in screen and "{" not in screen  # never raw JSON
+    assert "Allow always (this session): Edit · every file edit" in screen
+    term.send("Enter")
+    term.wait("written")
+    assert (project / "notes.txt").read_text() == "keep this\nnew line\n"
+    term.kill()

@@ -31,6 +31,7 @@ from .items import Note, transcript_items
 from .link import Link
 from .model import SessionModel, user_text
 from .questions import Questions
+from .request_panel import Request, RequestPanel
 from .rewind import Rewinder
 from .screens import PickScreen
 from .slash import ClientCommands, unknown_command
@@ -94,6 +95,7 @@ class ChatScreen(Screen[None]):
         self._actions: asyncio.Queue[Callable[[], Awaitable[None]]] = asyncio.Queue()
         self.input = PromptInput(history=load_history(home), id="input")
         self.completer = Completer(self.input, id="completions")
+        self.panel = RequestPanel(id="request")
         self.completer.commands = self.commands
 
     # -- layout ---------------------------------------------------------------------
@@ -101,6 +103,7 @@ class ChatScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Transcript(id="transcript")
         yield ConnectionNotice(id="notice")
+        yield self.panel
         yield self.completer
         yield self.input
         yield StatusLine(id="status")
@@ -151,6 +154,17 @@ class ChatScreen(Screen[None]):
         for note in self.notes:
             if note.anchor is None and head is not None:
                 note.anchor = head
+
+    def ask(self, request: Request) -> None:
+        self.call_later(self.panel.ask, request)
+
+    async def close_request(self) -> None:
+        await self.panel.close()
+        self.input.focus()
+
+    def on_request_panel_answered(self, event: RequestPanel.Answered) -> None:
+        event.stop()
+        self._enqueue(self.questions.answered, event.request, event.answer)
 
     def later(self, callback: Callable[..., object], *args: Any) -> None:
         self.call_later(callback, *args)
@@ -499,9 +513,31 @@ class ChatScreen(Screen[None]):
         assert self.model is not None
         return self.model
 
+    async def send(self, text: str) -> None:
+        await self._send_message(text)
+
+    def edit_text(self, text: str) -> None:
+        self.input.load_text(text)
+        self.input.move_cursor(self.input.document.end)
+        self.input.focus()
+
+    async def _leave_out_failed(self, m: SessionModel) -> None:
+        """A prompt whose turn failed before any reply would reach the model merged
+        with the next one: the next goes in its place (a rewind to before it; the
+        failed attempt stays in the tree), and the transcript says so."""
+        failed = m.failed_prompt(unanswered=True)
+        if failed is None or m.busy or not failed.get("parentId"):
+            return
+        if await self.rewinder.rewind(str(failed["parentId"]), quiet=True):
+            self.say(
+                "The message before failed with no reply: it is left out, the model does "
+                "not see it (it stays in the tree, Ctrl+T; /retry would have sent it again)."
+            )
+
     async def _send_message(self, text: str) -> None:
         try:
             m = await self._ensure_session(text)
+            await self._leave_out_failed(m)
             self._pin_notes()
             result = await self.link.call(
                 "agent.message", {"sessionId": m.id, "content": text, "queue": True}

@@ -22,6 +22,9 @@ from typing import Any, Literal
 
 from .model import SessionModel, ToolState, content_text, user_text
 
+#: What a failed turn offers (after its error), as the web chat's Retry and Edit buttons.
+FAILED_HINT = "The turn failed: /retry sends your message again · /edit puts it back in the input"
+
 Kind = Literal["user", "text", "thinking", "tool", "notice", "error", "pending"]
 
 
@@ -119,6 +122,8 @@ def transcript_items(
                 errors.add(item.text)
             items.append(item)
         items.extend(n.item() for n in pinned.get(str(ev.get("id")), ()))
+    if not model.busy and model.failed_prompt() is not None:
+        items.append(Item("hint:failed", "notice", FAILED_HINT, signature=FAILED_HINT))
     live = model.live
     if live.thinking.strip():
         items.append(Item("live:thinking", "thinking", live.thinking, signature=live.thinking))

@@ -22,6 +22,8 @@ SessionMode = Literal["meta", "snapshot", "rewind"]
 
 #: Event types that are nodes of the tree view (besides the session's start/fork).
 MESSAGE_TYPES = frozenset({"message.user", "message.assistant"})
+#: Event types that record a failed turn.
+FAILURE_TYPES = frozenset({"error.agent", "error.provider", "turn.failed"})
 
 
 @dataclass
@@ -266,6 +268,26 @@ class SessionModel:
         out.reverse()
         return out
 
+    def failed_prompt(self, *, unanswered: bool = False) -> dict[str, Any] | None:
+        """The prompt (``message.user`` with text) of the path's last turn when that
+        turn failed (a failure recorded after it); with ``unanswered``, only when the
+        model did not answer it at all (nothing of a reply is on the path)."""
+        failed = False
+        for ev in reversed(self.path()):
+            kind = ev.get("type")
+            if kind in FAILURE_TYPES:
+                failed = True
+            elif kind == "message.assistant":
+                if unanswered:
+                    return None
+            elif kind == "message.user":
+                if user_text((ev.get("payload") or {}).get("content")) is None:
+                    if unanswered:
+                        return None  # tool results: the model had answered
+                    continue
+                return ev if failed else None
+        return None
+
     # -- live notifications ---------------------------------------------------------
 
     def _turn_stored(self, data: dict[str, Any]) -> bool:
@@ -429,6 +451,7 @@ class SessionModel:
 
 
 __all__ = [
+    "FAILURE_TYPES",
     "MESSAGE_TYPES",
     "LiveTurn",
     "SessionModel",

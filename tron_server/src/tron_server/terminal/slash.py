@@ -112,6 +112,8 @@ class ClientCommands:
                 f"cache write {session.get('cacheCreationTokens')} tokens\n"
                 f"{usage.turns} model calls, {session.get('messageCount')} messages"
             )
+        elif name in ("retry", "edit"):
+            await self.rewinder.retry(edit=name == "edit")
         elif name == "fork":
             await self.rewinder.fork(m.head_id or m.session.get("headEventId") or "")
         elif name == "diff":
