@@ -60,6 +60,7 @@ class ChatScreen(Screen[None]):
         pick_from: list[dict[str, Any]] | None = None,
         first_prompt: str | None = None,
         model: str | None = None,
+        provider: str | None = None,
         permission_mode: str | None = None,
         notes: list[str] | None = None,
     ) -> None:
@@ -72,6 +73,7 @@ class ChatScreen(Screen[None]):
         self.pick_from = pick_from
         self.first_prompt = first_prompt
         self.model_name = model
+        self.provider = provider
         self.permission_mode = permission_mode
         self.commands: list[cmds.Command] = cmds.client_commands(capabilities)
         self.context: dict[str, Any] = {}
@@ -501,6 +503,8 @@ class ChatScreen(Screen[None]):
         params: dict[str, Any] = {"workingDirectory": str(self.cwd)}
         if self.model_name:
             params["model"] = self.model_name
+        if self.provider:
+            params["provider"] = self.provider
         title = sessions.title_of(first)
         if title:
             params["title"] = title

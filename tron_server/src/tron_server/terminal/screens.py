@@ -81,8 +81,8 @@ class TreeScreen(ModalScreen[TreeChoice | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(
-                "Session tree · ↑↓ move · f fork here · r rewind here (your message: to before "
-                "it, to edit) · Esc close",
+                "Session tree · ↑↓ move · f fork here · r rewind here (your message: to "
+                "before it) · Esc close",
                 classes="hint",
             )
             yield Tree[str]("session", id="tree")
