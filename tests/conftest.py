@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,13 @@ settings.register_profile(
     "dev", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# Claude Code's user folder (~/.claude) is read as home-level configuration: never the
+# machine's in tests (servers and clients started by tests inherit this too). A test that
+# wants user-level files sets CLAUDE_CONFIG_DIR itself.
+_CLAUDE_DIR = tempfile.mkdtemp(prefix="tron-tests-claude-")
+atexit.register(shutil.rmtree, _CLAUDE_DIR, True)
+os.environ["CLAUDE_CONFIG_DIR"] = _CLAUDE_DIR
 
 BACKENDS = ["sqlite", "postgres"]
 _pg_reason: list[str | None] = []
@@ -84,3 +94,10 @@ def store(store_url: str) -> Iterator[EventStore]:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def trust_folder(home: Path, folder: Path) -> None:
+    """Record that the user trusts ``folder`` in ``home`` (its own configuration acts)."""
+    from tron_server.trust import TrustStore
+
+    TrustStore(home).trust(folder)

@@ -7,6 +7,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.conftest import trust_folder
 from tron_server.commands import discover_commands, parse_command, resolve
 from tron_server.commands.expand import substitute
 from tron_server.commands.files import split_tools
@@ -48,6 +49,7 @@ def test_front_matter_keys(tmp_path: Path) -> None:
         "---\n"
         "Commit with $ARGUMENTS\n",
     )
+    trust_folder(tmp_path / "nohome", tmp_path)
     [command] = discover_commands(tmp_path / "nohome", tmp_path).values()
     assert command.path == path
     assert command.argument_hint == "[message] [--amend]"

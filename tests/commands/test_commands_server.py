@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import trust_folder
 from tests.interaction.conftest import complete, new_session, of_type, types, wait_for
 from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import Response, ScriptedLLM, Text
@@ -106,6 +107,7 @@ async def test_a_command_file_with_every_substitution(
         "Status: !`echo checked $2`\n"
         "Mail me at someone@example.com, not @nowhere.\n"
     )
+    trust_folder(server.home, tmp_path)
     llm.add(Response([Text("Reviewed.")]))
     async with server.connect() as client:
         sid = await new_session(client, tmp_path)
@@ -155,6 +157,7 @@ async def test_refused_inclusions_and_unknown_commands(
     (tmp_path / ".env").write_text("SECRET=1\n")
     (tmp_path / "creds.txt").write_text("TOKEN=1\n")
     (tmp_path / "creds").symlink_to("creds.txt")  # the rule names the link
+    trust_folder(server.home, tmp_path)
     async with server.connect() as client:
         sid = await new_session(client, tmp_path)
         with pytest.raises(RpcCallError) as needs:

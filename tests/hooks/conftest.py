@@ -11,6 +11,7 @@ import pytest
 
 # The scripted LLM and a server on it (tests/server's fixtures), for the tests here that
 # run a server.
+from tests.conftest import trust_folder
 from tests.server.conftest import llm, server, server_factory  # noqa: F401
 from tron_events import AsyncEventStore, Session
 
@@ -36,6 +37,12 @@ def home(tmp_path: Path) -> Path:
     d = tmp_path / "tron-home"
     d.mkdir()
     return d.resolve()
+
+
+@pytest.fixture
+def trusted(home: Path, workdir: Path) -> None:
+    """The user trusts ``workdir``: its own settings (hooks, guardrails) act."""
+    trust_folder(home, workdir)
 
 
 @pytest.fixture

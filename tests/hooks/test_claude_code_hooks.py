@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import trust_folder
 from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tron_server.client import TronClient
@@ -90,8 +91,13 @@ class Project:
         return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def project(tmp_path: Path, hooks: dict[str, list[tuple[str | None, str]]]) -> Project:
-    return Project((tmp_path / "project").resolve(), hooks)
+def project(
+    server: RunningServer, tmp_path: Path, hooks: dict[str, list[tuple[str | None, str]]]
+) -> Project:
+    """A project whose folder the server's user trusts (its hooks act)."""
+    made = Project((tmp_path / "project").resolve(), hooks)
+    trust_folder(server.home, made.root)
+    return made
 
 
 async def create(client: TronClient, root: Path) -> str:
@@ -131,9 +137,10 @@ def assert_valid(llm: ScriptedLLM) -> None:
 async def test_hooks_get_claude_codes_fields_and_a_transcript_they_can_read(
     server: RunningServer, llm: ScriptedLLM, tmp_path: Path
 ) -> None:
-    p = project(tmp_path, {"PreToolUse": [("Read", "pre")], "PostToolUse": [("Read", "post")],
-                           "UserPromptSubmit": [(None, "prompt")], "Stop": [(None, "stop")],
-                           "SessionStart": [("startup", "start")]})  # fmt: skip
+    p = project(server, tmp_path, {
+        "PreToolUse": [("Read", "pre")], "PostToolUse": [("Read", "post")],
+        "UserPromptSubmit": [(None, "prompt")], "Stop": [(None, "stop")],
+        "SessionStart": [("startup", "start")]})  # fmt: skip
     llm.add(
         Response([ToolUse("Read", {"file_path": "a.txt"}, id="toolu_r")]),
         Response([Text("It says alpha.")]),
@@ -177,7 +184,7 @@ async def test_hooks_get_claude_codes_fields_and_a_transcript_they_can_read(
 async def test_what_hooks_say_reaches_the_model_and_the_user(
     server: RunningServer, llm: ScriptedLLM, tmp_path: Path
 ) -> None:
-    p = project(tmp_path, {"SessionStart": [(None, "start")],
+    p = project(server, tmp_path, {"SessionStart": [(None, "start")],
                            "UserPromptSubmit": [(None, "prompt")],
                            "PreToolUse": [("Read", "pre")], "PostToolUse": [("Read", "post")],
                            "PreCompact": [(None, "compact")]})  # fmt: skip
@@ -273,7 +280,7 @@ async def test_what_hooks_say_reaches_the_model_and_the_user(
 async def test_stop_hooks_send_the_model_on_a_bounded_number_of_times_and_can_stop_it(
     server: RunningServer, llm: ScriptedLLM, tmp_path: Path
 ) -> None:
-    p = project(tmp_path, {"Stop": [(None, "stop")], "PreToolUse": [("Bash", "bash")]})
+    p = project(server, tmp_path, {"Stop": [(None, "stop")], "PreToolUse": [("Bash", "bash")]})
     p.answer("stop", {"decision": "block", "reason": "Run the tests first."})
     llm.add(Response([Text("Done.")]), Response([Text("Tests pass.")]))
     async with server.connect() as client:
@@ -320,7 +327,7 @@ async def test_stop_hooks_send_the_model_on_a_bounded_number_of_times_and_can_st
 async def test_subagent_hooks_match_agent_and_subagent_stop_sends_the_child_on(
     server: RunningServer, llm: ScriptedLLM, tmp_path: Path
 ) -> None:
-    p = project(tmp_path, {"PreToolUse": [("Agent", "agent"), ("Read", "read")],
+    p = project(server, tmp_path, {"PreToolUse": [("Agent", "agent"), ("Read", "read")],
                            "SubagentStop": [("general-purpose", "substop"),
                                             ("Explore", "explore")]})  # fmt: skip
     p.answer("substop", {"decision": "block", "reason": "End with a one-line summary."})

@@ -62,6 +62,7 @@ print(json.dumps({{"tool_input": ti}}))
 """
 
 
+@pytest.mark.usefixtures("trusted")
 async def test_user_hook_blocks_git_push(
     workdir: Path, home: Path, session: Session, recorder: StoreRecorder
 ) -> None:
@@ -80,6 +81,7 @@ async def test_user_hook_blocks_git_push(
     assert names == ["project:./no_push.py", "project:./no_push.py", "guardrails"]
 
 
+@pytest.mark.usefixtures("trusted")
 async def test_user_hook_rewrites_the_input(workdir: Path, home: Path) -> None:
     write_script(workdir / "rewrite.py", REWRITE)
     write_settings(
@@ -91,6 +93,7 @@ async def test_user_hook_rewrites_the_input(workdir: Path, home: Path) -> None:
     assert d.tool_input == {"command": "pnpm install"}
 
 
+@pytest.mark.usefixtures("trusted")
 async def test_guardrails_judge_the_rewritten_input(workdir: Path, home: Path) -> None:
     script = (
         f"#!{PY}\nimport json\nprint(json.dumps({{'tool_input': {{'command': 'rm -rf /'}}}}))\n"
@@ -112,6 +115,7 @@ async def test_exit_code_2_blocks_with_stderr(workdir: Path, home: Path) -> None
     assert (d.action, d.reason) == ("block", "tests must pass first")
 
 
+@pytest.mark.usefixtures("trusted")
 async def test_stdin_carries_the_context(workdir: Path, home: Path) -> None:
     out = workdir / "seen.json"
     write_script(
@@ -154,6 +158,7 @@ def test_hook_input_for_post_tool_use_and_prompt() -> None:
     }
 
 
+@pytest.mark.usefixtures("trusted")
 async def test_prompt_hook_modifies_and_claude_code_deny_shape(workdir: Path, home: Path) -> None:
     write_script(
         workdir / "p.py",
@@ -190,6 +195,7 @@ async def test_prompt_hook_modifies_and_claude_code_deny_shape(workdir: Path, ho
     assert (w.action, w.reason) == ("block", "read-only day")
 
 
+@pytest.mark.usefixtures("trusted")
 async def test_crashing_user_hook_fails_open_and_is_recorded(
     workdir: Path, home: Path, session: Session, recorder: StoreRecorder
 ) -> None:
@@ -211,6 +217,7 @@ async def test_crashing_user_hook_fails_open_and_is_recorded(
     assert "not valid JSON" in completed["project:./garbage.sh"]["error"]
 
 
+@pytest.mark.usefixtures("trusted")
 async def test_timed_out_user_hook_is_killed_with_its_children(
     workdir: Path, home: Path, session: Session, recorder: StoreRecorder
 ) -> None:
@@ -290,6 +297,7 @@ async def test_background_user_hook_runs_and_is_drained(workdir: Path, home: Pat
     assert len(lines) == 1 and json.loads(lines[0])["tool_name"] == "Edit"
 
 
+@pytest.mark.usefixtures("trusted")
 async def test_home_hooks_run_before_project_hooks(workdir: Path, home: Path) -> None:
     order = workdir / "order.txt"
     write_settings(home / "settings.json", hooks_for("PreToolUse", f"echo home >> {order}"))
@@ -306,6 +314,7 @@ async def test_home_hooks_run_before_project_hooks(workdir: Path, home: Path) ->
     assert order.read_text().split() == ["home", "project"]
 
 
+@pytest.mark.usefixtures("trusted")
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -340,7 +349,8 @@ def test_unknown_events_and_types_are_skipped(workdir: Path, home: Path) -> None
         {
             "permissions": {"allow": []},
             "hooks": {
-                "Notification": [{"hooks": [{"type": "command", "command": "x"}]}],
+                # Claude Code's events we do not have (Notification is one we do now).
+                "PermissionRequest": [{"hooks": [{"type": "command", "command": "x"}]}],
                 "Stop": [{"hooks": [{"type": "prompt", "prompt": "x"}]}],
             },
         },

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from tests.conftest import trust_folder
 from tron_server.hooks import Guardrails, GuardrailSettings, HookContext, build_hook_engine
 from tron_server.hooks.guardrails import _FORK_BOMB
 
@@ -73,6 +74,7 @@ def test_configured_extra_allowed_path(workdir: Path, home: Path, tmp_path: Path
     assert g.check_write(str(tmp_path / "other" / "x")) is not None
 
 
+@pytest.mark.usefixtures("trusted")
 async def test_the_programs_hooks_run_are_protected_like_their_settings(
     workdir: Path, home: Path
 ) -> None:
@@ -298,6 +300,11 @@ async def test_guardrails_configured_from_settings(
     ).action == "block"  # defaults kept
 
     (workdir / ".tron" / "settings.json").write_text(json.dumps({"guardrails": {"enabled": False}}))
+    # A folder the user has not trusted cannot switch its guardrails off...
+    still = build_hook_engine(workdir, home)
+    assert (await still.run_blocking(ctx("Bash", command="rm -rf /"))).action == "block"
+    # ...a trusted one can.
+    trust_folder(home, workdir)
     off = build_hook_engine(workdir, home)
     assert (await off.run_blocking(ctx("Bash", command="rm -rf /"))).action == "allow"
     assert "guardrails" in off.hooks_for("PreToolUse", "Bash")  # still listed, just disabled

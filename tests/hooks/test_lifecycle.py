@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.conftest import trust_folder
 from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tron_server.client import TronClient
@@ -31,8 +32,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A project whose settings log every lifecycle hook's input to hooks.log."""
+def project(tmp_path: Path, server: RunningServer) -> Path:
+    """A project whose settings log every lifecycle hook's input to hooks.log, trusted by
+    the server's user."""
     workdir = (tmp_path / "project").resolve()
     (workdir / ".tron").mkdir(parents=True)
     log = workdir / "hooks.log"
@@ -41,6 +43,7 @@ def project(tmp_path: Path) -> Path:
     command = f'{sys.executable} -c "{script}"'
     hooks = {event: [{"hooks": [{"type": "command", "command": command}]}] for event in LIFECYCLE}
     (workdir / ".tron" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    trust_folder(server.home, workdir)
     return workdir
 
 
@@ -202,6 +205,7 @@ async def test_claude_codes_project_settings_work_unchanged(
     local = {"hooks": {"Stop": [{"hooks": [hook("stop")]}]}}
     (workdir / ".claude" / "settings.json").write_text(json.dumps(shared))
     (workdir / ".claude" / "settings.local.json").write_text(json.dumps(local))
+    trust_folder(server.home, workdir)
 
     def entries(name: str) -> list[dict[str, Any]]:
         path = workdir / f"{name}.log"
@@ -230,6 +234,7 @@ async def test_a_hook_added_while_the_server_runs_is_used_by_the_next_run(
     meanwhile stops the turn (rather than running without the user's hooks)."""
     workdir = (tmp_path / "live").resolve()
     workdir.mkdir()
+    trust_folder(server.home, workdir)
     log = workdir / "stop.log"
     command = f"{sys.executable} -c \"import sys; open({str(log)!r}, 'a').write('x\\\\n')\""
     llm.add(Response([Text("one")]), Response([Text("two")]), Response([Text("three")]))

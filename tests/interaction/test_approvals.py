@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import trust_folder
 from tests.interaction.conftest import complete, new_session, of_type, respond, wait_for
 from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
@@ -48,6 +49,7 @@ async def test_default_mode_with_allow_ask_and_deny_rules(
         "ask": ["Bash(touch:*)"],
         "deny": ["Bash(rm:*)", "Read(./.env)"],
     }})  # fmt: skip
+    trust_folder(server.home, tmp_path)
     (tmp_path / ".env").write_text("SECRET=1\n")
     calls = [
         ToolUse("Bash", {"command": "echo ok allowed"}, id="t_allowed"),
@@ -118,6 +120,7 @@ async def test_accept_edits_writes_inside_the_working_directory_only(
     outside.mkdir()
     # The guardrails let the agent write outside; the mode still asks for it.
     settings(work, {"guardrails": {"allowedWritePaths": [str(outside)]}}, ".tron/settings.json")
+    trust_folder(server.home, work)
     llm.add(
         Response([
             ToolUse("Write", {"file_path": "in.txt", "content": "x"}, id="t_in"),
@@ -176,6 +179,7 @@ async def test_dont_ask_refuses_instead_of_asking(
     server: RunningServer, llm: ScriptedLLM, tmp_path: Path
 ) -> None:
     settings(tmp_path, {"permissions": {"allow": ["Bash(echo:*)"], "defaultMode": "dontAsk"}})
+    trust_folder(server.home, tmp_path)
     llm.add(
         Response([ToolUse("Bash", {"command": "echo yes"}, id="t_yes"),
                   ToolUse("Bash", {"command": "touch no.txt"}, id="t_no")]),
@@ -245,6 +249,7 @@ async def test_a_pre_tool_use_hook_answering_ask(
                                    "hooks": [{"type": "command", "command": str(hook)}]}]}},
         ".tron/settings.json",
     )  # fmt: skip
+    trust_folder(server.home, tmp_path)
     (tmp_path / "a.txt").write_text("x\n")
     llm.add(Response([ToolUse("Read", {"file_path": "a.txt"})]), Response([Text("OK.")]))
     async with server.connect() as client:
@@ -394,6 +399,7 @@ async def test_deny_and_ask_rules_also_match_the_name_a_call_uses(
         "deny": ["Read(./.env)", "Edit(vendor/**)"],
     }, "guardrails": {"allowedWritePaths": [str(elsewhere)]}}, ".tron/settings.json")  # fmt: skip
     server = make_server(allow_bypass_permissions=True)
+    trust_folder(server.home, work)
     llm.add(
         Response([
             ToolUse("Read", {"file_path": ".env"}, id="t_env"),
@@ -438,6 +444,7 @@ async def test_deny_beats_ask_beats_allow_across_the_settings_files(
     settings(tmp_path, {"permissions": {"allow": ["Bash(echo:*)"], "ask": ["Bash(touch b.txt)"]}})
     settings(tmp_path, {"permissions": {"allow": ["Bash(rm:*)"], "deny": ["Bash(touch c.txt)"]}},
              ".tron/settings.json")  # fmt: skip
+    trust_folder(server.home, tmp_path)
     (tmp_path / "x").write_text("keep\n")
     llm.add(
         Response([

@@ -29,6 +29,8 @@ async def test_create_get_list_and_created_notification(
             {"workingDirectory": str(tmp_path), "title": "t", "systemPrompt": "be brief"},
         )
         n = await seen.next(timeout=5)
+    # The result adds the folder's trust to the Session object the notification carries.
+    assert session.pop("trusted") is False and session.pop("defines")["hooks"] == 0
     assert n.session_id == session["id"] and n.data["session"] == session
     assert session["status"] == "active" and session["title"] == "t"
     assert session["workingDirectory"] == str(tmp_path.resolve())

@@ -23,6 +23,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
+from tests.conftest import trust_folder
 from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse, scripted_llm
 from tests.server.test_agent_harness import assert_event_order, no_sleep
 from tron_events import AsyncEventStore, Event, Session
@@ -349,6 +350,7 @@ async def test_every_task_call_of_a_message_runs_at_once_around_other_tools(env:
     (env.workdir / ".claude" / "settings.json").write_text(
         json.dumps({"hooks": {"PreToolUse": [{"matcher": "Agent", "hooks": [hook]}]}})
     )
+    trust_folder(env.home, env.workdir)
 
     def started(m: str, sid: str, d: dict[str, Any]) -> None:
         if m == "agent.tool_start" and d.get("name") == "WaitFor":
@@ -710,6 +712,7 @@ async def test_a_definition_file_in_claude_codes_format_limits_the_childs_tools(
     (agents / "reviewer.md").write_text(REVIEWER)
     (agents / "broken.md").write_text("---\nname: broken\n")  # no closing line
     (agents / "nameless.md").write_text("---\ndescription: no name\n---\nbody\n")
+    trust_folder(env.home, env.workdir)
     env.routes.add(
         "PARENT",
         Response([task("review", "CHILD: review a.txt", "toolu_1", subagent_type="reviewer")]),
@@ -760,6 +763,7 @@ async def test_project_tron_agents_override_claude_and_home_ones(env: Env) -> No
         (folder / "helper.md").write_text(
             f"---\nname: helper\ndescription: helps\ntools: [Read, Bash]\n---\n{prompt}\n"
         )
+    trust_folder(env.home, env.workdir)
     env.routes.add(
         "PARENT",
         Response([task("h", "CHILD: help", "toolu_1", subagent_type="helper")]),

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import trust_folder
 from tron_server.agent.subagents import (
     GENERAL_PURPOSE,
     AgentFileError,
@@ -108,6 +109,11 @@ def test_discovery_skips_bad_files_and_lets_the_project_win(tmp_path: Path) -> N
     (home / "agents" / "mine.md").write_text("---\nname: mine\ndescription: only home\n---\nM\n")
     (project / ".claude" / "agents" / "bad.md").write_bytes(b"---\nname: \xff\xfe\n---\n")
     (project / ".claude" / "agents" / "notes.txt").write_text("not an agent")
+    # Until the user trusts the project, only the home's agents are read.
+    untrusted = discover_agents(home, project)
+    assert list(untrusted) == ["general-purpose", "mine", "shared"]
+    assert untrusted["shared"].prompt == "HOME"
+    trust_folder(home, project)
     agents = discover_agents(home, project)
     assert list(agents) == ["general-purpose", "mine", "shared"]
     assert agents["shared"].prompt == "TRON" and agents["shared"].scope == "project"

@@ -457,3 +457,32 @@ def test_a_late_status_update_while_the_app_closes_is_dropped(env: TronEnv) -> N
         await app.chat.refresh_transcript()
 
     run_app(env, project, body)
+
+
+def test_the_browser_bar_shows_the_url_and_the_last_action(env: TronEnv) -> None:
+    """browser.status of the session on screen: the bar above the status line shows where
+    the agent's browser is and what it did; another session's does not; closed says so."""
+    from tron_server.terminal.browserbar import BrowserBar
+
+    project = env.project("pilot-browser")
+    created = env.server.run_sync(lambda: _create(env, project, "browse"))
+    other = env.server.run_sync(lambda: _create(env, project, "other"))
+
+    async def publish(session_id: str, data: dict[str, Any]) -> None:
+        env.server.services.hub.publish(session_id, "browser.status", data)
+
+    async def body(app: TronApp, pilot: Any) -> None:
+        await until(lambda: app.chat.model is not None and app.chat.model.loaded, pilot)
+        bar = app.chat.query_one(BrowserBar)
+        assert not bar.has_class("shown")
+        there = {"open": True, "url": "http://x.test/", "title": "X", "action": "navigate"}
+        await env.server.run(publish, other["id"], there)
+        here = {"open": True, "url": "http://a.test/p", "title": "A", "action": "click e5"}
+        await env.server.run(publish, created["id"], here)
+        await until(lambda: bar.has_class("shown"), pilot)
+        assert str(bar.render()) == "browser · http://a.test/p · click e5"
+        closed = {"open": False, "url": None, "title": None, "action": "click e5"}
+        await env.server.run(publish, created["id"], closed)
+        await until(lambda: str(bar.render()).startswith("browser closed"), pilot)
+
+    run_app(env, project, body, session=created)

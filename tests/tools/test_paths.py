@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import trust_folder
 from tron_server.hooks import Guardrails, GuardrailSettings, HookContext, build_hook_engine
 from tron_server.hooks.guardrails import path_policy
 from tron_server.tools import (
@@ -327,6 +328,9 @@ def test_the_session_tools_get_the_guardrails_policy() -> None:
         assert policy.write_roots == (work,)
         assert work / ".tron" / "settings.json" in policy.protected
         (work / ".tron" / "settings.json").write_text('{"guardrails": {"enabled": false}}')
+        # Only a folder its user trusts may switch its guardrails off.
+        assert path_policy(build_hook_engine(work, base / "home"), work).write_roots == (work,)
+        trust_folder(base / "home", work)
         assert path_policy(build_hook_engine(work, base / "home"), work).write_roots is None
         assert path_policy(None, work).write_roots is None
 

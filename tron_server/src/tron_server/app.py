@@ -23,6 +23,7 @@ import contextvars
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -37,6 +38,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from . import commands, methods
 from .connection import Connection
+from .hub import Hub
 from .logging import add_secret
 from .memory import release_memory
 from .rpc import Dispatcher, MethodRegistry, RpcContext
@@ -52,6 +54,7 @@ from .security import (
 )
 from .services import Services, open_services, server_version, stop_runtime
 from .settings import Settings
+from .web import STATIC_DIR
 
 log = logging.getLogger("tron_server.app")
 
@@ -95,15 +98,25 @@ def build_registry() -> MethodRegistry:
     return registry
 
 
+def served_hub(services: Services) -> Hub:
+    """The hub the app runs and attaches connections to (a :class:`Hub`: the services
+    below the transport know it only as their ``Notifier``)."""
+    if not isinstance(services.hub, Hub):
+        raise TypeError(f"create_app needs services with a tron_server.hub.Hub: {services.hub!r}")
+    return services.hub
+
+
 def create_app(
     settings: Settings,
     *,
     services: Services | None = None,
     token: str | None = None,
     owns_services: bool | None = None,
+    registry: MethodRegistry | None = None,
 ) -> Starlette:
     """The server app, with ``token`` or the one in ``settings.token_path`` (a new
-    one is written there, mode 0600, when there is none).
+    one is written there, mode 0600, when there is none), answering the methods of
+    ``registry`` (default :func:`build_registry`).
 
     Without ``services`` the lifespan opens the store and builds everything, and
     closes them at shutdown. With them, it runs their hub, and stops the runtime
@@ -122,20 +135,18 @@ def create_app(
         add_secret(code)
         return login_url(settings.host, settings.port, code)
 
-    registry = services.registry if services is not None and services.registry else None
     registry = registry or build_registry()
     dispatcher = Dispatcher(registry, max_frame_bytes=settings.max_frame_bytes)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         own = services is None if owns_services is None else owns_services
-        svc = await open_services(settings, registry) if services is None else services
-        if svc.registry is None:
-            svc.registry = registry
+        svc = await open_services(settings, Hub) if services is None else services
+        hub = served_hub(svc)
         svc.issue_login_url = issue_login_url
         app.state.services = svc
         try:
-            async with svc.hub:
+            async with hub:
                 log.info(
                     "tron-server ready",
                     extra={"fields": {"version": svc.version, "home": str(settings.home)}},
@@ -145,7 +156,7 @@ def create_app(
                 if own:
                     # Running turns are aborted and recorded before the store closes.
                     await stop_runtime(svc)
-                svc.hub.close_all()
+                hub.close_all()
         finally:
             if own and svc.store is not None:
                 await svc.store.aclose()
@@ -228,9 +239,10 @@ async def serve_connection(
         queue_limit=settings.outgoing_queue_limit,
         budget_bytes=settings.outgoing_budget_bytes,
     )
-    ctx = RpcContext(services, conn)
+    ctx = RpcContext(services, conn, dispatcher.registry)
     in_flight = anyio.Semaphore(MAX_IN_FLIGHT)
-    services.hub.attach(conn)
+    hub = served_hub(services)
+    hub.attach(conn)
 
     async def answer(frame: str | bytes) -> None:
         try:
@@ -263,7 +275,7 @@ async def serve_connection(
     except WebSocketDisconnect:
         pass
     finally:
-        services.hub.detach(conn)
+        hub.detach(conn)
         if conn.peak_pending_bytes >= RELEASE_AFTER_BYTES:
             # What this client made us hold is free now: give it back to the system.
             with anyio.CancelScope(shield=True):
@@ -320,11 +332,7 @@ def _http_only(app: ASGIApp) -> ASGIApp:
     return route
 
 
-def _static_dir() -> Any | None:
-    try:
-        from .web import STATIC_DIR
-    except ImportError:
-        return None
+def _static_dir() -> Path | None:
     return STATIC_DIR if STATIC_DIR.is_dir() else None
 
 

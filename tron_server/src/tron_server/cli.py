@@ -88,6 +88,16 @@ files (in HOME, default ~/.tron; user-only):
   database/prod.db       the default SQLite database
   logs/tron-server.log   the log (JSON lines, rotated at 10 MB, 5 kept; no secrets;
                          shared safely by servers on one home)
+  trust.json             the folders you trust (see below)
+
+folder trust:
+  A folder's own configuration (.claude/ and .tron/ settings: hooks, allow rules,
+  defaultMode, additionalDirectories; command files running shell; agents;
+  .mcp.json servers) does nothing until you trust the folder: `tron` and the web
+  chat ask, `tron --trust` trusts the current folder, any client can call
+  trust.set. Trust is per real path (symlinks resolved), covers subfolders and can
+  be revoked. A folder's deny rules always apply; your own ~/.tron and ~/.claude
+  files always act. See docs/trust.md.
 """
 
 
@@ -367,12 +377,13 @@ def describe_open_error(exc: BaseException, url: str) -> str:
 
 async def open_for_serving(settings: Settings) -> Services:
     """Open the store and build the services, or CannotStart with the reason."""
+    from .hub import Hub
     from .services import open_services
 
     url = settings.resolved_database_url()
     try:
         with private_umask():
-            return await open_services(settings)
+            return await open_services(settings, Hub)
     except (KeyboardInterrupt, asyncio.CancelledError):
         raise
     except BaseException as exc:

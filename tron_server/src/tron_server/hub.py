@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tron_server.hub")
 
+#: A ``lossy`` notification (a browser frame) skips a connection holding more than this
+#: for its client: the next frame shows the page anyway, and a slow client is not closed.
+LOSSY_PENDING_BYTES = 1024 * 1024
+
 
 @dataclass(eq=False)
 class _Feed:
@@ -154,16 +158,20 @@ class Hub:
         *,
         timestamp: str | None = None,
         also_to: str | None = None,
+        lossy: bool = False,
     ) -> int:
         """Send a notification without waiting; returns how many connections got it.
 
-        ``also_to``: another session whose subscribers get it too (once each)."""
+        ``also_to``: another session whose subscribers get it too (once each). ``lossy``:
+        skip connections already holding :data:`LOSSY_PENDING_BYTES` (frames)."""
         if method.startswith(BROADCAST_PREFIXES):
             targets: set[Connection] | frozenset[Connection] = self.connections
         else:
             targets = self._subscribers.get(session_id, frozenset()) if session_id else frozenset()
             if also_to is not None and also_to in self._subscribers:
                 targets = targets | self._subscribers[also_to]
+        if lossy:
+            targets = {c for c in targets if c.pending_bytes <= LOSSY_PENDING_BYTES}
         if not targets:
             return 0
         frame = notification_frame(method, session_id, data, timestamp).decode()
@@ -224,4 +232,4 @@ class Hub:
                     del self._feeds[feed.session_id]
 
 
-__all__ = ["BROADCAST_PREFIXES", "Hub"]
+__all__ = ["BROADCAST_PREFIXES", "LOSSY_PENDING_BYTES", "Hub"]

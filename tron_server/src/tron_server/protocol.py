@@ -38,6 +38,11 @@ AGENT_APPROVAL: Final = "agent.approval"
 AGENT_REQUEST_RESOLVED: Final = "agent.request_resolved"
 AGENT_COMMAND_OUTPUT: Final = "agent.command_output"
 
+BROWSER_FRAME: Final = "browser.frame"
+"""A JPEG of the session's browser (the DevTools screencast, throttled; never stored)."""
+BROWSER_STATUS: Final = "browser.status"
+"""Where the session's browser is and what it did last (opened, each action, closed)."""
+
 SESSION_NOTIFICATION: Final = "session.notification"
 SESSION_MODE_CHANGED: Final = "session.mode_changed"
 SESSION_CREATED: Final = "session.created"
@@ -63,6 +68,8 @@ NOTIFICATIONS: Final = frozenset(
         AGENT_APPROVAL,
         AGENT_REQUEST_RESOLVED,
         AGENT_COMMAND_OUTPUT,
+        BROWSER_FRAME,
+        BROWSER_STATUS,
         SESSION_NOTIFICATION,
         SESSION_MODE_CHANGED,
         SESSION_CREATED,
@@ -144,6 +151,8 @@ __all__ = [
     "AGENT_TURN_END",
     "AGENT_TURN_START",
     "BROADCAST_PREFIXES",
+    "BROWSER_FRAME",
+    "BROWSER_STATUS",
     "EVENTS_NEW",
     "NOTIFICATIONS",
     "SESSION_CREATED",

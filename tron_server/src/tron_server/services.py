@@ -11,11 +11,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from .hub import Hub
 from .runtime import Runtime
 from .settings import Settings
 
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
     from .agent.orchestrator import Orchestrator
     from .interaction import Interaction
     from .providers import ProviderFactory
-    from .rpc.registry import MethodRegistry
     from .tools import ToolRegistry
     from .workspace import Workspace
 
@@ -42,13 +40,38 @@ def server_version() -> str:
         return "0.0.0"
 
 
+class Notifier(Protocol):
+    """What the methods and the runtime use of the hub: :class:`tron_server.hub.Hub`, in
+    the transport above, is the one a server runs (``conn``: its connections)."""
+
+    def publish(
+        self,
+        session_id: str | None,
+        method: str,
+        data: Any,
+        *,
+        timestamp: str | None = None,
+        also_to: str | None = None,
+        lossy: bool = False,
+    ) -> int: ...
+
+    def emit(self, method: str, session_id: str, data: dict[str, Any]) -> None: ...
+
+    async def subscribe(self, conn: Any, session_id: str) -> None: ...
+
+    def unsubscribe(self, conn: Any, session_id: str) -> bool: ...
+
+    def drop_session(self, session_id: str) -> None: ...
+
+
 @dataclass
 class Services:
     """Everything the methods use. Built by the app's lifespan (or by a test)."""
 
     settings: Settings
     store: AsyncEventStore | None
-    hub: Hub
+    #: Notifications to the clients (the transport's Hub).
+    hub: Notifier
     #: The agent runtime (None in tests that run without one: agent.* answer -32002).
     orchestrator: Orchestrator | None = None
     tools: ToolRegistry | None = None
@@ -58,8 +81,6 @@ class Services:
     providers: ProviderFactory | None = None
     #: Questions, approvals, permission modes (None: tools run without a permission gate).
     interaction: Interaction | None = None
-    #: The methods this server answers (system.info lists them).
-    registry: MethodRegistry | None = None
     #: File recording, rewinds with files, diffs and worktrees.
     workspace: Workspace | None = None
     version: str = ""
@@ -84,8 +105,11 @@ class Services:
 # -- building the services of a running server ------------------------------------------
 
 
-async def open_services(settings: Settings, registry: MethodRegistry | None = None) -> Services:
-    """Open the store (created and migrated if needed) and build every manager."""
+async def open_services(
+    settings: Settings, new_hub: Callable[[AsyncEventStore], Notifier]
+) -> Services:
+    """Open the store (created and migrated if needed) and build every manager;
+    ``new_hub(store)`` makes the hub (the transport's: ``tron_server.hub.Hub``)."""
     from tron_events import AsyncEventStore
 
     # The store first: a database that cannot be used is reported before the
@@ -100,7 +124,7 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
     from .tools import default_tools
     from .workspace import Workspace
 
-    services = Services(settings=settings, store=store, hub=Hub(store), registry=registry)
+    services = Services(settings=settings, store=store, hub=new_hub(store))
     services.workspace = Workspace(
         store,
         settings.home,
@@ -142,10 +166,31 @@ async def open_services(settings: Settings, registry: MethodRegistry | None = No
     services.interaction = interaction
     services.tools.register(AskUserTool(interaction))
     services.tools.register(NotifyTool(interaction))
+    _add_web_tools(services)
     # genai-prices loads its price snapshot on first use (~0.7 s): pay it at startup,
     # off the event loop, not in the first turn.
     await anyio.to_thread.run_sync(_warm_prices)
     return services
+
+
+def _add_web_tools(services: Services) -> None:
+    """WebFetch (answering prompts with the session's model) and the Browser, whose frames
+    and status go to the session's subscribers (frames dropped for a client behind)."""
+    from .browser import BrowserManager
+    from .protocol import BROWSER_FRAME
+    from .tools.browser import Browser
+    from .tools.webfetch import SessionModelSummarizer, WebFetch
+
+    assert services.tools is not None and services.store is not None
+    assert services.providers is not None
+    hub = services.hub
+
+    def emit(method: str, session_id: str, data: dict[str, Any]) -> None:
+        hub.publish(session_id, method, data, lossy=method == BROWSER_FRAME)
+
+    services.tools.register(WebFetch(SessionModelSummarizer(services.store, services.providers)))
+    manager = BrowserManager(emit, chromium=services.settings.chromium_path)
+    services.tools.register(Browser(manager))
 
 
 def _warm_prices() -> None:

@@ -63,6 +63,8 @@ class Settings(BaseSettings):
     default_permission_mode: Literal[
         "default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"
     ] = "default"
+    #: The Chromium the Browser tool drives (TRON_CHROMIUM_PATH; a path or a name on PATH).
+    chromium_path: str = "/usr/bin/chromium"
     max_frame_bytes: int = 4 * 1024 * 1024
     outgoing_queue_limit: int = 10_000
     #: Bytes a connection may hold for its client (queued or being sent) before

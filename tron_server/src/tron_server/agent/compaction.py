@@ -25,7 +25,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tron_events import AsyncEventStore, Event, Session
 from tron_events.messages import (
@@ -37,19 +37,20 @@ from tron_events.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from tron_llm import LLMError, LLMRequest
+from tron_llm import LLMError, LLMRequest, Provider
+from tron_llm.catalog import get_model
 
 from ..errors import InvalidOperationError, ProviderError
-from ..hooks.base import HookContext
+from ..hooks.base import HookContext, HookEngine
 from ..protocol import AGENT_COMPACTED, AGENT_ERROR
 
 if TYPE_CHECKING:
-    from .orchestrator import Orchestrator
     from .turn import AgentRun
     from .writer import SessionWriter
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
+    "CompactionHost",
     "CompactionResult",
     "ContextUsage",
     "NothingToCompact",
@@ -127,10 +128,6 @@ class CompactionResult:
 
 def context_window(model: str) -> int:
     """The model's context window from the catalog (128k when unknown)."""
-    try:
-        from tron_llm.catalog import get_model
-    except ImportError:  # pragma: no cover - the catalog ships with tron_llm
-        return DEFAULT_CONTEXT_WINDOW
     info = get_model(model)
     return info.context_window if info is not None else DEFAULT_CONTEXT_WINDOW
 
@@ -226,8 +223,24 @@ async def _head_past_hook_records(store: AsyncEventStore, session: Session) -> s
     return session.head_event_id
 
 
+class CompactionHost(Protocol):
+    """What compaction uses of the orchestrator (which satisfies it)."""
+
+    @property
+    def store(self) -> AsyncEventStore: ...
+
+    @property
+    def auto_compact_threshold(self) -> float | None: ...
+
+    def providers(self, provider: str, model: str) -> Provider: ...
+
+    def hooks_for(self, working_directory: Path) -> HookEngine | None: ...
+
+    async def context_reset(self, session_id: str, source: str) -> None: ...
+
+
 async def compact_session(
-    orchestrator: Orchestrator,
+    orchestrator: CompactionHost,
     session_id: str,
     *,
     record: bool,
@@ -343,7 +356,7 @@ async def compact_session(
     )
 
 
-async def maybe_auto_compact(orchestrator: Orchestrator, run: AgentRun) -> None:
+async def maybe_auto_compact(orchestrator: CompactionHost, run: AgentRun) -> None:
     """Compact before a turn when the context use passes the threshold.
 
     A failure is logged and notified, and the turn goes on uncompacted (the provider

@@ -9,29 +9,25 @@ sending a request the provider would reject.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from tron_events.messages import Message
 from tron_events.validate import Violation, validate_history
 
+from ..context.rules import RulesFile
+from ..context.skills import discover_skills
+from ..context.system_prompt import build_system_prompt as context_system_prompt
+
 __all__ = [
-    "DEFAULT_BASE_PROMPT",
     "InvalidHistoryError",
     "build_system_prompt",
     "check_history",
 ]
 
 log = logging.getLogger("tron_server.agent")
-
-DEFAULT_BASE_PROMPT = (
-    "You are Tron, a coding agent working in the user's project. Use the tools to read, "
-    "search, edit and run code; prefer small, verifiable steps; say what you changed."
-)
 
 
 class InvalidHistoryError(Exception):
@@ -64,50 +60,20 @@ def build_system_prompt(
     stored: str | None,
     working_directory: Path,
     home: Path,
-    rules: Sequence[Any] = (),
+    rules: Sequence[RulesFile] = (),
     now: datetime | None = None,
 ) -> str:
-    """The system prompt of a turn.
-
-    With the context layer (``tron_server.context``): its template with the
-    environment, the session's loaded ``rules`` files and the discovered skills; a
-    prompt stored in the session (``session.start`` / ``config.prompt_update``)
-    replaces the template's instructions. Without it: the stored prompt, or a plain
-    default.
-    """
-    when = now or datetime.now(UTC)
-    built = _from_context_layer(stored, working_directory, home, rules, when)
-    if built is not None:
-        return built
-    if stored:
-        return stored
-    return (
-        f"{DEFAULT_BASE_PROMPT}\n\nWorking directory: {working_directory}\n"
-        f"Current date: {when.date().isoformat()}"
-    )
-
-
-def _from_context_layer(
-    stored: str | None,
-    working_directory: Path,
-    home: Path,
-    rules: Sequence[Any],
-    now: datetime,
-) -> str | None:
-    """``tron_server.context.system_prompt.build_system_prompt`` with rules and skills,
-    or None when the context layer is missing (it is optional for the runtime)."""
+    """The system prompt of a turn: the context layer's template
+    (:func:`tron_server.context.system_prompt.build_system_prompt`) with the environment,
+    the session's loaded ``rules`` files and the discovered skills; a prompt stored in
+    the session (``session.start`` / ``config.prompt_update``) replaces the template's
+    instructions. Skills that cannot be read (an unreadable folder) are left out."""
     try:
-        prompt_mod: Any = importlib.import_module("tron_server.context.system_prompt")
-    except ImportError:
-        return None
-    skills: list[Any] = []
-    try:
-        skills_mod: Any = importlib.import_module("tron_server.context.skills")
-        skills = list(skills_mod.discover_skills(home, working_directory))
-    except (ImportError, AttributeError, OSError):
-        pass
-    text: str = prompt_mod.build_system_prompt(
+        skills = discover_skills(home, working_directory)
+    except OSError as exc:
+        log.warning("skills not listed in the system prompt: %s", exc)
+        skills = []
+    return context_system_prompt(
         working_directory=working_directory, rules=list(rules), skills=skills, base=stored,
-        now=now,
+        now=now or datetime.now(UTC),
     )  # fmt: skip
-    return text

@@ -24,22 +24,9 @@ like one. A child's notifications carry ``parentSessionId`` and
 ``parentToolCallId``; aborting the parent aborts its running children through
 their own runs' abort.
 
-Lifecycle hooks: ``SessionStart`` when a session is created
-(:meth:`Orchestrator.session_created`, source ``startup``; in the background, and the
-session's first run waits for it), at the start of the first run of a session this
-process did not create (source ``resume``), and after ``/clear`` or a compaction
-(:meth:`Orchestrator.context_reset`, ``clear`` / ``compact``); what they print for the
-model is recorded as ``hook.context``, before the prompt. ``Stop`` when a run of a
-top-level session ends (not when it was aborted), ``SubagentStop`` when a run of a child
-ends (recorded in the parent): both inside the run, before ``agent.complete``, so that a
-hook that blocks sends the model on (:class:`~.turn.AgentRun`). ``SessionEnd`` before
-``session.end`` (:meth:`Orchestrator.session_ending`). Children fire no SessionStart.
-
-Every command hook gets the session's ``permission_mode`` and ``transcript_path`` (a
-Claude Code-shaped transcript kept in ``<home>/transcripts``:
-:mod:`tron_server.hooks.transcript`), and in a child ``agent_id`` / ``agent_type``
-(:meth:`Orchestrator.hook_session_info`); a hook's ``systemMessage`` reaches the user as
-``notification.user`` / ``session.notification``.
+Lifecycle hooks (SessionStart, Stop, SubagentStop, SessionEnd), the hook engine of each
+working directory and what every hook gets are :mod:`.lifecycle`'s
+(:attr:`Orchestrator.lifecycle`); the orchestrator's methods of the same names delegate.
 """
 
 from __future__ import annotations
@@ -49,7 +36,7 @@ import itertools
 import logging
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -63,10 +50,10 @@ from tron_events import (
     Session,
     SessionNotActive,
     SessionNotFound,
-    TronEventsError,
 )
 from tron_llm import Provider, ReasoningLevel
 
+from ..browser.urls import UrlVerdict
 from ..errors import (
     AgentBusyError,
     InvalidParams,
@@ -74,12 +61,13 @@ from ..errors import (
     SessionNotActiveError,
     SessionNotFoundError,
 )
-from ..hooks.base import HookContext, HookDecision, HookEngine, HookEvent
-from ..hooks.feedback import context_drafts
-from ..hooks.settings import HookSettingsError, settings_stamp
-from ..hooks.transcript import Transcripts
-from ..protocol import AGENT_COMPLETE, AGENT_ERROR, SESSION_NOTIFICATION, session_json
+from ..hooks.base import HookContext, HookEngine
+from ..hooks.settings import HookSettingsError
+from ..protocol import AGENT_COMPLETE, AGENT_ERROR, session_json
 from ..tools.base import ToolRegistry
+from ..tools.skill import SkillTool
+from . import compaction
+from .lifecycle import HooksFactory, Lifecycle
 from .rules import SessionRules
 from .subagents import (
     TASK_TOOL_NAME,
@@ -92,7 +80,6 @@ from .subagents import (
     discover_agents,
     load_profile,
 )
-from .subagents.spawner import final_text
 from .turn import AgentRun, Resume, RunRequest, RunResult, ToolGate, TurnDeps
 from .writer import SessionWriter
 
@@ -105,12 +92,6 @@ Emit = Callable[[str, str, dict[str, Any]], None]
 
 ProviderFactory = Callable[[str, str], Provider]
 """(provider name, model) → a provider."""
-
-RecordFn = Callable[[str, str, dict[str, Any]], Awaitable[None]]
-
-HooksFactory = Callable[[Path, RecordFn], HookEngine]
-"""``factory(working_directory, record)`` → the hook engine for sessions in that
-directory (the app wraps ``tron_server.hooks.build_hook_engine`` with its home)."""
 
 ABORT_WAIT = 5.0
 """How long ``abort`` waits for the run to record its interruption."""
@@ -128,6 +109,10 @@ class UserInTheLoop(Protocol):
     def waiting_runs(self) -> list[AgentRun]: ...
 
     async def mode(self, session_id: str) -> str: ...
+
+    async def check_url(
+        self, session_id: str, tool: str, url: str, tool_call_id: str | None = None
+    ) -> UrlVerdict: ...
 
 
 @dataclass
@@ -161,13 +146,8 @@ def _has_content(content: str | list[dict[str, Any]]) -> bool:
 
 def _add_skill_tool(tools: ToolRegistry, home: Path) -> None:
     """Offer the Skill tool (from the context layer) when the registry lacks it."""
-    if "Skill" in tools.names():
-        return
-    try:
-        from ..tools.skill import SkillTool
-    except ImportError:
-        return
-    tools.register(SkillTool(home))
+    if "Skill" not in tools.names():
+        tools.register(SkillTool(home))
 
 
 class Orchestrator:
@@ -201,11 +181,6 @@ class Orchestrator:
         self.home = home
         self.max_turns_per_message = max_turns_per_message
         self.auto_compact_threshold = auto_compact_threshold
-        self._hooks_factory = hooks_factory
-        #: working directory → (its settings files' stamp, the engine built from them).
-        self._engines: dict[Path, tuple[tuple[Any, ...], HookEngine]] = {}
-        #: Engines replaced after a settings change (their background runs are drained).
-        self._retired: list[HookEngine] = []
         self._runs: dict[str, _SessionRun] = {}
         self._rules: dict[str, SessionRules] = {}
         self.subagents = subagents or SubagentSettings()
@@ -214,25 +189,18 @@ class Orchestrator:
             weakref.WeakValueDictionary()
         )
         self._profiles: dict[str, SessionProfile] = {}
-        #: Sessions whose SessionStart fired in this process.
-        self._started: set[str] = set()
         _add_skill_tool(tools, home)
         self._closing = False
         #: Permissions, approvals and questions (attach_interaction); None: no gate.
         self.interaction: UserInTheLoop | None = None
-        #: Claude Code-shaped transcripts for the hooks' ``transcript_path``.
-        self.transcripts = Transcripts(store, home / "transcripts")
-        if hooks is not None:
-            if not hooks.has_recorder:
-                # The engine records hook.triggered/completed; during a run they must go
-                # through the session's writer or they would move the head under the turn.
-                hooks.set_recorder(self.record_event)
-            self._configure(hooks)
+        #: The hook engines and the lifecycle hooks (SessionStart, Stop, SessionEnd…).
+        self.lifecycle = Lifecycle(self, home, hooks, hooks_factory)
+        self.transcripts = self.lifecycle.transcripts
         self._deps = TurnDeps(
             store=store,
             providers=providers,
             tools=tools,
-            hooks_for=self.hooks_for,
+            hooks_for=self.lifecycle.hooks_for,
             home=home,
             max_turns=max_turns_per_message,
             max_tokens=max_tokens,
@@ -240,8 +208,8 @@ class Orchestrator:
             rules_for=self._rules_for,
             concurrent_tools=frozenset({TASK_TOOL_NAME}),
             max_parallel_tools=self.subagents.max_parallel,
-            session_start=self._session_start,
-            on_stop=self._stop_hooks,
+            session_start=self.lifecycle.session_start,
+            on_stop=self.lifecycle.stop_hooks,
         )
 
     # -- public API -------------------------------------------------------------------
@@ -251,6 +219,7 @@ class Orchestrator:
         ``interaction``; runs waiting for the user are suspended, not aborted, at shutdown."""
         self.interaction = interaction
         self._deps.gate = interaction.gate
+        self._deps.check_url = interaction.check_url
 
     def current_run(self, session_id: str) -> AgentRun | None:
         """The session's running AgentRun (None when idle or about to start)."""
@@ -352,6 +321,10 @@ class Orchestrator:
             with anyio.CancelScope(shield=True):
                 await self._abort_run(run)
             raise
+        finally:
+            # The sub-agent's task is over: what its tools kept (a browser) goes with it.
+            with anyio.CancelScope(shield=True):
+                await self.release(session_id)
         return slot[0] if slot else RunResult(0, "aborted", "the sub-agent's run did not finish")
 
     async def abort(self, session_id: str) -> bool:
@@ -361,9 +334,17 @@ class Orchestrator:
         children of the session are aborted with it (their Task calls are cancelled)."""
         run = self._runs.get(session_id)
         if run is None:
+            await self.release(session_id)
             return False
         await self._abort_run(run)
+        await self.release(session_id)
         return True
+
+    async def release(self, session_id: str) -> None:
+        """Free what the tools keep for the session (its browser): on abort, at its end, when
+        a sub-agent's run is over. Never raises."""
+        with anyio.CancelScope(shield=True):
+            await self.tools.release(session_id)
 
     async def wait_finished(self, session_id: str, timeout: float = ABORT_WAIT) -> None:
         """Wait (at most ``timeout`` seconds) until the session's running loop ends."""
@@ -432,13 +413,10 @@ class Orchestrator:
             if run.task is not None and not run.task.done():
                 log.warning("agent loop of %s did not stop in time; cancelling", run.session_id)
                 run.task.cancel()
-        current = [engine for _stamp, engine in self._engines.values()]
-        engines = {id(e): e for e in [self.hooks, *current, *self._retired] if e is not None}
-        for engine in engines.values():
-            try:
-                await engine.drain(timeout)
-            except Exception:
-                log.exception("draining hooks failed")
+        # Every browser (and whatever else tools keep) goes before the server does.
+        with anyio.CancelScope(shield=True):
+            await self.tools.aclose()
+        await self.lifecycle.drain(timeout)
 
     # -- sub-agents and lifecycle hooks ------------------------------------------------
 
@@ -451,179 +429,43 @@ class Orchestrator:
         self._notify(session.id, method, {"session": session_json(session)})
 
     def session_created(self, session: Session) -> None:
-        """A client created ``session``: fire SessionStart (source ``startup``) in the
-        background; what its hooks say for the model is recorded as ``hook.context``, and
-        the session's first run waits for them (:meth:`_session_start`)."""
-        self._started.add(session.id)
-        engine = self._engine_or_none(Path(session.working_directory))
-        if engine is None or not engine.hooks_for("SessionStart"):
-            return
-
-        async def record(decision: HookDecision) -> None:
-            await self._record_drafts(
-                session.id, context_drafts("SessionStart", decision, source="startup")
-            )
-
-        engine.fire_background(self._session_start_context(session, "startup"), record)
+        """A client created ``session``: SessionStart (:meth:`.Lifecycle.session_created`)."""
+        self.lifecycle.session_created(session)
 
     async def session_ending(self, session: Session, reason: str) -> None:
-        """Run the SessionEnd hooks to their end (before ``session.end`` is appended, so
-        their records land in the session). Never raises for a hook's failure."""
-        engine = self._engine_or_none(Path(session.working_directory))
-        if engine is None:
-            return
-        for earlier in self._retired:  # from before a settings change
-            await earlier.settle(session.id)
-        await engine.settle(session.id)  # a SessionStart or Stop still running records first
-        if not engine.hooks_for("SessionEnd"):
-            return
-        ctx = HookContext(
-            event="SessionEnd",
-            session_id=session.id,
-            working_directory=Path(session.working_directory),
-            data={"reason": reason},
-        )
-        await engine.run_background_now(ctx)
-
-    def _engine_or_none(self, working_directory: Path) -> HookEngine | None:
-        try:
-            return self.hooks_for(working_directory)
-        except HookSettingsError as exc:
-            log.warning("lifecycle hooks not run: %s", exc)
-            return None
-
-    @staticmethod
-    def _session_start_context(session: Session, source: str) -> HookContext:
-        return HookContext(
-            event="SessionStart",
-            session_id=session.id,
-            working_directory=Path(session.working_directory),
-            data={"source": source, "model": session.model, "provider": session.provider},
-        )
-
-    async def _record_drafts(
-        self, session_id: str, drafts: list[tuple[str, dict[str, Any]]]
-    ) -> None:
-        for event_type, payload in drafts:
-            await self.record_event(session_id, event_type, payload)
-
-    async def _session_start(self, agent: AgentRun) -> None:
-        """First in a run (``TurnDeps.session_start``): wait for the SessionStart hooks a
-        ``session.create`` started, or run them (source ``resume``) for a session this
-        process has not started; their context lands before the prompt."""
-        sid = agent.session_id
-        if (await self.profile(sid)).is_child:
-            return
-        session = await self.store.get_session(sid)
-        engine = self._engine_or_none(Path(session.working_directory))
-        if sid in self._started:
-            if engine is not None:
-                await engine.settle(sid, timeout=None)  # bounded by the hooks' timeouts
-            return
-        self._started.add(sid)  # the first run here of a session made before
-        if engine is None or not engine.hooks_for("SessionStart"):
-            return
-        decision = await engine.run_now(self._session_start_context(session, "resume"))
-        await self._record_drafts(sid, context_drafts("SessionStart", decision, source="resume"))
+        """SessionEnd, before ``session.end`` (:meth:`.Lifecycle.session_ending`); what the
+        session's tools keep (its browser) is released first."""
+        await self.release(session.id)
+        await self.lifecycle.session_ending(session, reason)
 
     async def context_reset(self, session_id: str, source: str) -> None:
-        """After ``/clear`` (``source`` ``"clear"``) or a compaction (``"compact"``): the
-        SessionStart hooks run again, as in Claude Code, and their context opens the fresh
-        history (what they said before is gone from it). Not for sub-agents."""
-        if (await self.profile(session_id)).is_child:
-            return
-        session = await self.store.get_session(session_id)
-        engine = self._engine_or_none(Path(session.working_directory))
-        if engine is None or not engine.hooks_for("SessionStart"):
-            return
-        decision = await engine.run_now(self._session_start_context(session, source))
-        await self._record_drafts(
-            session_id, context_drafts("SessionStart", decision, source=source)
-        )
-
-    async def _stop_hooks(
-        self, agent: AgentRun, result: RunResult, active: bool
-    ) -> tuple[HookEvent, HookDecision] | None:
-        """``TurnDeps.on_stop``: Stop (a top-level run) or SubagentStop (a child's run,
-        recorded in the parent); the run acts on their answer."""
-        profile = await self.profile(agent.session_id)
-        event: HookEvent = "SubagentStop" if profile.is_child else "Stop"
-        engine = self._engine_or_none(agent.working_directory)
-        if engine is None or not engine.hooks_for(event):
-            return None
-        try:
-            last = final_text((await self.store.get_state_at_head(agent.session_id)).messages)
-        except TronEventsError:
-            last = ""
-        data: dict[str, Any] = {
-            "stop_hook_active": active,
-            "stop_reason": result.stop_reason,
-            "turns": result.turns,
-            "last_assistant_message": last,
-        }
-        session_id = agent.session_id
-        if profile.parent_session_id is not None:
-            run = self._runs.get(agent.session_id)
-            link = run.link if run is not None else None
-            session_id = profile.parent_session_id
-            data |= {"agent_id": agent.session_id, "agent_type": profile.subagent_type,
-                     "agent_session_id": agent.session_id}  # fmt: skip
-            tool_call = link.tool_call_id if link is not None else profile.parent_tool_call_id
-            if tool_call is not None:
-                data["toolCallId"] = tool_call
-        ctx = HookContext(
-            event=event,
-            session_id=session_id,
-            working_directory=agent.working_directory,
-            data=data,
-        )
-        return event, await engine.run_now(ctx)
-
-    # -- what hooks get and say ---------------------------------------------------------
-
-    def _configure(self, engine: HookEngine) -> None:
-        engine.set_session_info(self.hook_session_info)
-        engine.set_notifier(self._hook_message)
+        """SessionStart again after ``/clear`` or a compaction
+        (:meth:`.Lifecycle.context_reset`)."""
+        await self.lifecycle.context_reset(session_id, source)
 
     async def hook_session_info(self, ctx: HookContext) -> dict[str, Any]:
-        """The fields Claude Code gives every hook, for ``ctx``'s session:
-        ``permission_mode``, ``transcript_path`` (written up to the head now), in a
-        sub-agent ``agent_id`` and ``agent_type``, and for SubagentStop the child's
-        ``agent_transcript_path``."""
-        sid = ctx.session_id
-        info: dict[str, Any] = {"permission_mode": "default"}
-        if self.interaction is not None:
-            try:
-                info["permission_mode"] = await self.interaction.mode(sid)
-            except Exception as exc:  # an unreadable settings file: the hook still runs
-                log.warning("permission mode of %s unknown for its hooks: %s", sid, exc)
-        info["transcript_path"] = await self._transcript(sid)
-        profile = await self.profile(sid)
-        if profile.is_child:
-            info["agent_id"] = sid
-            info["agent_type"] = profile.subagent_type
-        child = ctx.data.get("agent_session_id")
-        if ctx.event == "SubagentStop" and isinstance(child, str):
-            info["agent_transcript_path"] = await self._transcript(child)
-        return {k: v for k, v in info.items() if v is not None}
+        """What every hook gets about its session (:meth:`.Lifecycle.hook_session_info`)."""
+        return await self.lifecycle.hook_session_info(ctx)
 
-    async def _transcript(self, session_id: str) -> str | None:
-        try:
-            return str(await self.transcripts.update(session_id))
-        except (TronEventsError, OSError) as exc:
-            log.warning("transcript of %s not written for its hooks: %s", session_id, exc)
-            return None
+    # -- what the lifecycle asks (LifecycleHost) ----------------------------------------
 
-    async def _hook_message(self, session_id: str, hook: str, event: str, message: str) -> None:
-        """A hook's ``systemMessage`` (or a stop's reason): record it and tell the user."""
-        payload = {"title": f"{event} hook", "body": message, "urgency": "normal",
-                   "hookName": hook, "hookEvent": event}  # fmt: skip
-        await self.record_event(session_id, "notification.user", payload)
+    async def permission_mode(self, session_id: str) -> str | None:
+        """The session's permission mode (None: no permissions attached)."""
+        return await self.interaction.mode(session_id) if self.interaction is not None else None
+
+    def run_link(self, session_id: str) -> ParentLink | None:
+        """The parent of the session's running child run (None: none runs, or top-level)."""
+        run = self._runs.get(session_id)
+        return run.link if run is not None else None
+
+    def notify_session(self, session_id: str, method: str, data: dict[str, Any]) -> None:
+        """Tell the session's clients, through its running loop if any (so that a child's
+        notification carries its parent), else directly."""
         run = self.current_run(session_id)
         if run is not None:
-            run.notify_client(SESSION_NOTIFICATION, dict(payload))
+            run.notify_client(method, data)
         else:
-            self._notify(session_id, SESSION_NOTIFICATION, dict(payload))
+            self._notify(session_id, method, data)
 
     async def _tools_for(self, agent: AgentRun, profile: SessionProfile) -> ToolRegistry:
         """The run's tools: the session's allow-list, plus Task while the depth allows."""
@@ -690,22 +532,8 @@ class Orchestrator:
         self._notify(run.session_id, method, data)
 
     def hooks_for(self, working_directory: Path) -> HookEngine | None:
-        """The hook engine for sessions in ``working_directory`` (None: no hooks), built
-        again when one of its settings files changed since (a user adds a hook to a
-        project while the server runs: the next run has it)."""
-        if self._hooks_factory is None:
-            return self.hooks
-        stamp = settings_stamp(working_directory, self.home)
-        cached = self._engines.get(working_directory)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-        engine = self._hooks_factory(working_directory, self.record_event)
-        self._configure(engine)
-        if cached is not None:
-            self._retired = [e for e in self._retired if e.pending_count]
-            self._retired.append(cached[1])
-        self._engines[working_directory] = (stamp, engine)
-        return engine
+        """The hook engine for sessions in ``working_directory`` (:meth:`.Lifecycle.hooks_for`)."""
+        return self.lifecycle.hooks_for(working_directory)
 
     def _rules_for(self, session_id: str, working_directory: Path) -> SessionRules:
         rules = self._rules.get(session_id)
@@ -716,9 +544,8 @@ class Orchestrator:
     async def _before_turn(self, run: AgentRun) -> None:
         if self.auto_compact_threshold is None:
             return
-        from .compaction import maybe_auto_compact
-
-        await maybe_auto_compact(self, run)
+        # Through the module: a profiler (benchmarks/bench_server.py) may wrap it.
+        await compaction.maybe_auto_compact(self, run)
 
     async def _drive(self, run: _SessionRun, first: RunRequest) -> None:
         request: RunRequest | None = first

@@ -7,18 +7,19 @@ path (``file_path`` / ``path``) may add the AGENTS.md of the folders it touches.
 Every newly loaded batch is recorded as ``rules.loaded`` by the caller, and the
 loaded files go into the next system prompt.
 
-Uses ``tron_server.context.rules``; without that layer the session has no rules.
+Loading is :class:`tron_server.context.rules.RulesLoader`'s.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from tron_events import AsyncEventStore
+
+from ..context.rules import RulesFile, RulesLoader, rules_loaded_payload
 
 __all__ = ["PATH_ARGUMENTS", "SessionRules"]
 
@@ -30,30 +31,21 @@ class SessionRules:
     """The rules files of one session (see the module docstring)."""
 
     def __init__(self, home: Path, working_directory: Path) -> None:
-        self._loader: Any = None
+        self._loader = RulesLoader(home, working_directory)
         self._started = False
-        try:
-            module: Any = importlib.import_module("tron_server.context.rules")
-        except ImportError:
-            return
-        self._loader = module.RulesLoader(home, working_directory)
-        self._payload = module.rules_loaded_payload
 
     @property
-    def loaded(self) -> list[Any]:
-        """Every rules file loaded so far (``RulesFile``), in load order."""
-        return list(self._loader.loaded) if self._loader is not None else []
+    def loaded(self) -> list[RulesFile]:
+        """Every rules file loaded so far, in load order."""
+        return list(self._loader.loaded)
 
-    def payload(self, files: list[Any]) -> dict[str, Any]:
+    def payload(self, files: list[RulesFile]) -> dict[str, Any]:
         """The ``rules.loaded`` payload for ``files``."""
-        result: dict[str, Any] = self._payload(files)
-        return result
+        return rules_loaded_payload(files)
 
-    async def start(self, store: AsyncEventStore, head_event_id: str) -> list[Any]:
+    async def start(self, store: AsyncEventStore, head_event_id: str) -> list[RulesFile]:
         """Restore recorded files (first call only) and load the initial ones; returns
         the files to record as newly loaded."""
-        if self._loader is None:
-            return []
         if not self._started:
             self._started = True
             path = await store.get_ancestors(head_event_id)
@@ -65,15 +57,12 @@ class SessionRules:
                 if isinstance(f, dict) and f.get("path")
             ]
             await anyio.to_thread.run_sync(self._loader.restore, recorded)
-        new: list[Any] = await anyio.to_thread.run_sync(self._loader.initial)
-        return new
+        return await anyio.to_thread.run_sync(self._loader.initial)
 
-    async def touched(self, arguments: dict[str, Any]) -> list[Any]:
+    async def touched(self, arguments: dict[str, Any]) -> list[RulesFile]:
         """Rules files newly applicable after a tool call with ``arguments``."""
-        if self._loader is None:
-            return []
         paths = [v for k in PATH_ARGUMENTS if isinstance(v := arguments.get(k), str) and v]
-        new: list[Any] = []
+        new: list[RulesFile] = []
         for p in paths:
             new += await anyio.to_thread.run_sync(self._loader.on_path_touched, p)
         return new

@@ -76,6 +76,7 @@ from tron_llm import (
     Usage,
 )
 
+from ..browser.urls import UrlVerdict
 from ..hooks.base import HookContext, HookDecision, HookEngine, HookEvent
 from ..hooks.feedback import context_drafts
 from ..hooks.guardrails import path_policy
@@ -200,6 +201,10 @@ class TurnDeps:
     max_parallel_tools: int = 4
     gate: ToolGate | None = None
     """Permissions and approvals (:mod:`tron_server.interaction`)."""
+    check_url: Callable[[str, str, str, str | None], Awaitable[UrlVerdict]] | None = None
+    """``(session_id, tool, url, tool_call_id)`` → the permission verdict for a URL a tool
+    reaches while it runs (redirects, a page's navigations); given to tools as
+    ``ToolContext.check_url``."""
     session_start: Callable[[AgentRun], Awaitable[None]] | None = None
     """Awaited first in a run (the SessionStart hooks, whose context precedes the prompt)."""
     on_stop: StopHooks | None = None
@@ -934,6 +939,11 @@ class AgentRun:
                     record=record,
                     # The tools enforce the guardrails' write policy when they write.
                     paths=path_policy(self.hooks, self.working_directory),
+                    check_url=(
+                        partial(self.deps.check_url, self.session_id)
+                        if self.deps.check_url is not None
+                        else None
+                    ),
                 )
                 started = time.monotonic()
                 result = await self.tools.execute(use.name, arguments, ctx)

@@ -57,12 +57,10 @@ class CommandContext:
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         """Run a registered RPC method as if the client had called it."""
-        registry = self.rpc.services.registry
-        spec = registry.get(method) if registry is not None else None
-        if spec is None:
+        registry = self.rpc.registry
+        if registry is None:
             raise ManagerUnavailableError(f"this server has no {method} method")
-        spec.check_needs(self.rpc)
-        return await spec.handler(self.rpc, spec.parse_params(params))
+        return await registry.call(self.rpc, method, params)
 
 
 Run = Callable[[CommandContext, str], Awaitable[dict[str, Any]]]
@@ -234,6 +232,11 @@ async def _permissions(cx: CommandContext, args: str) -> dict[str, Any]:
     lines = [f"Mode: {data['mode']}"]
     if data.get("error"):
         lines.append(f"Settings error: {data['error']}")
+    if data.get("trusted") is False:
+        lines.append(
+            "This folder is not trusted: its own allow rules, defaultMode and "
+            "additionalDirectories are ignored (`tron --trust` trusts it)."
+        )
     for behavior in ("deny", "ask", "allow"):
         rules = [r for r in data["rules"] if r["behavior"] == behavior]
         if rules:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..interaction.folder import SHELL_EXPANSION
 from ..paths import PathError, PathPolicy
 
 __all__ = ["ExpandEnv", "Expansion", "ExpansionError", "expand_body", "split_arguments"]
@@ -36,7 +37,7 @@ MAX_FILE_BYTES = 256 * 1024
 MAX_LISTING = 200
 _ARGUMENTS = re.compile(r"\$ARGUMENTS\b")
 _POSITIONAL = re.compile(r"\$(\d+)")
-_BANG = re.compile(r"!`([^`\n]+)`")
+_BANG = SHELL_EXPANSION
 _MENTION = re.compile(r"(?:(?<=\s)|^)@([^\s`'\"<>]+)", re.MULTILINE)
 _TRAILING = ".,;:!?)]}"
 
@@ -93,9 +94,15 @@ def substitute(body: str, arguments: str) -> str:
     return text
 
 
-async def expand_body(body: str, arguments: str, env: ExpandEnv) -> Expansion:
-    """Expand ``body`` for ``arguments`` (see the module docstring)."""
+async def expand_body(
+    body: str, arguments: str, env: ExpandEnv, *, shell_refused: str | None = None
+) -> Expansion:
+    """Expand ``body`` for ``arguments`` (see the module docstring). ``shell_refused``:
+    why no ``!`…` `` may run (a file from a folder the user has not trusted), raised as
+    :class:`ExpansionError` when the text has one; None: they run after their checks."""
     text = substitute(body, arguments)
+    if shell_refused is not None and _BANG.search(text):
+        raise ExpansionError(shell_refused)
     out = Expansion(text)
     # Commands first, each once, in order; their output is not scanned again.
     pieces: list[str] = []

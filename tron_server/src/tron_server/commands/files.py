@@ -3,9 +3,15 @@
 Where they are read (a later folder wins on a name clash: ours over Claude Code's, the
 project's over the home one)::
 
+    ~/.claude/commands/**/*.md                 scope "home" (Claude Code's user commands)
     <home>/commands/**/*.md                    scope "home" (~/.tron/commands)
     <working directory>/.claude/commands/**/*.md   scope "claude"
     <working directory>/.tron/commands/**/*.md     scope "project"
+
+**Folder trust** (:mod:`tron_server.trust`): the working directory's command files are
+listed whether or not the user trusts the folder, but until then one that runs shell
+commands (``!`…` ``) is refused with the reason (:attr:`CommandFile.refusal`), and the
+``allowed-tools`` of the others are ignored (a folder may not allow itself tools).
 
 A file ``review.md`` is the command ``/review``; in a subfolder, ``frontend/component.md``
 is ``/frontend:component`` (and ``/component`` works too while no other command has that
@@ -28,11 +34,13 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from ..agent.subagents.definitions import AgentFileError, parse_front_matter
+from ..interaction.folder import SHELL_EXPANSION
+from ..trust import TrustStore, claude_user_dir
 
 __all__ = [
     "CommandFile",
@@ -66,6 +74,29 @@ class CommandFile:
     argument_hint: str = ""
     allowed_tools: tuple[str, ...] = ()
     model: str | None = None
+    #: Whether the folder it comes from may act (home-level files always may).
+    trusted: bool = True
+
+    @property
+    def runs_shell(self) -> bool:
+        """Whether its body runs shell commands (``!`…` ``)."""
+        return SHELL_EXPANSION.search(self.body) is not None
+
+    @property
+    def shell_refused(self) -> str | None:
+        """Why a shell command (``!`…` ``) in it may not run (None: it may, after its
+        checks): it comes from a folder the user has not trusted."""
+        if self.trusted:
+            return None
+        return (
+            f"it runs shell commands (!`…`) from {self.path.parent}, in a folder you have "
+            "not trusted; trust the folder first (`tron --trust`, or trust.set) to run it"
+        )
+
+    @property
+    def refusal(self) -> str | None:
+        """Why it cannot run now (None: it can)."""
+        return self.shell_refused if self.runs_shell else None
 
     @property
     def short_name(self) -> str:
@@ -82,6 +113,7 @@ class CommandFile:
 def command_dirs(home: Path, working_directory: Path) -> list[tuple[Scope, Path]]:
     """The folders read, in order (later wins)."""
     return [
+        ("home", claude_user_dir() / "commands"),
         ("home", home / "commands"),
         ("claude", working_directory / ".claude" / "commands"),
         ("project", working_directory / ".tron" / "commands"),
@@ -167,8 +199,13 @@ def _name_of(relative: Path) -> str | None:
     return ":".join(parts)
 
 
-def discover_commands(home: Path, working_directory: Path) -> dict[str, CommandFile]:
-    """Every usable command file by name (see the module docstring)."""
+def discover_commands(
+    home: Path, working_directory: Path, *, trusted: bool | None = None
+) -> dict[str, CommandFile]:
+    """Every usable command file by name (see the module docstring). ``trusted``: whether
+    the working directory's files may act (None: as recorded in ``home``'s trust store)."""
+    if trusted is None:
+        trusted = TrustStore(home).is_trusted(working_directory) is not None
     found: dict[str, CommandFile] = {}
     for scope, folder in command_dirs(home, working_directory):
         try:
@@ -181,7 +218,11 @@ def discover_commands(home: Path, working_directory: Path) -> dict[str, CommandF
                 log.warning("command file skipped: %s: its name is not a command name", path)
                 continue
             try:
-                found[name] = parse_command_file(path, scope, name)
+                command = parse_command_file(path, scope, name)
             except CommandFileError as exc:
                 log.warning("command file skipped: %s", exc)
+                continue
+            if scope != "home" and not trusted:
+                command = replace(command, trusted=False, allowed_tools=())
+            found[name] = command
     return dict(sorted(found.items()))

@@ -98,6 +98,7 @@ def command_list(rpc: RpcContext, working_directory: Path | None) -> list[dict[s
                 "argumentHint": command.argument_hint,
                 "source": command.scope,
                 "path": str(command.path),
+                **({"refused": command.refusal} if command.refusal else {}),
             }
         )
     return out
@@ -153,7 +154,10 @@ async def run_command_message(
     if command is None:
         raise _unknown(name, [*_builtins(rpc), *files])
     try:
-        expansion = await expand_body(command.body, arguments, _env(rpc, session, command))
+        expansion = await expand_body(
+            command.body, arguments, _env(rpc, session, command),
+            shell_refused=command.shell_refused,
+        )  # fmt: skip
     except ExpansionError as exc:
         raise InvalidParams(f"/{command.name}: {exc}", {"command": command.name}) from None
     invoked: dict[str, Any] = {

@@ -2,7 +2,9 @@
 
 Order (each file once, most general first):
 
-1. ``global`` — ``<home>/rules/AGENTS.md`` (``home`` is Tron's home, ``~/.tron`` by default);
+1. ``global`` — ``~/.claude/CLAUDE.md`` (Claude Code's user memory, ``$CLAUDE_CONFIG_DIR``
+   when set), then ``<home>/rules/AGENTS.md`` (``home`` is Tron's home, ``~/.tron`` by
+   default; later files come later in the prompt, so ours have the last word);
 2. ``project`` — in the working directory: ``.claude/AGENTS.md``, ``.tron/AGENTS.md``,
    ``CLAUDE.md``, ``AGENTS.md`` (every one that exists);
 3. ``directory`` — ``AGENTS.md`` and ``CLAUDE.md`` in subfolders of the working directory,
@@ -24,6 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from ..trust import claude_user_dir
 
 __all__ = [
     "MAX_RULES_BYTES",
@@ -115,7 +119,10 @@ class RulesLoader:
     def initial(self) -> list[RulesFile]:
         """The global and project rules files, most general first (each only once)."""
         out: list[RulesFile] = []
-        candidates: list[tuple[Path, RulesScope]] = [(self.home / "rules" / "AGENTS.md", "global")]
+        candidates: list[tuple[Path, RulesScope]] = [
+            (claude_user_dir() / "CLAUDE.md", "global"),  # Claude Code's user memory
+            (self.home / "rules" / "AGENTS.md", "global"),
+        ]
         candidates += [(self.working_directory / rel, "project") for rel in PROJECT_FILES]
         for path, scope in candidates:
             found = self._accept(path, scope)

@@ -3,7 +3,8 @@ offered to the model by name and description and loaded on demand with the Skill
 
 Where they live (``home`` is Tron's home, ``~/.tron`` by default)::
 
-    <home>/skills/<folder>/SKILL.md                 scope "home"
+    ~/.claude/skills/<folder>/SKILL.md              scope "home" (Claude Code's user skills)
+    <home>/skills/<folder>/SKILL.md                 scope "home" (wins over Claude Code's)
     <working directory>/.tron/skills/<folder>/SKILL.md   scope "project" (wins over home by name)
 
 ``SKILL.md`` may start with a front matter block of simple ``key: value`` lines::
@@ -26,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from ..trust import claude_user_dir
 
 __all__ = [
     "MAX_LISTED_FILES",
@@ -162,8 +165,10 @@ def _scan(root: Path, scope: SkillScope) -> list[Skill]:
 def discover_skills(home: Path, working_directory: Path) -> list[Skill]:
     """Every skill, sorted by name; a project skill replaces a home skill of the same name."""
     by_name: dict[str, Skill] = {}
-    for skill in _scan(home.expanduser() / "skills", "home"):
-        by_name[skill.name] = skill
+    # Claude Code's user skills first: the home's own (~/.tron/skills) win on a clash.
+    for root in (claude_user_dir() / "skills", home.expanduser() / "skills"):
+        for skill in _scan(root, "home"):
+            by_name[skill.name] = skill
     for skill in _scan(working_directory / ".tron" / "skills", "project"):
         by_name[skill.name] = skill
     return [by_name[name] for name in sorted(by_name)]

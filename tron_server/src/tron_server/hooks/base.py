@@ -19,8 +19,8 @@ hooks one after another with :meth:`HookEngine.run_blocking`, highest ``priority
   approval prompt its mode would ask for; an ``ask`` from any hook wins over it.
 
 Notice events (``BACKGROUND_EVENTS``: PostToolUse, SessionStart, SessionEnd, Stop,
-SubagentStop) cannot refuse what already happened: every matching hook runs, failures fail
-open, and the answers are merged (:meth:`HookEngine.run_now`): ``block`` from any hook
+SubagentStop, Notification) cannot refuse what already happened: every matching hook runs,
+failures fail open, and the answers are merged (:meth:`HookEngine.run_now`): ``block`` from any hook
 gives a ``block`` with every such hook's reason (for Stop / SubagentStop: the agent goes
 on, with the reasons as its next input; for PostToolUse: feedback next to the result).
 The runtime awaits them where their answer matters (Claude Code runs them synchronously
@@ -46,8 +46,10 @@ expression searched in the name, unanchored as Claude Code's (``"mcp__.*"``,
 for PreToolUse and PostToolUse (Claude Code's ``Agent`` and ``AskUserQuestion`` name our
 ``Task`` and ``AskUser`` and the other way round: :data:`TOOL_ALIASES`), the ``source`` for
 SessionStart (``startup``, ``resume``), the ``trigger`` for PreCompact (``manual``, ``auto``),
-the ``reason`` for SessionEnd and the ``agent_type`` for SubagentStop. UserPromptSubmit and
-Stop have no matcher: theirs is ignored, as in Claude Code.
+the ``reason`` for SessionEnd, the ``agent_type`` for SubagentStop and the
+``notification_type`` for Notification (``permission_prompt``: an approval waits for the
+user; ``elicitation_dialog``: a question does; ``notify``: the agent's Notify tool).
+UserPromptSubmit and Stop have no matcher: theirs is ignored, as in Claude Code.
 
 Failures
 --------
@@ -121,6 +123,7 @@ HookEvent = Literal[
     "SessionEnd",
     "Stop",
     "SubagentStop",
+    "Notification",
 ]
 HOOK_EVENTS: frozenset[str] = frozenset(
     {
@@ -132,6 +135,7 @@ HOOK_EVENTS: frozenset[str] = frozenset(
         "SessionEnd",
         "Stop",
         "SubagentStop",
+        "Notification",
     }
 )
 #: Gate events: run with :meth:`HookEngine.run_blocking` (the first block wins).
@@ -171,6 +175,7 @@ _MATCHED_KEY = {
     "PreCompact": "trigger",
     "SessionEnd": "reason",
     "SubagentStop": "agent_type",
+    "Notification": "notification_type",
 }
 
 
@@ -446,13 +451,15 @@ class HookEngine:
 
     # -- notices ----------------------------------------------------------------------
 
-    async def run_now(self, ctx: HookContext) -> HookDecision:
+    async def run_now(
+        self, ctx: HookContext, *, only: Callable[[str], bool] | None = None
+    ) -> HookDecision:
         """Run every hook of a notice event (in run order, fail open) and merge their
         answers: ``block`` if any blocked (the reasons joined), the contexts joined,
-        ``stop`` if any asked to stop."""
+        ``stop`` if any asked to stop. ``only``: run just the hooks whose name it accepts."""
         if ctx.event not in BACKGROUND_EVENTS:
             raise ValueError(f"{ctx.event} is a blocking event; use run_blocking")
-        hooks = self._select(ctx.event, _subject(ctx))
+        hooks = [h for h in self._select(ctx.event, _subject(ctx)) if only is None or only(h.name)]
         if not hooks:
             return HookDecision()
         ctx = await self._with_session_info(ctx, hooks)

@@ -278,6 +278,12 @@ def command_hook_name(spec: CommandHookSpec) -> str:
     return f"{spec.scope}:{command}"
 
 
+def is_project_hook(name: str) -> bool:
+    """Whether the hook registered as ``name`` comes from the working directory's own
+    settings (not the home's)."""
+    return name.startswith("project:")
+
+
 def register_command_hooks(engine: HookEngine, specs: tuple[CommandHookSpec, ...]) -> None:
     """Register every command hook, in file order (home first, then project)."""
     for spec in specs:

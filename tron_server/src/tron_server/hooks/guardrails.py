@@ -9,8 +9,9 @@ What it checks
   the working directory (or below) or in one of ``guardrails.allowedWritePaths``. A symlink
   inside the working directory that points outside is therefore refused. The settings files
   themselves (:func:`~tron_server.tools.settings_files`: ``<home>/settings.json``,
-  ``.tron/settings.json``, ``.claude/settings.json``, ``.claude/settings.local.json``) are
-  refused too while ``guardrails.protectSettingsFiles`` is true, and so are the files the
+  ``.tron/settings.json``, ``.claude/settings.json``, ``.claude/settings.local.json``, and
+  ``~/.claude/settings.json``), and the record of trusted folders (``<home>/trust.json``),
+  are refused too while ``guardrails.protectSettingsFiles`` is true, and so are the files the
   user's hook commands run (:func:`hook_programs`: ``./.tron/check.sh``), so the agent cannot
   switch its own guardrails, hooks or permissions off. A path with a NUL byte is refused.
 
@@ -49,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import PathPolicy, settings_files
+from ..trust import TRUST_FILE, claude_user_dir
 from .base import HookContext, HookDecision, HookEngine
 from .settings import GuardrailSettings, HookSettingsError
 
@@ -290,8 +292,12 @@ class Guardrails:
             roots.append((p if p.is_absolute() else self.working_directory / p).resolve())
         self.allowed_roots: tuple[Path, ...] = tuple(roots)
         protected = (
-            settings_files(working_directory, home)
-            + hook_programs(hook_commands, self.working_directory)
+            (
+                *settings_files(working_directory, home),
+                claude_user_dir() / "settings.json",
+                home.expanduser() / TRUST_FILE,
+                *hook_programs(hook_commands, self.working_directory),
+            )
             if settings.protect_settings_files
             else ()
         )

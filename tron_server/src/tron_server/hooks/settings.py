@@ -2,11 +2,21 @@
 
 The files are read in this order:
 
+- ``~/.claude/settings.json`` — Claude Code's user settings (``$CLAUDE_CONFIG_DIR`` when
+  set), read as a home-level file;
 - ``<home>/settings.json`` — ``home`` is Tron's home directory (``Settings.home``,
-  ``~/.tron`` by default), so this is ``~/.tron/settings.json``;
+  ``~/.tron`` by default), so this is ``~/.tron/settings.json`` (after Claude Code's:
+  ours win);
 - ``<working directory>/.claude/settings.json`` and ``.claude/settings.local.json`` —
   Claude Code's project files, read unchanged (their hooks work here as they do there);
 - ``<working directory>/.tron/settings.json`` — the project's own file (last: ours win).
+
+**Folder trust** (:mod:`tron_server.trust`): the project files act only once the user
+trusts the working directory. Until then their hooks are not registered and their
+``guardrails`` may only restrict (``deniedBashPatterns`` apply; ``enabled``,
+``allowedWritePaths``, ``disabledBashRules`` and ``protectSettingsFiles`` are ignored).
+The home-level files always act. A project file that is the same file as a home-level
+one (a session in the home folder itself) is read once, as the home-level file.
 
 Precedence: user hooks from every file are kept (run in file order for the same event).
 For ``guardrails``, a key set in a later file replaces the earlier value, except the lists
@@ -15,18 +25,21 @@ concatenated. Other keys are ignored here, so a Claude Code settings file can be
 it is; ``permissions`` is read by :mod:`tron_server.interaction.settings` from the same files.
 
 A file that is not valid JSON, or a ``hooks``/``guardrails`` value of the wrong shape,
-raises :class:`HookSettingsError` naming the file and the problem: a user's safety hook must
-not be dropped silently.
+raises :class:`HookSettingsError` naming the file and the problem: a user's safety hook (or
+an untrusted folder's deny rule) must not be dropped silently. (An untrusted folder's
+``hooks`` are not read at all.)
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from ..trust import TrustStore, claude_user_dir
 from .base import HOOK_EVENTS, HookEvent, OnError
 
 __all__ = [
@@ -34,6 +47,7 @@ __all__ = [
     "GuardrailSettings",
     "HookSettingsError",
     "LoadedSettings",
+    "folder_trusted",
     "load_settings",
     "read_settings_json",
     "settings_paths",
@@ -80,27 +94,42 @@ class LoadedSettings:
     guardrails: GuardrailSettings = GuardrailSettings()
     hooks: tuple[CommandHookSpec, ...] = ()
     files: tuple[Path, ...] = field(default=())
+    #: Whether the project files acted (the folder is trusted).
+    trusted: bool = True
 
 
 Scope = Literal["home", "project"]
 
 
 def settings_paths(working_directory: Path, home: Path) -> list[tuple[Scope, Path]]:
-    """The settings files in the order they are read: home, Claude Code's project files,
-    then the project's ``.tron/settings.json``."""
-    return [
-        ("home", home / "settings.json"),
-        ("project", working_directory / ".claude" / "settings.json"),
-        ("project", working_directory / ".claude" / "settings.local.json"),
-        ("project", working_directory / ".tron" / "settings.json"),
+    """The settings files in the order they are read: Claude Code's user file, the home's,
+    Claude Code's project files, then the project's ``.tron/settings.json``. A project
+    path that is the same file as a home-level one is left out (it is read as home)."""
+    wd = working_directory.expanduser()
+    homes: list[tuple[Scope, Path]] = [
+        ("home", claude_user_dir() / "settings.json"),
+        ("home", home.expanduser() / "settings.json"),
     ]
+    seen = {os.path.realpath(p) for _, p in homes}
+    projects: list[tuple[Scope, Path]] = [
+        ("project", wd / ".claude" / "settings.json"),
+        ("project", wd / ".claude" / "settings.local.json"),
+        ("project", wd / ".tron" / "settings.json"),
+    ]
+    return homes + [(s, p) for s, p in projects if os.path.realpath(p) not in seen]
+
+
+def folder_trusted(working_directory: Path, home: Path) -> bool:
+    """Whether the user trusts ``working_directory``'s own configuration
+    (:class:`~tron_server.trust.TrustStore` of ``home``)."""
+    return TrustStore(home).is_trusted(working_directory) is not None
 
 
 def settings_stamp(working_directory: Path, home: Path) -> tuple[Any, ...]:
     """What changes when any settings file of ``working_directory`` is created, edited,
-    replaced or removed (cheap: one ``stat`` per file), so a long-running server can
-    tell when to read them again."""
-    stamp: list[Any] = []
+    replaced or removed, or when the folder's trust changes (cheap: one ``stat`` per
+    file), so a long-running server can tell when to read them again."""
+    stamp: list[Any] = [TrustStore(home).is_trusted(working_directory)]
     for _scope, path in settings_paths(working_directory, home):
         try:
             st = path.stat()
@@ -152,7 +181,11 @@ def _bool(value: Any, where: str) -> bool:
     return value
 
 
-def _merge_guardrails(base: GuardrailSettings, raw: Any, path: Path) -> GuardrailSettings:
+def _merge_guardrails(
+    base: GuardrailSettings, raw: Any, path: Path, *, trusted: bool = True
+) -> GuardrailSettings:
+    """``base`` with a file's ``guardrails`` merged in; an untrusted file's only where
+    they restrict (its ``deniedBashPatterns``)."""
     if raw is None:
         return base
     if not isinstance(raw, dict):
@@ -169,6 +202,13 @@ def _merge_guardrails(base: GuardrailSettings, raw: Any, path: Path) -> Guardrai
             raise HookSettingsError(
                 f"{path}: unknown key guardrails.{key}; expected one of {sorted(known)}"
             )
+    merged = _merged(base, raw, path)
+    if trusted:
+        return merged
+    return replace(base, denied_bash_patterns=merged.denied_bash_patterns)
+
+
+def _merged(base: GuardrailSettings, raw: dict[str, Any], path: Path) -> GuardrailSettings:
     return GuardrailSettings(
         enabled=_bool(raw["enabled"], f"{path}: guardrails.enabled")
         if "enabled" in raw
@@ -258,8 +298,13 @@ def _parse_entry(
     )
 
 
-def load_settings(working_directory: Path, home: Path) -> LoadedSettings:
-    """Read and merge both settings files (missing files are fine)."""
+def load_settings(
+    working_directory: Path, home: Path, *, trusted: bool | None = None
+) -> LoadedSettings:
+    """Read and merge the settings files (missing files are fine). ``trusted``: whether
+    the project files may act (None: as recorded in ``home``'s trust store)."""
+    if trusted is None:
+        trusted = folder_trusted(working_directory, home)
     guardrails = GuardrailSettings()
     hooks: list[CommandHookSpec] = []
     files: list[Path] = []
@@ -268,6 +313,10 @@ def load_settings(working_directory: Path, home: Path) -> LoadedSettings:
         if data is None:
             continue
         files.append(path)
-        guardrails = _merge_guardrails(guardrails, data.get("guardrails"), path)
-        hooks.extend(_parse_hooks(data.get("hooks"), path, scope))
-    return LoadedSettings(guardrails=guardrails, hooks=tuple(hooks), files=tuple(files))
+        acts = trusted or scope == "home"
+        guardrails = _merge_guardrails(guardrails, data.get("guardrails"), path, trusted=acts)
+        if acts:  # an untrusted folder's hooks are not even read: they cannot act
+            hooks.extend(_parse_hooks(data.get("hooks"), path, scope))
+    return LoadedSettings(
+        guardrails=guardrails, hooks=tuple(hooks), files=tuple(files), trusted=trusted
+    )

@@ -27,20 +27,20 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tron_events.messages import ToolUseBlock
 from tron_llm import Usage, cost_usd
 
 from ..protocol import AGENT_REQUEST_RESOLVED, AGENT_TOOL_END, AGENT_TURN_START
+from ..tools.base import ToolResult
 from .pending import PendingTurn, find_pending_turn
-from .requests import Answer, resolution_payload, resolved_notification
+from .requests import Answer, Requests, resolution_payload, resolved_notification
 
 if TYPE_CHECKING:
     from ..agent.turn import AgentRun
-    from .service import Interaction
 
-__all__ = ["CANCELLED_ANSWER", "NOT_RUN_CANCELLED", "STOPPED_RESULT", "Resumption"]
+__all__ = ["CANCELLED_ANSWER", "NOT_RUN_CANCELLED", "STOPPED_RESULT", "ResumeHost", "Resumption"]
 
 log = logging.getLogger("tron_server.interaction")
 
@@ -65,11 +65,27 @@ def _usage(assistant: dict[str, Any], provider: str) -> Usage:
     return usage.model_copy(update={"cost_usd": cost})
 
 
+class ResumeHost(Protocol):
+    """What a resumption uses of :class:`~tron_server.interaction.service.Interaction`
+    (which satisfies it, and creates the resumptions)."""
+
+    @property
+    def requests(self) -> Requests: ...
+
+    def question_result(self, info: dict[str, Any], answer: Answer) -> ToolResult: ...
+
+    def denied_result(self, tool: str, reason: str | None) -> ToolResult: ...
+
+    async def grant(self, run: AgentRun, rule: str, request_id: str) -> None: ...
+
+    def preapprove(self, tool_call_id: str) -> None: ...
+
+
 class Resumption:
     """The :class:`~tron_server.agent.turn.Resume` of a request answered (or cancelled)
     after the run that asked stopped."""
 
-    def __init__(self, interaction: Interaction, pending: PendingTurn, answer: Answer) -> None:
+    def __init__(self, interaction: ResumeHost, pending: PendingTurn, answer: Answer) -> None:
         self.interaction = interaction
         self.pending = pending
         self.answer = answer

@@ -15,7 +15,8 @@ A rule is a tool name, alone or with a specifier in parentheses::
     Read(~/.ssh/**)          below the home folder
     Task(reviewer)           the Task tool starting that agent (also ``Agent(...)``)
     Skill(deploy)            the Skill tool loading that skill
-    WebFetch(domain:x.com)   a fetch of that host (no such tool here yet: never matches)
+    WebFetch(domain:x.com)   a fetch of that host (``*`` wildcards: ``domain:*.x.com``)
+    Browser(domain:x.com)    the browser opening a page of that host (``navigate``)
     mcp__github__*           tool names with ``*``
 
 Path specifiers follow :mod:`._glob` and are matched against the *resolved* paths the tools
@@ -54,6 +55,7 @@ __all__ = [
     "RuleSyntaxError",
     "parse_rule",
     "suggest_rule",
+    "url_host",
 ]
 
 Behavior = Literal["allow", "ask", "deny"]
@@ -86,6 +88,9 @@ class CallFacts:
     paths: tuple[tuple[Path, bool], ...] = ()
     home: Path = field(default_factory=Path.home)
     named: tuple[tuple[Path, bool], ...] = ()
+    #: For a URL (WebFetch, Browser): the host's loopback/private addresses, which only a
+    #: rule naming the domain allows without asking (:meth:`Rule.names_domain`).
+    private: tuple[str, ...] = ()
 
     @property
     def command(self) -> str:
@@ -146,9 +151,16 @@ class Rule:
         if call.tool == "Skill":
             return _text_matches(spec, str(call.input.get("name") or ""))
         if spec.startswith("domain:"):
-            host = urlsplit(str(call.input.get("url") or "")).hostname or ""
-            return bool(host) and fnmatch.fnmatchcase(host.lower(), spec[7:].strip().lower())
+            host = url_host(call.input.get("url"))
+            return bool(host) and fnmatch.fnmatchcase(host, spec[7:].strip().lower())
         return False
+
+    def names_domain(self) -> bool:
+        """Whether the rule names a domain (``WebFetch(domain:localhost)``,
+        ``domain:*.corp.example``), not every one (``domain:*``): what allows a host with
+        private addresses without asking."""
+        spec = self.specifier or ""
+        return spec.startswith("domain:") and spec[7:].strip() not in ("", "*")
 
     def _path_matches(self, call: CallFacts, by_name: bool) -> bool:
         if not call.paths or self.specifier is None:
@@ -275,6 +287,13 @@ class RuleSet:
                 return rule
         return None
 
+    def naming_domain(self, call: CallFacts) -> Rule | None:
+        """The allow rule that names the call's domain (:meth:`Rule.names_domain`), or None."""
+        return next(
+            (r for r in self._of("allow", call.tool) if r.names_domain() and r.matches(call)),
+            None,
+        )
+
     def allowing(self, call: CallFacts) -> Rule | None:
         """The allow rule that allows the call (for Bash: one that allows every command
         of the line), or None."""
@@ -304,6 +323,15 @@ class RuleSet:
         return chosen
 
 
+def url_host(url: object) -> str:
+    """The host of a URL (lower case, no trailing dot), or ``""``."""
+    try:
+        host = urlsplit(str(url or "")).hostname or ""
+    except ValueError:
+        return ""
+    return host.rstrip(".").lower()
+
+
 def suggest_rule(tool: str, tool_input: Mapping[str, Any]) -> str:
     """The rule an "allow always" answer adds for this call: for Bash the command's first
     word and its subcommand (``Bash(git push:*)``), for file edits ``Edit`` (every edit
@@ -320,4 +348,6 @@ def suggest_rule(tool: str, tool_input: Mapping[str, Any]) -> str:
         return f"Bash({' '.join(keep)}:*)"
     if tool in EDIT_TOOLS:
         return "Edit"
+    if tool in ("WebFetch", "Browser") and url_host(tool_input.get("url")):
+        return f"{tool}(domain:{url_host(tool_input.get('url'))})"
     return tool

@@ -20,10 +20,11 @@ recorded through the run's writer, so the very next tool call follows it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -32,6 +33,7 @@ import anyio
 from tron_events import AsyncEventStore, SessionNotFound
 from tron_events.messages import ToolUseBlock
 
+from ..browser.urls import UrlRefused, UrlVerdict, non_public, parse_web_url, resolve_host
 from ..errors import (
     AgentBusyError,
     InvalidOperationError,
@@ -39,7 +41,7 @@ from ..errors import (
     SessionNotActiveError,
     SessionNotFoundError,
 )
-from ..hooks.base import HookDecision
+from ..hooks.base import HookContext, HookDecision
 from ..hooks.guardrails import path_policy
 from ..paths import PathError
 from ..protocol import SESSION_NOTIFICATION
@@ -50,7 +52,16 @@ from .policy import HookPermission, decide
 from .preview import change_preview
 from .requests import AlreadyAnswered, Answer, Requests, new_request_id, parse_answer
 from .resume import Resumption
-from .rules import Behavior, CallFacts, Rule, RuleSet, RuleSyntaxError, parse_rule, suggest_rule
+from .rules import (
+    Behavior,
+    CallFacts,
+    Rule,
+    RuleSet,
+    RuleSyntaxError,
+    parse_rule,
+    suggest_rule,
+    url_host,
+)
 from .settings import PermissionSettings, PermissionSettingsError, load_permission_settings
 
 if TYPE_CHECKING:
@@ -74,6 +85,9 @@ class _Live:
     grants: list[Rule]
     parent: str | None
     run_rules: list[Rule] = field(default_factory=list)
+    #: tool call id → (host, whether it had private addresses) of a URL call the gate let
+    #: through (by a rule, a hook or the user): what ``check_url`` allows for that call.
+    approved_urls: dict[str, tuple[str, bool]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -262,7 +276,9 @@ class Interaction:
         return session
 
     async def describe(self, session_id: str) -> dict[str, Any]:
-        """The session's mode and every rule that applies, with where it comes from."""
+        """The session's mode and every rule that applies, with where it comes from, and
+        whether the folder is trusted (else its allow rules, defaultMode and
+        additionalDirectories are not among them)."""
         session = await self.store.get_session(session_id)
         wd = Path(session.working_directory)
         try:
@@ -278,6 +294,7 @@ class Interaction:
             "additionalDirectories": [str(p) for p in settings.additional_directories],
             "files": [str(p) for p in settings.files],
             "bypassAvailable": self.allow_bypass and not settings.disable_bypass,
+            "trusted": settings.trusted,
             "error": error,
         }
 
@@ -294,6 +311,10 @@ class Interaction:
         refusal the model sees. Waits for the user's approval when the verdict is "ask"."""
         if use.id in self._preapproved:
             self._preapproved.discard(use.id)
+            if use.name in URL_TOOLS:  # approved as it was shown, private address or not
+                with contextlib.suppress(PermissionSettingsError, RuleSyntaxError):
+                    live = await self._load(run)
+                    live.approved_urls[use.id] = (url_host(arguments.get("url")), True)
             return None
         try:
             live = await self._load(run)
@@ -308,14 +329,18 @@ class Interaction:
         hook_permission: HookPermission = (
             "ask" if hook.action == "ask" else "allow" if hook.approved else None
         )
+        facts = await _with_addresses(self._facts(run, use.name, arguments))
         verdict = decide(
-            self._facts(run, use.name, arguments),
+            facts,
             mode=mode,
             rules=rules,
             hook=hook_permission,
             hook_reason=hook.reason,
             edit_roots=live.settings.additional_directories,
         )
+        if verdict.behavior != "deny" and facts.tool in URL_TOOLS:
+            # Remembered before asking: an answer "allow" lets the call run as it was shown.
+            live.approved_urls[use.id] = (url_host(arguments.get("url")), bool(facts.private))
         if verdict.behavior == "allow":
             return None
         if verdict.behavior == "deny":
@@ -337,6 +362,9 @@ class Interaction:
         preview = await anyio.to_thread.run_sync(change_preview, policy, use.name, arguments)
         if preview is not None:
             info["preview"] = preview
+        self._notification_hooks(
+            run, "permission_prompt", f"Tron needs your permission to use {use.name}"
+        )
         answer = await self.requests.wait(
             run, info, sessions=await self._sessions(run.session_id), timeout=self.timeout
         )
@@ -351,6 +379,41 @@ class Interaction:
         if answer.decision == "allow_always":
             await self.grant(run, suggestion, str(info["requestId"]))
         return None
+
+    async def check_url(
+        self, session_id: str, tool: str, url: str, tool_call_id: str | None = None
+    ) -> UrlVerdict:
+        """The verdict for ``tool`` reaching ``url`` in ``session_id`` now (its rules, mode
+        and the host's addresses, resolved again), without asking: the
+        :data:`~tron_server.browser.urls.UrlCheck` tools get. With ``tool_call_id``, what
+        the gate let that call do (the user's "allow once" included) is allowed too."""
+        run = self.orchestrator.current_run(session_id)
+        try:
+            if run is not None:
+                live = await self._load(run)
+                mode = await self._effective(live)
+                rules = RuleSet(live.settings.rules).plus(await self._grants(session_id))
+                rules = rules.plus(live.run_rules)
+                wd = Path(os.path.realpath(run.working_directory))
+                roots = live.settings.additional_directories
+            else:
+                live = None
+                session = await self.store.get_session(session_id)
+                wd = Path(os.path.realpath(session.working_directory))
+                settings = load_permission_settings(wd, self.home)
+                mode = await self.mode(session_id)
+                rules = RuleSet(settings.rules).plus(await self._grants(session_id))
+                roots = settings.additional_directories
+        except (PermissionSettingsError, RuleSyntaxError, SessionNotFound) as exc:
+            return UrlVerdict("deny", f"the permission settings cannot be used: {exc}")
+        facts = await _with_addresses(CallFacts(tool, {"url": url, "action": "navigate"}, wd, ()))
+        verdict = decide(facts, mode=mode, rules=rules, edit_roots=roots)
+        if verdict.behavior == "ask" and live is not None and tool_call_id is not None:
+            approved = live.approved_urls.get(tool_call_id)
+            host = url_host(url)
+            if approved is not None and approved[0] == host and (approved[1] or not facts.private):
+                return UrlVerdict("allow", "approved for this call", facts.private)
+        return UrlVerdict(verdict.behavior, verdict.reason, facts.private)
 
     def _facts(self, run: AgentRun, tool: str, arguments: dict[str, Any]) -> CallFacts:
         wd = Path(os.path.realpath(run.working_directory))
@@ -419,6 +482,7 @@ class Interaction:
         if options:
             info["options"] = options
         ctx.on_output(f"Waiting for the user's answer: {question}\n")
+        self._notification_hooks(run, "elicitation_dialog", f"Tron asks: {question}")
         answer = await self.requests.wait(
             run, info, sessions=await self._sessions(run.session_id), timeout=self.timeout
         )
@@ -451,9 +515,31 @@ class Interaction:
         data = dict(payload)
         if run is not None:
             run.notify_client(SESSION_NOTIFICATION, data)
+            self._notification_hooks(run, "notify", body or title, title=title)
         else:
             self.orchestrator.emit(SESSION_NOTIFICATION, ctx.session_id, data)
         return ToolResult(f"Notified the user: {title}")
+
+    @staticmethod
+    def _notification_hooks(
+        run: AgentRun, kind: str, message: str, *, title: str | None = None
+    ) -> None:
+        """Fire the ``Notification`` hooks (Claude Code's event: the agent waits for the
+        user, or tells them something) in the background: the run does not wait for them."""
+        engine = run.hooks
+        if engine is None:
+            return
+        data: dict[str, Any] = {"message": message, "notification_type": kind}
+        if title:
+            data["title"] = title
+        engine.fire_background(
+            HookContext(
+                event="Notification",
+                session_id=run.session_id,
+                working_directory=run.working_directory,
+                data=data,
+            )
+        )
 
     # -- pending requests and answers --------------------------------------------------
 
@@ -561,6 +647,26 @@ class Interaction:
 
     def release(self, request_id: str) -> None:
         self._claimed.discard(request_id)
+
+
+#: Tools whose calls name a URL the permission rules look at (``domain:`` rules).
+URL_TOOLS = frozenset({"WebFetch", "Browser"})
+
+
+async def _with_addresses(facts: CallFacts) -> CallFacts:
+    """``facts`` with the non-public addresses of its URL's host (WebFetch, Browser
+    navigate to http/https). A host that does not resolve has none: the tool reports it."""
+    if facts.tool not in URL_TOOLS:
+        return facts
+    try:
+        target = parse_web_url(str(facts.input.get("url") or ""))
+    except UrlRefused:
+        return facts
+    try:
+        addresses = await resolve_host(target.host, target.port)
+    except OSError:
+        return facts
+    return replace(facts, private=non_public(addresses))
 
 
 def _grant(payload: Any) -> list[Rule]:

@@ -3,12 +3,14 @@
 Read, in this order (rules of all files apply together; for ``defaultMode`` a later file
 wins: ours over Claude Code's, the project's over the home one)::
 
+    ~/.claude/settings.json                   Claude Code's user settings (home-level)
     <home>/settings.json                      (~/.tron/settings.json)
     <project>/.claude/settings.json           Claude Code's project settings
     <project>/.claude/settings.local.json     Claude Code's personal project settings
     <project>/.tron/settings.json
 
-``<project>`` is the session's working directory. The object::
+``<project>`` is the session's working directory (the list is
+:func:`tron_server.hooks.settings.settings_paths`). The object::
 
     {"permissions": {"allow": ["Bash(npm run test:*)", "Edit(src/**)"],
                      "ask":   ["Bash(git push:*)"],
@@ -17,11 +19,17 @@ wins: ours over Claude Code's, the project's over the home one)::
                      "additionalDirectories": ["../shared"],
                      "disableBypassPermissionsMode": "disable"}}
 
+**Folder trust**: until the user trusts the working directory (:mod:`tron_server.trust`),
+the project files' keys act only where they restrict: their ``deny`` and ``ask`` rules and
+``disableBypassPermissionsMode`` apply; their ``allow`` rules, ``defaultMode`` and
+``additionalDirectories`` do not. The home-level files always act.
+
 A ``/path`` rule is relative to the project the file belongs to (the working directory
-for all four). A file that is not valid JSON, a rule that cannot be read or a key of the
-wrong type raises :class:`PermissionSettingsError` naming the file: a deny rule must never
-be dropped silently. Other keys of Claude Code's (``defaultMode`` values we do not know,
-``additionalDirectories`` entries that do not exist) are kept as they are or ignored.
+for all of them). A file that is not valid JSON, a rule that cannot be read or a key of the
+wrong type raises :class:`PermissionSettingsError` naming the file, trusted or not: a deny
+rule must never be dropped silently. Other keys of Claude Code's (``defaultMode`` values we
+do not know, ``additionalDirectories`` entries that do not exist) are kept as they are or
+ignored.
 """
 
 from __future__ import annotations
@@ -31,7 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from ..hooks.settings import HookSettingsError, read_settings_json
+from ..hooks.settings import (
+    HookSettingsError,
+    folder_trusted,
+    read_settings_json,
+    settings_paths,
+)
 from .modes import PermissionMode, is_mode
 from .rules import Behavior, Rule, RuleSyntaxError, parse_rule
 
@@ -58,17 +71,14 @@ class PermissionSettings:
     additional_directories: tuple[Path, ...] = ()
     disable_bypass: bool = False
     files: tuple[Path, ...] = field(default=())
+    #: Whether the project files' allow rules, defaultMode and additionalDirectories
+    #: acted (the folder is trusted).
+    trusted: bool = True
 
 
 def permission_files(working_directory: Path, home: Path) -> list[Path]:
     """The files read, in order."""
-    wd = working_directory.expanduser()
-    return [
-        home.expanduser() / "settings.json",
-        wd / ".claude" / "settings.json",
-        wd / ".claude" / "settings.local.json",
-        wd / ".tron" / "settings.json",
-    ]
+    return [path for _scope, path in settings_paths(working_directory, home)]
 
 
 def _strings(value: Any, where: str) -> list[str]:
@@ -79,15 +89,21 @@ def _strings(value: Any, where: str) -> list[str]:
     return cast(list[str], value)
 
 
-def load_permission_settings(working_directory: Path, home: Path) -> PermissionSettings:
-    """Read every file's ``permissions`` (missing files and keys are fine)."""
+def load_permission_settings(
+    working_directory: Path, home: Path, *, trusted: bool | None = None
+) -> PermissionSettings:
+    """Read every file's ``permissions`` (missing files and keys are fine). ``trusted``:
+    whether the project files' widening keys act (None: as recorded in ``home``'s trust
+    store)."""
+    if trusted is None:
+        trusted = folder_trusted(working_directory, home)
     rules: list[Rule] = []
     default_mode: PermissionMode | None = None
     directories: list[Path] = []
     disable_bypass = False
     files: list[Path] = []
     wd = Path(os.path.realpath(working_directory.expanduser()))
-    for path in permission_files(working_directory, home):
+    for scope, path in settings_paths(working_directory, home):
         try:
             data = read_settings_json(path)
         except HookSettingsError as exc:
@@ -103,12 +119,15 @@ def load_permission_settings(working_directory: Path, home: Path) -> PermissionS
                 f'{path}: \'permissions\' must be an object like {{"allow": ["Bash(ls:*)"], '
                 '"deny": ["Read(./.env)"]}'
             )
+        acts = trusted or scope == "home"
         for behavior in _BEHAVIORS:
             for text in _strings(raw.get(behavior), f"{path}: permissions.{behavior}"):
                 try:
-                    rules.append(parse_rule(text, behavior, source=str(path), base=wd))
+                    rule = parse_rule(text, behavior, source=str(path), base=wd)
                 except RuleSyntaxError as exc:
                     raise PermissionSettingsError(f"{path}: {exc}") from None
+                if acts or behavior != "allow":  # deny and ask only restrict
+                    rules.append(rule)
         mode = raw.get("defaultMode")
         if mode is not None:
             if not is_mode(mode):
@@ -116,12 +135,14 @@ def load_permission_settings(working_directory: Path, home: Path) -> PermissionS
                     f"{path}: permissions.defaultMode {mode!r} is not a mode; use one of "
                     "default, acceptEdits, plan, dontAsk, bypassPermissions"
                 )
-            default_mode = cast(PermissionMode, mode)
+            if acts:
+                default_mode = cast(PermissionMode, mode)
         for entry in _strings(
             raw.get("additionalDirectories"), f"{path}: permissions.additionalDirectories"
         ):
-            folder = Path(os.path.expanduser(entry))
-            directories.append(Path(os.path.realpath(wd / folder)))
+            if acts:
+                folder = Path(os.path.expanduser(entry))
+                directories.append(Path(os.path.realpath(wd / folder)))
         disable = raw.get("disableBypassPermissionsMode")
         if disable == "disable" or disable is True:
             disable_bypass = True
@@ -131,4 +152,5 @@ def load_permission_settings(working_directory: Path, home: Path) -> PermissionS
         additional_directories=tuple(directories),
         disable_bypass=disable_bypass,
         files=tuple(files),
+        trusted=trusted,
     )

@@ -3,13 +3,13 @@ session's model (records config.model_switch)."""
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any
 
 from pydantic import Field, field_validator
 
-from ..errors import ManagerUnavailableError
+from tron_llm.catalog import get_model, list_models
+
 from ..rpc import MethodRegistry, NoParams, Params, RpcContext
 from ..settings import Settings
 from .session import known_provider
@@ -22,17 +22,6 @@ class ModelSwitchParams(Params):
     provider: str | None = Field(default=None, min_length=1, max_length=100)
 
     _known_provider = field_validator("provider")(known_provider)
-
-
-def _catalog() -> Any:
-    try:
-        return importlib.import_module("tron_llm.catalog")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("tron_llm.catalog", "tron_llm"):
-            raise
-        raise ManagerUnavailableError(
-            "the model catalog (tron_llm.catalog) is not installed"
-        ) from None
 
 
 def provider_status(settings: Settings) -> list[dict[str, Any]]:
@@ -85,7 +74,7 @@ def register(registry: MethodRegistry) -> None:
         providers = provider_status(ctx.services.settings)
         configured = {p["id"] for p in providers if p["configured"]}
         models = []
-        for m in _catalog().list_models():
+        for m in list_models():
             item = model_json(m)
             # The catalog's "openai" models also run on openai-responses.
             item["available"] = m.provider in configured or (
@@ -107,7 +96,7 @@ def register(registry: MethodRegistry) -> None:
         state = await store.get_state_at_head(p.session_id)
         provider = p.provider
         if provider is None:
-            info = _known_model(p.model)
+            info = get_model(p.model)
             provider = info.provider if info is not None else state.provider
         payload: dict[str, Any] = {"previousModel": state.model, "newModel": p.model}
         if provider != state.provider:
@@ -118,13 +107,6 @@ def register(registry: MethodRegistry) -> None:
             p.session_id, "config.model_switch", payload, expected_head=session.head_event_id
         )
         return {"previousModel": state.model, "newModel": p.model, "provider": provider}
-
-
-def _known_model(model: str) -> Any | None:
-    try:
-        return _catalog().get_model(model)
-    except ManagerUnavailableError:
-        return None
 
 
 __all__ = ["model_json", "provider_status", "register"]

@@ -9,7 +9,9 @@ created (``parentSessionId`` is its parent), ``"fork"`` for a fork
 otherwise. ``session.get`` adds ``childSessionIds``, ``spawn`` (for a child)
 and ``totalWithChildren`` (tokens and cost of the session and all its
 descendants). ``session.create`` fires the SessionStart hooks, ``session.end``
-runs the SessionEnd hooks first.
+runs the SessionEnd hooks first. ``session.create``'s result adds ``trusted`` (whether
+the folder's own configuration acts: :mod:`tron_server.trust`) and ``defines`` (what it
+defines, as ``trust.get`` answers).
 
 Titles: a session created without one is titled from its first prompt (its
 first line, at most 60 characters; derived when read, nothing is stored); a
@@ -38,7 +40,8 @@ from ..protocol import (
     session_kind,
 )
 from ..rpc import MethodRegistry, Params, RpcContext, events_json
-from .workspace import session_policy, workspace_of
+from .trust import trust_json
+from .workspace import asks_configuration, session_policy, workspace_of
 
 TITLE_CHARS = 60
 
@@ -236,7 +239,11 @@ def register(registry: MethodRegistry) -> None:
         ctx.services.hub.publish(session.id, SESSION_CREATED, {"session": result})
         if ctx.services.orchestrator is not None:
             ctx.services.orchestrator.session_created(session)
-        return result
+        # Whether the folder's own configuration acts, and what it would let act.
+        trust = await anyio.to_thread.run_sync(
+            trust_json, ctx.services.home, session.working_directory
+        )
+        return {**result, "trusted": trust["trusted"], "defines": trust["defines"]}
 
     @registry.method("session.get", SessionIdParams, description="One session.")
     async def get(ctx: RpcContext, p: SessionIdParams) -> dict[str, Any]:
@@ -307,6 +314,7 @@ def register(registry: MethodRegistry) -> None:
                 restore_files=p.restore_files,
                 force=p.force,
                 policy=session_policy(ctx, current.working_directory),
+                ask_configuration=await asks_configuration(ctx, p.session_id),
             )
             updated = outcome.session
             restore = outcome.to_json() if p.restore_files else None
@@ -339,6 +347,8 @@ def register(registry: MethodRegistry) -> None:
     async def delete(ctx: RpcContext, p: SessionDeleteParams) -> dict[str, Any]:
         assert ctx.services.store is not None
         ctx.services.runtime.ensure_idle(p.session_id, "delete")
+        if ctx.services.orchestrator is not None:  # its browser, if it has one
+            await ctx.services.orchestrator.release(p.session_id)
         await ctx.services.store.delete_session(p.session_id, cascade=p.cascade)
         hub = ctx.services.hub
         hub.publish(p.session_id, SESSION_DELETED, {"sessionId": p.session_id})

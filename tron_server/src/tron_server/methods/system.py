@@ -59,7 +59,7 @@ def register(registry: MethodRegistry) -> None:
             # Where a new session may start when the user has none yet (the web chat's default).
             "userHome": str(Path.home()),
             "agent": services.orchestrator is not None,
-            "methods": services.registry.names() if services.registry is not None else [],
+            "methods": ctx.registry.names() if ctx.registry is not None else [],
         }
 
     @registry.method(

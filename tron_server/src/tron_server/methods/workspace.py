@@ -40,6 +40,15 @@ def session_policy(ctx: RpcContext, working_directory: str) -> PathPolicy:
     return path_policy(hooks, directory)
 
 
+async def asks_configuration(ctx: RpcContext, session_id: str) -> bool:
+    """Whether restoring a configuration file needs the user's confirmation (``force``):
+    in every mode but bypassPermissions, as writing one with a tool does."""
+    interaction = ctx.services.interaction
+    if interaction is None:
+        return True
+    return bool(await interaction.mode(session_id) != "bypassPermissions")
+
+
 class DiffParams(Params):
     session_id: str = Field(min_length=1)
     #: Default: the session's root (everything the session changed).
@@ -96,7 +105,10 @@ def register(registry: MethodRegistry) -> None:
         assert store is not None
         session = await store.get_session(p.session_id)
         return await workspace_of(ctx).preview_rewind(
-            p.session_id, p.event_id, policy=session_policy(ctx, session.working_directory)
+            p.session_id,
+            p.event_id,
+            policy=session_policy(ctx, session.working_directory),
+            ask_configuration=await asks_configuration(ctx, p.session_id),
         )
 
     @registry.method("worktree.list", WorktreeParams, description="A session's git worktree.")

@@ -127,6 +127,14 @@ class MethodRegistry:
     def get(self, name: str) -> MethodSpec | None:
         return self._methods.get(name)
 
+    async def call(self, ctx: RpcContext, method: str, params: object) -> Any:
+        """Run method ``method`` as if a client had called it (params checked, needs too)."""
+        spec = self._methods.get(method)
+        if spec is None:
+            raise ManagerUnavailableError(f"this server has no {method} method")
+        spec.check_needs(ctx)
+        return await spec.handler(ctx, spec.parse_params(params))
+
     def names(self) -> list[str]:
         return sorted(self._methods)
 

@@ -23,6 +23,7 @@ from textual.screen import Screen
 from ..client import ConnectionLost, Notification, RpcCallError
 from . import commands as cmds
 from . import sessions
+from .browserbar import BrowserBar
 from .capabilities import Capabilities, load
 from .completion import Completer
 from .history import load_history, save_history
@@ -108,6 +109,7 @@ class ChatScreen(Screen[None]):
         yield self.panel
         yield self.completer
         yield self.input
+        yield BrowserBar(id="browser")
         yield StatusLine(id="status")
 
     @property
@@ -256,6 +258,10 @@ class ChatScreen(Screen[None]):
                 self.dirty()
             return
         if self.questions.offer(data):
+            return
+        if method.startswith("browser."):  # the agent's browser: its URL and last action
+            with contextlib.suppress(NoMatches):
+                self.query_one(BrowserBar).show(m.id, data)
             return
         if method == "events.new":
             if m.add_event(data, live=True):
@@ -448,6 +454,8 @@ class ChatScreen(Screen[None]):
                 await self.link.call("events.unsubscribe", {"sessionId": old.id})
         self.model = SessionModel(session)
         self.context = {}
+        with contextlib.suppress(NoMatches):
+            self.query_one(BrowserBar).clear()
         async with self._refresh_lock:
             await self.transcript.remove_children()
         await self._resume_session()
@@ -462,6 +470,8 @@ class ChatScreen(Screen[None]):
         self.context = {}
         self.notes = []
         self.pending = []
+        with contextlib.suppress(NoMatches):
+            self.query_one(BrowserBar).clear()
         async with self._refresh_lock:
             await self.transcript.remove_children()
         self.dirty()

@@ -7,6 +7,7 @@
                                  # a unique prefix will do)
     tron --fork EVENT            # a new session continuing from EVENT
     tron -p "prompt"             # print mode: one run, the reply on stdout (no terminal needed)
+    tron --trust                 # trust this folder's own configuration first (any mode)
     tron server status           # the background server: status, stop, restart
 
 Every error is a sentence on stderr and an exit status (see ``--help``); a
@@ -38,6 +39,7 @@ from .errors import (
 )
 from .model_check import Choice, check_choice
 from .server_commands import provider_env_warning
+from .trust import check_trust, notice, trust_folder
 
 EPILOG = """\
 the background server:
@@ -56,6 +58,13 @@ keys (interactive):
 exit status:
   0 ok · 1 the turn failed · 2 bad usage · 3 no server (none answers and none
   could start, or it refused the token) · 4 unknown session or event
+
+folder trust:
+  A folder's own configuration (.claude/ and .tron/ settings: hooks, allow rules,
+  defaultMode; command files running shell; agents; .mcp.json servers) does nothing
+  until you trust the folder. tron asks when it opens an untrusted folder that has
+  any; tron -p never trusts by itself (it says so on stderr); --trust trusts the
+  folder and its subfolders first. Deny rules always apply. See docs/trust.md.
 
 environment:
   TRON_HOME (default ~/.tron): the server's token and address are read there;
@@ -131,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--dangerously-skip-permissions",
         action="store_true",
         help="the bypassPermissions mode (the server must allow it)",
+    )
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="trust this folder (and its subfolders) first: its own hooks, permission "
+        "rules, modes, shell in command files, agents and MCP servers act",
     )
     parser.add_argument("--server", metavar="URL", help="ws://HOST:PORT/rpc of the server to use")
     parser.add_argument(
@@ -306,11 +321,17 @@ async def print_mode(opts: Options) -> int:
                     EXIT_USAGE,
                 )
             extra["maxTurns"] = opts.args.max_turns
+        if opts.args.trust:
+            await trust_folder(client, caps, opts.cwd)
         session = await open_session(client, opts, create=True, first_prompt=prompt)
         assert session is not None
         elsewhere = sessions.elsewhere(session, opts.cwd)
         if elsewhere:
             _announce(elsewhere)
+        # Never trusted implicitly: an untrusted folder's configuration stays inert.
+        untrusted = await check_trust(client, caps, str(session["workingDirectory"]))
+        if untrusted is not None:
+            _announce(notice(untrusted["path"], untrusted["defines"]))
         if opts.permission_mode is not None:
             await set_mode(client, caps, session["id"], opts.permission_mode)
         return await run_print(
@@ -324,7 +345,40 @@ async def print_mode(opts: Options) -> int:
         await conn.close()
 
 
+async def ask_trust(client: TronClient, caps: Capabilities, folder: str, home: Path) -> bool:
+    """On opening an untrusted folder that defines configuration, ask whether to trust
+    it (and record the answer "trust"); False when the user quit instead."""
+    untrusted = await check_trust(client, caps, folder)
+    if untrusted is None:
+        return True
+    from .trust_prompt import TrustPrompt  # Textual: only when there is something to ask
+
+    choice = await TrustPrompt(untrusted["path"], untrusted["defines"], str(home)).run_async()
+    if choice is None:
+        return False
+    if choice:
+        await client.call("trust.set", {"path": untrusted["path"], "trusted": True})
+    return True
+
+
+#: What ``tron`` says when the interactive client's toolkit is not installed.
+NO_TEXTUAL = (
+    "the interactive client needs Textual, which tron-server installs with its terminal "
+    "extra: pip install 'tron-server[terminal]' (tron -p works without it)"
+)
+
+
+def check_textual() -> None:
+    """The interactive client runs on Textual, an optional dependency (the ``terminal``
+    extra): without it, a sentence saying which extra to install, not a traceback."""
+    try:
+        import textual  # noqa: F401
+    except ImportError:
+        raise TerminalError(NO_TEXTUAL, EXIT_USAGE) from None
+
+
 async def interactive(opts: Options) -> int:
+    check_textual()  # before a server is started for a client that cannot run
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise TerminalError(
             'the interactive client needs a terminal: use -p for scripts (tron -p "…")',
@@ -339,10 +393,16 @@ async def interactive(opts: Options) -> int:
         opts.choice = await check_choice(
             conn.client, opts.args.model, opts.args.provider, caps.default_provider
         )
+        if opts.args.trust:
+            await trust_folder(conn.client, caps, opts.cwd)
         session = await open_session(conn.client, opts, create=False)
         elsewhere = sessions.elsewhere(session, opts.cwd) if session is not None else None
         if elsewhere:
             notes.append(elsewhere)
+        folder = str(session["workingDirectory"]) if session is not None else str(opts.cwd)
+        if not await ask_trust(conn.client, caps, folder, opts.home):
+            await conn.close()
+            return EXIT_OK
         pick: list[dict[str, Any]] | None = None
         if opts.args.resume == "":
             pick = await sessions.folder_sessions(conn.client, opts.cwd)

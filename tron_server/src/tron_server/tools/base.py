@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from tron_llm import ToolSpec
 
+from ..browser.urls import UrlCheck
 from ..paths import PathPolicy
 from ._schema import params_schema
 
@@ -62,6 +63,9 @@ class ToolContext:
     paths: PathPolicy | None = None
     """How paths resolve and where writes may go (the guardrails' policy); None: resolve
     only, against the working directory (see :attr:`path_policy`)."""
+    check_url: UrlCheck | None = None
+    """The session's permission verdict for a URL (WebFetch's redirects, the Browser's
+    navigations), never asking; None: no permission layer (only public addresses)."""
 
     @property
     def path_policy(self) -> PathPolicy:
@@ -101,6 +105,13 @@ class Tool(ABC, Generic[P]):
     @abstractmethod
     async def run(self, params: P, ctx: ToolContext) -> ToolResult:
         """Run with validated parameters. Failures the model should see → ``is_error`` results."""
+
+    async def release(self, session_id: str) -> None:
+        """Free what the tool keeps for ``session_id`` (the Browser's context): called when
+        the session is aborted, ends, or its sub-agent run is over. Never raises."""
+
+    async def aclose(self) -> None:
+        """Free everything (server shutdown). Never raises."""
 
 
 def format_validation_error(tool: str, exc: ValidationError) -> str:
@@ -144,6 +155,22 @@ class ToolRegistry:
         if self._specs is None:
             self._specs = [tool.spec() for tool in self._tools.values()]
         return list(self._specs)
+
+    async def release(self, session_id: str) -> None:
+        """:meth:`Tool.release` of every tool (one failing does not stop the others)."""
+        for tool in list(self._tools.values()):
+            try:
+                await tool.release(session_id)
+            except Exception:
+                log.exception("releasing %s of session %s failed", tool.name, session_id)
+
+    async def aclose(self) -> None:
+        """:meth:`Tool.aclose` of every tool."""
+        for tool in list(self._tools.values()):
+            try:
+                await tool.aclose()
+            except Exception:
+                log.exception("closing tool %s failed", tool.name)
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

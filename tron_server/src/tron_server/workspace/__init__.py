@@ -17,6 +17,7 @@ The stored side (contents by hash, changes between events, diffs) is tron_events
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -118,13 +119,15 @@ class Workspace:
         restore_files: bool = False,
         force: bool = False,
         policy: PathPolicy | None = None,
+        ask_configuration: bool = True,
     ) -> RewindOutcome:
         """Rewind ``session_id`` to ``event_id``: the conversation only (the default:
         files stay as they are; the target must be the head or an ancestor), or the
         conversation and files (``restore_files``; see :func:`rewind_with_files`; the
         target may also be one of the session's own abandoned events, to undo a
         rewind). ``policy`` is the session's path policy (default: resolution only,
-        relative to its working directory)."""
+        relative to its working directory). ``ask_configuration``: restoring a
+        configuration file needs ``force`` (False in bypassPermissions mode)."""
         session = await self.store.get_session(session_id)
         await self._check_worktree_rule(session, event_id)
         if not restore_files:
@@ -137,6 +140,7 @@ class Workspace:
                 policy=policy or PathPolicy(Path(session.working_directory)),
                 force=force,
                 limit=self.max_file_bytes,
+                ask_configuration=ask_configuration,
             )
 
     async def diff(
@@ -146,12 +150,18 @@ class Workspace:
         return await self.store.diff(from_event_id, to_event_id, context=context)
 
     async def preview_rewind(
-        self, session_id: str, event_id: str, *, policy: PathPolicy | None = None
+        self,
+        session_id: str,
+        event_id: str,
+        *,
+        policy: PathPolicy | None = None,
+        ask_configuration: bool = True,
     ) -> dict[str, Any]:
         """What a rewind with files to ``event_id`` would write, and what stops it: each
         file's diff from what is on disk now to its state at the target (for a file
         the agent left as it is, the same as the recorded diff), with ``problem``
-        (``changed``, ``not_stored``, ``refused`` or None). Nothing is written."""
+        (``changed``, ``not_stored``, ``refused``, ``configuration`` or None). Nothing is
+        written."""
         session = await self.store.get_session(session_id)
         await self._check_worktree_rule(session, event_id)
         await target_on_tree(self.store, session, event_id)
@@ -163,7 +173,10 @@ class Workspace:
         found: dict[str, OnDisk] = {}
         try:
             found, problems = await anyio.to_thread.run_sync(
-                check_files, policy, list(changes.values()), self.max_file_bytes
+                partial(check_files, ask_configuration=ask_configuration),
+                policy,
+                list(changes.values()),
+                self.max_file_bytes,
             )
         except WorkspaceError as exc:
             problems = [FileProblem(path, exc.reason) for path in exc.data.get("files", [])]

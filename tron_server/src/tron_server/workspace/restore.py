@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ from tron_events import (
 )
 
 from ..paths import PathError, PathPolicy, PathRefused
+from ..trust import is_configuration_file
 from .disk import (
     OnDisk,
     apply_state,
@@ -109,11 +111,17 @@ async def target_on_tree(store: AsyncEventStore, session: Session, event_id: str
 
 
 def check_files(
-    policy: PathPolicy, changes: Sequence[FileTransition], limit: int
+    policy: PathPolicy,
+    changes: Sequence[FileTransition],
+    limit: int,
+    *,
+    ask_configuration: bool = False,
 ) -> tuple[dict[str, OnDisk], list[FileProblem]]:
     """Read each file's state on disk and compare it with the state the agent left
-    (``before``); the problems found (changed outside, not restorable). Raises
-    :class:`WorkspaceError` (``refused``) for a file the policy does not let us write."""
+    (``before``); the problems found (changed outside, not restorable, and with
+    ``ask_configuration`` a configuration file at any depth, which only ``force``
+    restores). Raises :class:`WorkspaceError` (``refused``) for a file the policy does
+    not let us write."""
     found: dict[str, OnDisk] = {}
     problems: list[FileProblem] = []
     refused: list[tuple[str, str]] = []
@@ -160,6 +168,12 @@ def check_files(
             reason="refused",
             files=[path for path, _ in refused],
         )
+    if ask_configuration:  # it acts for later sessions there: the user confirms (force)
+        problems += [
+            FileProblem(t.path, "configuration", _json(t.before), _json(found[t.path].state))
+            for t in changes
+            if t.path in found and is_configuration_file(t.path)
+        ]
     return found, problems
 
 
@@ -224,8 +238,11 @@ async def rewind_with_files(
     policy: PathPolicy,
     force: bool = False,
     limit: int,
+    ask_configuration: bool = False,
 ) -> RewindOutcome:
     """Rewind ``session_id`` to ``event_id`` with its files (see the module docstring).
+    ``ask_configuration``: a configuration file to write is a conflict too (``force``
+    confirms it; :func:`~tron_server.trust.is_configuration_file`).
 
     Raises :class:`FilesConflict` (nothing written; ``force`` overrides),
     :class:`~tron_events.MissingContent`, :class:`WorkspaceError` and the store's
@@ -235,13 +252,20 @@ async def rewind_with_files(
     head = session.head_event_id
     await target_on_tree(store, session, event_id)
     changes = await store.file_transitions(head, event_id)
-    found, problems = await anyio.to_thread.run_sync(check_files, policy, changes, limit)
+    found, problems = await anyio.to_thread.run_sync(
+        partial(check_files, ask_configuration=ask_configuration), policy, changes, limit
+    )
     if problems and not force:
         shown = ", ".join(sorted({p.path for p in problems})[:5])
+        why = "changed outside the agent since, or too large to have been recorded"
+        if any(p.reason == "configuration" for p in problems):
+            why += (
+                ", or configuration files (hooks, permissions, commands, agents) that need "
+                "your confirmation"
+            )
         raise FilesConflict(
             f"{len({p.path for p in problems})} file(s) cannot be restored as the agent left "
-            f"them ({shown}): changed outside the agent since, or too large to have been "
-            "recorded. Nothing was written; pass force to restore anyway.",
+            f"them ({shown}): {why}. Nothing was written; pass force to restore anyway.",
             problems,
         )
     skipped = sorted({p.path for p in problems if p.reason == "not_stored"})

@@ -3,9 +3,13 @@
 Where they are read (later wins on a name clash)::
 
     built-in                                  general-purpose
-    <home>/agents/*.md                        scope "home" (~/.tron/agents)
+    ~/.claude/agents/*.md                     scope "home" (Claude Code's user agents)
+    <home>/agents/*.md                        scope "home" (~/.tron/agents: ours win)
     <working directory>/.claude/agents/*.md   scope "claude" (Claude Code's project agents)
     <working directory>/.tron/agents/*.md     scope "project" (ours win over Claude Code's)
+
+The working directory's agents are read only once the user trusts the folder
+(:mod:`tron_server.trust`); the home-level ones always.
 
 A file::
 
@@ -33,6 +37,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from ...trust import TrustStore, claude_user_dir
 
 __all__ = [
     "GENERAL_PURPOSE",
@@ -327,18 +333,27 @@ def parse_agent_file(path: Path, scope: Scope) -> AgentDefinition:
 def agent_dirs(home: Path, working_directory: Path) -> list[tuple[Scope, Path]]:
     """The folders read, lowest precedence first."""
     return [
+        ("home", claude_user_dir() / "agents"),
         ("home", home.expanduser() / "agents"),
         ("claude", working_directory / ".claude" / "agents"),
         ("project", working_directory / ".tron" / "agents"),
     ]
 
 
-def discover_agents(home: Path, working_directory: Path) -> dict[str, AgentDefinition]:
+def discover_agents(
+    home: Path, working_directory: Path, *, trusted: bool | None = None
+) -> dict[str, AgentDefinition]:
     """Every usable agent by name (the built-in general-purpose one included), sorted by name.
+    ``trusted``: whether the working directory's own agents are read (None: as recorded in
+    ``home``'s trust store).
 
     Malformed files are skipped with a warning naming the file and the problem."""
+    if trusted is None:
+        trusted = TrustStore(home).is_trusted(working_directory) is not None
     found: dict[str, AgentDefinition] = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
     for scope, folder in agent_dirs(home, working_directory):
+        if scope != "home" and not trusted:
+            continue
         try:
             files = sorted(p for p in folder.glob("*.md") if p.is_file())
         except OSError:

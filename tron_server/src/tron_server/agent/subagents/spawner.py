@@ -24,26 +24,25 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.lowlevel
 
-from tron_events import Session, SessionNotActive, SessionNotFound, TronEventsError
+from tron_events import AsyncEventStore, Session, SessionNotActive, SessionNotFound, TronEventsError
 
 from ...errors import AgentBusyError, ManagerUnavailableError
 from ...protocol import AGENT_ERROR, AGENT_TOOL_END, AGENT_TOOL_START, SESSION_CREATED
-from ...tools.base import ToolContext, ToolResult
+from ...tools.base import ToolContext, ToolRegistry, ToolResult
 from .definitions import GENERAL_PURPOSE, AgentDefinition
 from .models import resolve_model
 from .profile import ParentLink, SessionProfile
+from .task_params import TaskParams
 
 if TYPE_CHECKING:
-    from ..orchestrator import Orchestrator
     from ..turn import AgentRun, RunResult
-    from .task_tool import TaskParams
 
-__all__ = ["Spawner", "final_text", "usage_between"]
+__all__ = ["SpawnHost", "Spawner", "final_text", "usage_between"]
 
 log = logging.getLogger("tron_server.agent.subagents")
 
@@ -97,12 +96,29 @@ def _summary(arguments: Any) -> str:
     return ""
 
 
+class SpawnHost(Protocol):
+    """What the spawner uses of the orchestrator (which satisfies it): it runs the
+    children like any session and announces the ones it creates."""
+
+    @property
+    def store(self) -> AsyncEventStore: ...
+
+    @property
+    def tools(self) -> ToolRegistry: ...
+
+    async def run_child(self, session_id: str, content: str, link: ParentLink) -> RunResult: ...
+
+    def announce_session(self, method: str, session: Session) -> None: ...
+
+    async def profile(self, session_id: str) -> SessionProfile: ...
+
+
 class Spawner:
     """Runs the Task calls of one parent run (see the module docstring)."""
 
     def __init__(
         self,
-        host: Orchestrator,
+        host: SpawnHost,
         parent: AgentRun,
         profile: SessionProfile,
         agents: dict[str, AgentDefinition],

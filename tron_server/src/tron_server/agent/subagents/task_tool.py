@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from tron_llm import ToolSpec
 
 from ...tools._schema import params_schema
 from ...tools.base import Tool, ToolContext, ToolResult
 from .definitions import AgentDefinition
+from .task_params import TaskParams
 
 if TYPE_CHECKING:
     from .spawner import Spawner
@@ -25,37 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["TASK_TOOL_NAME", "TaskParams", "TaskTool", "task_description"]
 
 TASK_TOOL_NAME = "Task"
-
-
-class TaskParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    description: str = Field(
-        min_length=1,
-        max_length=200,
-        description="A short (3-5 word) label for the task, shown to the user.",
-    )
-    prompt: str = Field(
-        min_length=1,
-        description="The task for the sub-agent. It sees nothing of this conversation: say "
-        "everything it needs (goal, files, constraints) and what its report must contain.",
-    )
-    subagent_type: str | None = Field(
-        default=None,
-        description="The agent to use, by name from the list in this tool's description "
-        "(default: general-purpose).",
-    )
-    model: str | None = Field(
-        default=None,
-        description="Optional model for a new sub-agent: inherit, sonnet, opus, haiku or a "
-        "model id (default: the agent's own setting, else this session's model).",
-    )
-    session_id: str | None = Field(
-        default=None,
-        description="Continue an earlier sub-agent of this session: its session id from an "
-        "earlier Task result. The prompt is sent to it as a new message; it keeps its history "
-        "(and its agent type and model).",
-    )
 
 
 _SCHEMA = params_schema(TaskParams)

@@ -11,8 +11,9 @@
 // here and add it to FEATURES.
 
 import * as files from "./files.js";
+import * as browser from "./browser.js";
 
-const FEATURES = [files];
+const FEATURES = [files, browser];
 
 export function installFeatures(app) {
   for (const feature of FEATURES) {

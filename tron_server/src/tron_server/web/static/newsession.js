@@ -4,6 +4,11 @@
 // recently active session (the last one used, from any browser), else the
 // home directory of the user running tron-server. Providers without an API key
 // are listed but cannot be picked (they would fail at the first message).
+//
+// Folder trust: before creating a session in a folder the user has not trusted that
+// defines configuration of its own (hooks, allow rules, a mode, shell in command files,
+// agents, MCP servers: trust.get's `defines`), the dialog asks, listing what it defines:
+// "Trust this folder" (trust.set, then create) or "Continue without its settings".
 
 import { h, setChildren } from "./dom.js";
 import { providerLabel } from "./modelpicker.js";
@@ -26,6 +31,20 @@ export class NewSessionDialog {
       e.preventDefault();
       this._create();
     });
+    this.$("ns-trust-yes").addEventListener("click", () => this._create({ trust: true }));
+    this.$("ns-trust-no").addEventListener("click", () => this._create({ trust: false }));
+    this.$("ns-cwd").addEventListener("input", () => this._askTrust(null));
+  }
+
+  /** Show (a trust.get answer) or hide (null) the trust question. */
+  _askTrust(answer) {
+    const box = this.$("ns-trust");
+    box.hidden = !answer;
+    this.$("ns-menu").hidden = Boolean(answer);
+    if (!answer) return;
+    this.$("ns-trust-path").textContent = answer.path;
+    setChildren(this.$("ns-trust-items"), definedItems(answer.defines).map((item) => h("li", {}, item)));
+    this.$("ns-trust-no").focus();
   }
 
   /** The directory the dialog proposes (see the module comment). */
@@ -58,6 +77,7 @@ export class NewSessionDialog {
     this.$("ns-cwd").value = this.defaultDirectory();
     this.$("ns-title").value = "";
     this.$("ns-error").hidden = true;
+    this._askTrust(null);
     this.dialog.showModal();
     this.$("ns-cwd").focus();
     this.$("ns-cwd").select();
@@ -78,7 +98,11 @@ export class NewSessionDialog {
     note.hidden = !note.textContent;
   }
 
-  async _create() {
+  /**
+   * Create the session. `trust`: the answer to the trust question (undefined: not asked
+   * yet, so ask first when the folder is untrusted and defines configuration).
+   */
+  async _create({ trust } = {}) {
     const params = {
       workingDirectory: this.$("ns-cwd").value.trim(),
       provider: this.$("ns-provider").value,
@@ -87,6 +111,14 @@ export class NewSessionDialog {
     const title = this.$("ns-title").value.trim();
     if (title) params.title = title;
     try {
+      if (trust === undefined && params.workingDirectory.startsWith("/")) {
+        const answer = await this.rpc.call("trust.get", { path: params.workingDirectory });
+        if (!answer.trusted && definedItems(answer.defines).length) {
+          this._askTrust(answer);
+          return;
+        }
+      }
+      if (trust) await this.rpc.call("trust.set", { path: params.workingDirectory, trusted: true });
       const session = await this.rpc.call("session.create", params);
       this.dialog.close();
       await this.onCreated(session);
@@ -96,4 +128,17 @@ export class NewSessionDialog {
       this.$("ns-error").hidden = false;
     }
   }
+}
+
+/** What a folder defines (trust.get's `defines`), as short phrases (as `tron` says them). */
+export function definedItems(defines = {}) {
+  const count = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+  const items = [];
+  if (defines.hooks) items.push(`${count(defines.hooks, "hook", "hooks")} (commands run on events)`);
+  if (defines.allowRules) items.push(count(defines.allowRules, "allow rule", "allow rules"));
+  if (defines.defaultMode) items.push(`defaultMode ${defines.defaultMode}`);
+  if (defines.shellCommands) items.push(`${count(defines.shellCommands, "command that runs", "commands that run")} shell (!\`…\`)`);
+  if (defines.agents) items.push(count(defines.agents, "agent definition", "agent definitions"));
+  if (defines.mcpServers) items.push(count(defines.mcpServers, "MCP server", "MCP servers"));
+  return items;
 }

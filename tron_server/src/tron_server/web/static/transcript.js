@@ -329,15 +329,17 @@ function buildToolCard(id, actions) {
   const rawBox = h("details", { class: "raw-args" }, h("summary", {}, "Raw arguments"), raw);
   const output = h("pre", { class: "tool-output", testid: "tool-output" });
   const result = h("pre", { class: "tool-result", testid: "tool-result" });
+  // Images in a result (a screenshot, an image Read): what the model saw.
+  const images = h("div", { class: "tool-images", testid: "tool-images" });
   const outLabel = h("div", { class: "tool-label" });
-  const body = h("div", { class: "tool-body" }, args, rawBox, outLabel, output, result);
+  const body = h("div", { class: "tool-body" }, args, rawBox, outLabel, output, result, images);
   const head = h("button", { class: "tool-head", type: "button", "aria-expanded": "true" }, h("span", { class: "chevron" }), name, summary, h("span", { class: "spacer" }), duration, status);
   // A Task call's sub-agent: a link to its session and its latest activity (shown for Task only).
   const childLink = h("a", { class: "task-child", testid: "task-open-child", href: "#" });
   const activity = h("div", { class: "task-activity", testid: "task-activity", hidden: true });
   const taskBar = h("div", { class: "task-bar", hidden: true }, childLink, activity);
   const root = h("div", { class: "tool-card", testid: "tool-card", dataset: { toolCallId: id, status: "pending" } }, head, taskBar, body);
-  const card = { root, name, summary, status, duration, args, raw, output, result, outLabel, body, taskBar, childLink, activity, childId: null, userToggled: false, last: "", lastArgs: null };
+  const card = { root, name, summary, status, duration, args, raw, output, result, images, outLabel, body, taskBar, childLink, activity, childId: null, userToggled: false, last: "", lastArgs: null };
   childLink.addEventListener("click", (e) => {
     e.preventDefault();
     if (card.childId && actions) actions.onOpenSession(card.childId);
@@ -348,6 +350,14 @@ function buildToolCard(id, actions) {
     head.setAttribute("aria-expanded", String(!root.classList.contains("collapsed")));
   });
   return card;
+}
+
+/** The base64 image parts of a tool result, as <img> elements. */
+function resultImages(content) {
+  if (!Array.isArray(content)) return [];
+  return content
+    .filter((p) => p && p.type === "image" && p.source && p.source.type === "base64" && /^image\/(png|jpeg|gif|webp)$/.test(p.source.media_type || ""))
+    .map((p) => h("img", { class: "tool-image", testid: "tool-image", alt: "An image the model saw", src: `data:${p.source.media_type};base64,${p.source.data}` }));
 }
 
 function toolContentText(content) {
@@ -389,6 +399,7 @@ function updateToolCard(card, t, sd) {
   card.output.hidden = showResult || !t.output;
   card.result.textContent = resultText;
   card.result.hidden = !showResult;
+  setChildren(card.images, showResult ? resultImages(t.result) : []);
   card.outLabel.textContent = showResult ? (t.isError ? "Error" : "Result") : "Output";
   card.outLabel.hidden = showResult ? false : !t.output;
   if (!card.userToggled) card.root.classList.toggle("collapsed", false);
