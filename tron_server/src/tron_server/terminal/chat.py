@@ -505,7 +505,7 @@ class ChatScreen(Screen[None]):
             if command.builtin and self.model is None:
                 self.say(f"/{name} needs a session: send a message first.")
                 return
-        await self._send_message(text)
+        await self._send_message(text, prompt=parsed is None)
 
     async def _ensure_session(self, first: str) -> SessionModel:
         if self.model is not None:
@@ -548,10 +548,13 @@ class ChatScreen(Screen[None]):
                 "not see it (it stays in the tree, Ctrl+T; /retry would have sent it again)."
             )
 
-    async def _send_message(self, text: str) -> None:
+    async def _send_message(self, text: str, *, prompt: bool = True) -> None:
+        """Send ``text``; a ``prompt`` (not a ``/`` command) takes the place of a
+        prompt that failed with no reply (see :meth:`_leave_out_failed`)."""
         try:
             m = await self._ensure_session(text)
-            await self._leave_out_failed(m)
+            if prompt:
+                await self._leave_out_failed(m)
             self._pin_notes()
             result = await self.link.call(
                 "agent.message", {"sessionId": m.id, "content": text, "queue": True}
