@@ -29,6 +29,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 _CLAUDE_DIR = tempfile.mkdtemp(prefix="tron-tests-claude-")
 atexit.register(shutil.rmtree, _CLAUDE_DIR, True)
 os.environ["CLAUDE_CONFIG_DIR"] = _CLAUDE_DIR
+# Servers the tests start (in this process or as children) never read the machine's
+# ~/.claude.json, whose MCP servers they would start: a test that wants one names its own.
+os.environ.setdefault("TRON_CLAUDE_JSON", "/nonexistent/tron-tests/.claude.json")
 
 BACKENDS = ["sqlite", "postgres"]
 _pg_reason: list[str | None] = []

@@ -84,6 +84,8 @@ class RunningServer:
             # prompts; the interaction tests ask for default_permission_mode="default".
             "allow_bypass_permissions": True,
             "default_permission_mode": "bypassPermissions",
+            # Never the machine's ~/.claude.json (its MCP servers): one in the temp home.
+            "claude_json": self.home / "claude.json",
         }
         fields.update(self.overrides)
         self.settings = Settings(**fields)

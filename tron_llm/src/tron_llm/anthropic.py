@@ -43,6 +43,7 @@ from tron_events.messages import (
 from ._cost import with_cost
 from ._http import HTTPCall, HTTPProvider, StreamParser
 from ._ids import ToolIdMap
+from ._schema import for_anthropic
 from ._sse import ServerSentEvent
 from ._types import (
     Done,
@@ -193,7 +194,10 @@ def build_body(request: LLMRequest) -> dict[str, Any]:
     if request.tools:
         tools: list[dict[str, Any]] = []
         for spec in request.tools:
-            tool: dict[str, Any] = {"name": spec.name, "input_schema": spec.input_schema}
+            tool: dict[str, Any] = {
+                "name": spec.name,
+                "input_schema": for_anthropic(spec.input_schema),
+            }
             if spec.description:
                 tool["description"] = spec.description
             tools.append(tool)

@@ -28,7 +28,7 @@ Choices this adapter makes (each one a documented Gemini rule or pitfall):
   after the responses.
 * **Tools** use ``parametersJsonSchema`` (full JSON Schema, what the google-genai SDK
   sends for Python callables) rather than the OpenAPI-subset ``parameters``; only the
-  ``$schema`` marker is stripped.
+  ``$schema`` marker is stripped and a root without ``type`` made an object (``_schema``).
 * **Image URLs**: Gemini reads only uploaded files (Files API or ``gs://`` URIs) by
   reference, so any other URL is sent as a text note naming it.
 * **Parts Tron does not model** (``executableCode``, ``codeExecutionResult``, the
@@ -67,6 +67,7 @@ from ._cost import with_cost
 from ._http import HTTPCall, HTTPProvider, StreamParser
 from ._ids import ToolIdMap
 from ._retry import parse_retry_after
+from ._schema import for_gemini
 from ._sse import ServerSentEvent
 from ._types import (
     Done,
@@ -207,7 +208,7 @@ def max_output_tokens(model: str, max_tokens: int, level: ReasoningLevel | None)
 
 def function_declaration(tool: ToolSpec) -> dict[str, Any]:
     """A ``FunctionDeclaration`` with the tool's JSON schema as ``parametersJsonSchema``."""
-    schema = {k: v for k, v in tool.input_schema.items() if k != "$schema"}
+    schema = for_gemini(tool.input_schema)
     declaration: dict[str, Any] = {"name": tool.name, "parametersJsonSchema": schema}
     if tool.description:
         declaration["description"] = tool.description

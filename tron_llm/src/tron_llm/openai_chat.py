@@ -70,6 +70,7 @@ from ._openai_common import (
     tool_result_parts,
     usage_from,
 )
+from ._schema import for_openai
 from ._sse import ServerSentEvent
 from ._types import (
     Done,
@@ -149,7 +150,7 @@ class OpenAIChatProvider(OpenAIHTTPProvider):
                     "function": {
                         "name": tool.name,
                         "description": tool.description,
-                        "parameters": tool.input_schema,
+                        "parameters": for_openai(tool.input_schema),
                     },
                 }
                 for tool in request.tools

@@ -73,6 +73,7 @@ from ._openai_common import (
     tool_result_parts,
     usage_from,
 )
+from ._schema import for_openai
 from ._sse import ServerSentEvent
 from ._types import (
     Done,
@@ -141,7 +142,7 @@ class OpenAIResponsesProvider(OpenAIHTTPProvider):
                     "type": "function",
                     "name": tool.name,
                     "description": tool.description,
-                    "parameters": tool.input_schema,
+                    "parameters": for_openai(tool.input_schema),
                     # Responses defaults to strict schemas, which most tool schemas
                     # (optional fields, free-form objects) do not satisfy.
                     "strict": False,

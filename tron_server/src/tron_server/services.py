@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from .agent.orchestrator import Orchestrator
     from .interaction import Interaction
+    from .mcp import McpManager
     from .providers import ProviderFactory
     from .tools import ToolRegistry
     from .workspace import Workspace
@@ -83,6 +84,8 @@ class Services:
     interaction: Interaction | None = None
     #: File recording, rewinds with files, diffs and worktrees.
     workspace: Workspace | None = None
+    #: The MCP client: the folders' MCP servers and their tools.
+    mcp: McpManager | None = None
     version: str = ""
     #: Issues a one-time login URL for the web chat (``system.loginUrl``); None
     #: without the web app (tests that build services alone).
@@ -120,6 +123,7 @@ async def open_services(
     from .agent.subagents import SubagentSettings
     from .hooks import build_hook_engine
     from .interaction import AskUserTool, Interaction, NotifyTool
+    from .mcp import McpManager, McpOptions
     from .providers import ProviderFactory
     from .tools import default_tools
     from .workspace import Workspace
@@ -139,6 +143,21 @@ async def open_services(
         return build_hook_engine(working_directory, settings.home, record)
 
     services.hooks_factory = hooks_factory
+    services.mcp = McpManager(
+        settings.home,
+        claude_json=settings.resolved_claude_json(),
+        options=McpOptions.from_environment(
+            sampling=settings.mcp_sampling, client_version=services.version
+        ),
+        list_wait=settings.mcp_list_wait,
+    )
+    if settings.mcp_sampling:
+        from .mcp.sampling import make_sampler
+
+        services.mcp.sample = make_sampler(
+            services.providers, settings.default_provider, settings.default_model
+        )
+    await services.mcp.start()
     services.orchestrator = Orchestrator(
         store,
         services.providers,
@@ -153,6 +172,7 @@ async def open_services(
             max_depth=settings.subagent_max_depth,
             enabled=settings.subagent_max_depth > 0,
         ),
+        mcp=services.mcp,
     )
     interaction = Interaction(
         store,
@@ -163,6 +183,7 @@ async def open_services(
         default_mode=settings.default_permission_mode,
     )
     services.orchestrator.attach_interaction(interaction)
+    services.orchestrator.mcp_ask = interaction.ask
     services.interaction = interaction
     services.tools.register(AskUserTool(interaction))
     services.tools.register(NotifyTool(interaction))
@@ -206,6 +227,11 @@ async def stop_runtime(services: Services) -> None:
             await services.orchestrator.shutdown()
         except Exception:
             log.exception("orchestrator shutdown failed")
+    if services.mcp is not None:
+        try:
+            await services.mcp.aclose()  # stdio servers are killed with their groups
+        except Exception:
+            log.exception("closing the MCP servers failed")
     if services.providers is not None:
         try:
             await services.providers.aclose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -63,6 +64,15 @@ class Settings(BaseSettings):
     default_permission_mode: Literal[
         "default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"
     ] = "default"
+    #: Claude Code's ``~/.claude.json`` (its MCP servers, user and local scope); None: the
+    #: default (``$CLAUDE_CONFIG_DIR/.claude.json`` or ``~/.claude.json``) (TRON_CLAUDE_JSON).
+    claude_json: Path | None = None
+    #: Let MCP servers ask the model (sampling/createMessage) (TRON_MCP_SAMPLING); off:
+    #: refused with an error the server sees.
+    mcp_sampling: bool = False
+    #: Seconds a run waits for an MCP server never listed before (its first start) before
+    #: it goes on without that server's tools (TRON_MCP_LIST_WAIT).
+    mcp_list_wait: float = Field(default=10.0, ge=0)
     #: The Chromium the Browser tool drives (TRON_CHROMIUM_PATH; a path or a name on PATH).
     chromium_path: str = "/usr/bin/chromium"
     max_frame_bytes: int = 4 * 1024 * 1024
@@ -98,6 +108,13 @@ class Settings(BaseSettings):
     def log_path(self) -> Path:
         """The rotating log file (JSON lines, mode 0600)."""
         return self.home / "logs" / "tron-server.log"
+
+    def resolved_claude_json(self) -> Path:
+        """Claude Code's user configuration file this server reads."""
+        if self.claude_json is not None:
+            return self.claude_json.expanduser()
+        base = os.environ.get("CLAUDE_CONFIG_DIR")
+        return (Path(base).expanduser() if base else Path.home()) / ".claude.json"
 
     def resolved_database_url(self) -> str:
         """The database URL to open: the configured one, or SQLite under ``home``."""

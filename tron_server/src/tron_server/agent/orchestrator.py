@@ -63,11 +63,13 @@ from ..errors import (
 )
 from ..hooks.base import HookContext, HookEngine
 from ..hooks.settings import HookSettingsError
-from ..protocol import AGENT_COMPLETE, AGENT_ERROR, session_json
+from ..mcp import McpManager, mcp_allowed
+from ..protocol import AGENT_COMPLETE, AGENT_ERROR, SESSION_NOTIFICATION, session_json
 from ..tools.base import ToolRegistry
 from ..tools.skill import SkillTool
 from . import compaction
 from .lifecycle import HooksFactory, Lifecycle
+from .mcp_tools import AskFn, make_tool
 from .rules import SessionRules
 from .subagents import (
     TASK_TOOL_NAME,
@@ -167,12 +169,14 @@ class Orchestrator:
         max_tokens: int | None = None,
         auto_compact_threshold: float | None = None,
         subagents: SubagentSettings | None = None,
+        mcp: McpManager | None = None,
     ) -> None:
         """``hooks`` serves every session; ``hooks_factory`` (if given) builds one engine
         per working directory instead (guardrails depend on it). A ``hooks`` engine
         created without a recorder gets :meth:`record_event`. ``auto_compact_threshold``
         (a share of the context window, e.g. 0.8) turns on compaction before a turn.
-        ``subagents`` sets the Task tool's limits (default: 4 in parallel, depth 1)."""
+        ``subagents`` sets the Task tool's limits (default: 4 in parallel, depth 1); ``mcp``
+        adds the MCP servers' tools of each session's folder to its runs."""
         self.store = store
         self.providers = providers
         self.tools = tools
@@ -184,6 +188,12 @@ class Orchestrator:
         self._runs: dict[str, _SessionRun] = {}
         self._rules: dict[str, SessionRules] = {}
         self.subagents = subagents or SubagentSettings()
+        self.mcp = mcp
+        #: The question flow an MCP server's elicitation goes through (``Interaction.ask``).
+        self.mcp_ask: AskFn | None = None
+        self._mcp_made: weakref.WeakKeyDictionary[Any, tuple[int, list[Any]]] = (
+            weakref.WeakKeyDictionary()
+        )
         # One writer per session while anything uses it (runs, hooks recording late).
         self._writers: weakref.WeakValueDictionary[str, SessionWriter] = (
             weakref.WeakValueDictionary()
@@ -477,9 +487,33 @@ class Orchestrator:
             )
             spawner = Spawner(self, agent, profile, agents)
             extra.append(TaskTool(spawner, max_parallel=self.subagents.max_parallel))
+        extra += await self._mcp_tools(agent, profile)
         if profile.tools is None and not extra:
             return self.tools
         return ScopedTools(self.tools, profile.tools, extra)
+
+    async def _mcp_tools(self, agent: AgentRun, profile: SessionProfile) -> list[Any]:
+        """The MCP tools of the session's folder (a sub-agent's only those its ``tools:``
+        names, as in Claude Code); a server found failed is told to the user once."""
+        if self.mcp is None:
+            return []
+        usable = await self.mcp.tools_for(agent.session_id, agent.working_directory)
+        for server, message in usable.failures:
+            payload = {"title": f"MCP server {server} failed", "body": message,
+                       "urgency": "normal", "mcpServer": server}  # fmt: skip
+            await self.record_event(agent.session_id, "notification.user", payload)
+            agent.notify_client(SESSION_NOTIFICATION, dict(payload))
+        tools = []
+        for connection in dict.fromkeys(c for c, _t in usable.tools):
+            # Made once per listing of the connection, shared by its sessions' runs.
+            made = self._mcp_made.get(connection)
+            if made is None or made[0] != connection.generation:
+                made = (connection.generation,
+                        [make_tool(c, t, self.mcp_ask) for c, t in usable.tools
+                         if c is connection])  # fmt: skip
+                self._mcp_made[connection] = made
+            tools += made[1]
+        return [t for t in tools if mcp_allowed(t.name, profile.tools)]
 
     # -- internals --------------------------------------------------------------------
 

@@ -618,16 +618,17 @@ class AgentRun:
 
     async def _record_tool_calls(self, turn: int, uses: list[ToolUseBlock]) -> None:
         events = await self.writer.append_many(
-            [
-                (
-                    "tool.call",
-                    {"toolCallId": u.id, "name": u.name, "arguments": u.input, "turn": turn},
-                )
-                for u in uses
-            ]
+            [("tool.call", self._call_payload(u, turn)) for u in uses]
         )
         for use, event in zip(uses, events, strict=True):
             self.tool_call_events[use.id] = event.id
+
+    def _call_payload(self, use: ToolUseBlock, turn: int) -> dict[str, Any]:
+        """A ``tool.call``, with what the tool adds (an MCP tool: its server's name)."""
+        tool = self.tools.get(use.name)
+        extra = tool.record_fields() if tool is not None else {}
+        return {"toolCallId": use.id, "name": use.name, "arguments": use.input, "turn": turn,
+                **extra}  # fmt: skip
 
     async def _record_error_results(self, uses: list[ToolUseBlock], text: str) -> None:
         """An interrupted error result per call: what a call that was running printed

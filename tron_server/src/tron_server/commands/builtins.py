@@ -19,6 +19,7 @@ the method get the same result and record the same events. A command's text outp
 ``/agents``                   the sub-agents the Task tool can start
 ``/permissions``              the mode and every permission rule, with where it comes from
 ``/mode [name]``              switch the permission mode; without a name, the current and all
+``/mcp [approve|deny name]``  the MCP servers (``mcp.list``); approve or refuse a project server
 ============================  ===================================================================
 """
 
@@ -37,6 +38,7 @@ from tron_events import Session
 from ..agent.compaction import compact_session
 from ..agent.subagents import discover_agents
 from ..errors import InvalidOperationError, InvalidParams, ManagerUnavailableError
+from ..mcp import format_listing
 
 if TYPE_CHECKING:
     from ..rpc import RpcContext
@@ -72,6 +74,25 @@ class Builtin:
     description: str
     run: Run
     argument_hint: str = ""
+
+
+async def _mcp(cx: CommandContext, args: str) -> dict[str, Any]:
+    """``/mcp``, ``/mcp approve <server>``, ``/mcp deny <server>``."""
+    words = args.split()
+    folder = cx.session.working_directory
+    if words and words[0] in ("approve", "deny", "enable", "disable"):
+        if len(words) != 2:
+            raise InvalidParams(f"usage: /mcp {words[0]} <server>")
+        approved = words[0] in ("approve", "enable")
+        answer = await cx.call("mcp.approve", {"workingDirectory": folder, "server": words[1],
+                                               "approved": approved})  # fmt: skip
+        status = answer["server"]["status"]
+        return {"output": f"MCP server {words[1]}: {'approved' if approved else 'refused'} "
+                          f"for {folder} (now {status}).", "server": answer["server"]}  # fmt: skip
+    if words:
+        raise InvalidParams("usage: /mcp, /mcp approve <server> or /mcp deny <server>")
+    listing = await cx.call("mcp.list", {"sessionId": cx.session_id})
+    return {"output": format_listing(listing), "mcp": listing}
 
 
 def _money(value: Any) -> str:
@@ -281,5 +302,11 @@ BUILTINS: dict[str, Builtin] = {
         Builtin("agents", "The sub-agents the Task tool can start", _agents),
         Builtin("permissions", "The permission mode and rules", _permissions),
         Builtin("mode", "Switch the permission mode, or list them", _mode, "[mode]"),
+        Builtin(
+            "mcp",
+            "MCP servers: status, tools, prompts; approve a project's servers",
+            _mcp,
+            "[approve|deny <server>]",
+        ),
     )
 }

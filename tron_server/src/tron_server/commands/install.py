@@ -65,7 +65,8 @@ def register(registry: MethodRegistry) -> None:
         "command.list",
         CommandListParams,
         description="The slash commands: built-ins and Markdown command files "
-        "(~/.tron/commands, .claude/commands, .tron/commands), with descriptions.",
+        "(~/.tron/commands, .claude/commands, .tron/commands) and MCP servers' prompts "
+        "(/mcp__server__prompt), with descriptions.",
     )
     async def list_commands(ctx: RpcContext, p: CommandListParams) -> dict[str, Any]:
         working_directory: Path | None = None
@@ -76,4 +77,4 @@ def register(registry: MethodRegistry) -> None:
             assert store is not None
             session = await store.get_session(p.session_id)
             working_directory = Path(session.working_directory)
-        return {"commands": command_list(ctx, working_directory)}
+        return {"commands": command_list(ctx, working_directory, p.session_id)}

@@ -29,11 +29,13 @@ from ..hooks.guardrails import path_policy
 from ..interaction import CallFacts, RuleSet, Verdict, decide, parse_rule
 from ..interaction.rules import RuleSyntaxError
 from ..interaction.settings import load_permission_settings
+from ..mcp import expand_mentions
 from ..protocol import AGENT_COMMAND_OUTPUT
 from ..tools.base import ToolContext
 from .builtins import BUILTINS, Builtin, CommandContext
 from .expand import ExpandEnv, ExpansionError, expand_body
 from .files import CommandFile, discover_commands
+from .mcp import find_prompt, prompt_entries, run_prompt
 
 if TYPE_CHECKING:
     from tron_events import Session
@@ -77,8 +79,11 @@ def _files(rpc: RpcContext, working_directory: Path | None) -> dict[str, Command
     return discover_commands(home, working_directory)
 
 
-def command_list(rpc: RpcContext, working_directory: Path | None) -> list[dict[str, Any]]:
-    """``command.list``'s entries: built-ins first, then command files, by name."""
+def command_list(
+    rpc: RpcContext, working_directory: Path | None, session_id: str | None = None
+) -> list[dict[str, Any]]:
+    """``command.list``'s entries: built-ins first, then command files, by name, then the
+    MCP servers' prompts (``/mcp__<server>__<prompt>``)."""
     out: list[dict[str, Any]] = [
         {
             "name": b.name,
@@ -101,6 +106,10 @@ def command_list(rpc: RpcContext, working_directory: Path | None) -> list[dict[s
                 **({"refused": command.refusal} if command.refusal else {}),
             }
         )
+    mcp = rpc.services.mcp
+    if mcp is not None and working_directory is not None:
+        out += prompt_entries(mcp, working_directory, session_id)
+        mcp.warm(working_directory, session_id)  # servers never listed: theirs come next time
     return out
 
 
@@ -151,8 +160,20 @@ async def run_command_message(
                 "command": name, "builtin": True, **result}  # fmt: skip
     files = _files(rpc, Path(session.working_directory))
     command = resolve(name, files)
+    mcp = rpc.services.mcp
+    if command is None and name.startswith("mcp__") and mcp is not None:
+        found = await find_prompt(mcp, Path(session.working_directory), session_id, name)
+        if found is not None:
+            message, prompt_invoked = await run_prompt(*found, name, arguments)
+            result = await runtime.send(session_id, message, queue=queue,
+                                        reasoning_level=reasoning_level,
+                                        before=(("command.invoked", prompt_invoked),))  # fmt: skip
+            return {**result, "command": name, "builtin": False}
     if command is None:
-        raise _unknown(name, [*_builtins(rpc), *files])
+        names = [*_builtins(rpc), *files]
+        if mcp is not None:
+            names += [n for n, _c, _p in mcp.prompts(Path(session.working_directory), session_id)]
+        raise _unknown(name, names)
     try:
         expansion = await expand_body(
             command.body, arguments, _env(rpc, session, command),
@@ -178,8 +199,10 @@ async def run_command_message(
         invoked["files"] = expansion.files
     if expansion.commands:
         invoked["commands"] = expansion.commands
+    wd = Path(session.working_directory)
+    text = await expand_mentions(mcp, session_id, wd, expansion.text)
     result = await runtime.send(
-        session_id, expansion.text, queue=queue, reasoning_level=reasoning_level,
+        session_id, text, queue=queue, reasoning_level=reasoning_level,
         before=(("command.invoked", invoked),), **options,
     )  # fmt: skip
     return {**result, "command": command.name, "builtin": False}

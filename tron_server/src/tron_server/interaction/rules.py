@@ -17,7 +17,8 @@ A rule is a tool name, alone or with a specifier in parentheses::
     Skill(deploy)            the Skill tool loading that skill
     WebFetch(domain:x.com)   a fetch of that host (``*`` wildcards: ``domain:*.x.com``)
     Browser(domain:x.com)    the browser opening a page of that host (``navigate``)
-    mcp__github__*           tool names with ``*``
+    mcp__github              every tool of the MCP server github (``mcp__github__*`` too)
+    mcp__github__get_issue   one tool of it
 
 Path specifiers follow :mod:`._glob` and are matched against the *resolved* paths the tools
 act on (:class:`~tron_server.tools.PathPolicy`: symlinks and ``..`` resolved), relative to
@@ -125,6 +126,9 @@ class Rule:
             return fnmatch.fnmatchcase(tool, name)
         if name == tool:
             return True
+        if self.specifier is None and name.startswith("mcp__"):
+            # ``mcp__github`` is every tool of that server, as in Claude Code.
+            return "__" not in name.removeprefix("mcp__") and tool.startswith(name + "__")
         # Edit covers every tool that changes files, Read every one that reads (as in
         # Claude Code), bare or with a specifier: the "allow always" rule a Write's
         # approval offers is ``Edit``, and it must cover the Write it was offered on.

@@ -7,10 +7,10 @@ commands installing themselves) is :func:`tron_server.app.build_registry`.
 from __future__ import annotations
 
 from ..rpc import MethodRegistry
-from . import agent, context, events, interaction, model, session, system, trust, workspace
+from . import agent, context, events, interaction, mcp, model, session, system, trust, workspace
 
 #: The method modules, in registration order.
-MODULES = (session, events, system, model, workspace, trust, agent, context, interaction)
+MODULES = (session, events, system, model, workspace, trust, agent, context, interaction, mcp)
 
 
 def register(registry: MethodRegistry) -> None:

@@ -9,12 +9,14 @@ pending request (:mod:`tron_server.interaction`).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from ..errors import ManagerUnavailableError
 from ..interaction import Interaction
+from ..mcp import expand_mentions
 from ..rpc import MethodRegistry, Params, RpcContext
 
 __all__ = ["register"]
@@ -80,8 +82,11 @@ def register(registry: MethodRegistry) -> None:
         runtime.agent()  # -32002 before anything else when there is no runtime
         # Subscribe first so the caller sees the very first delta of the turn.
         await ctx.subscribe(p.session_id)
+        content = p.message()
+        if isinstance(content, str) and "@" in content and ctx.services.mcp is not None:
+            content = await _with_resources(ctx, p.session_id, content)
         return await runtime.send(
-            p.session_id, p.message(), queue=p.queue, reasoning_level=p.reasoning_level,
+            p.session_id, content, queue=p.queue, reasoning_level=p.reasoning_level,
             max_turns=p.max_turns,
         )  # fmt: skip
 
@@ -138,3 +143,14 @@ async def send(
     return await ctx.services.runtime.send(
         session_id, content, queue=queue, reasoning_level=reasoning_level, **options
     )
+
+
+async def _with_resources(
+    ctx: RpcContext, session_id: str, content: str
+) -> str | list[dict[str, Any]]:
+    """``@server:uri`` mentions followed by the resources (:mod:`tron_server.mcp.mentions`)."""
+    store = ctx.services.store
+    assert store is not None
+    session = await store.get_session(session_id)
+    folder = Path(session.working_directory)
+    return await expand_mentions(ctx.services.mcp, session_id, folder, content)

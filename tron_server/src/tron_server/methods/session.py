@@ -40,6 +40,8 @@ from ..protocol import (
     session_kind,
 )
 from ..rpc import MethodRegistry, Params, RpcContext, events_json
+from .mcp import check_servers
+from .mcp import manager as mcp_manager
 from .trust import trust_json
 from .workspace import asks_configuration, session_policy, workspace_of
 
@@ -147,6 +149,9 @@ class SessionCreateParams(Params):
     provider: str | None = Field(default=None, min_length=1)
     title: str | None = None
     system_prompt: str | None = None
+    #: MCP servers of this session only (Claude Code's ``mcpServers`` shape: an editor's
+    #: servers through ACP), beside the folder's; kept in memory, not recorded.
+    mcp_servers: dict[str, Any] | None = None
 
     _known_provider = field_validator("provider")(known_provider)
 
@@ -226,6 +231,9 @@ def register(registry: MethodRegistry) -> None:
         settings = ctx.services.settings
         store = ctx.services.store
         assert store is not None
+        if p.mcp_servers:
+            mcp_manager(ctx)  # -32002 before anything is created when there is no MCP client
+            check_servers(p.mcp_servers)
         session = await store.create_session(
             working_directory=p.working_directory,
             model=p.model or settings.default_model,
@@ -234,6 +242,8 @@ def register(registry: MethodRegistry) -> None:
             system_prompt=p.system_prompt,
         )
         result = session_json(session)
+        if p.mcp_servers and ctx.services.mcp is not None:
+            ctx.services.mcp.set_session_servers(session.id, p.mcp_servers)
         if ctx.services.workspace is not None:  # the folder's first snapshot, in the background
             ctx.services.workspace.recorder.warm(Path(session.working_directory))
         ctx.services.hub.publish(session.id, SESSION_CREATED, {"session": result})
@@ -335,6 +345,8 @@ def register(registry: MethodRegistry) -> None:
             if current.status == "active":  # SessionEnd hooks run before it stops taking events
                 await orchestrator.session_ending(current, p.reason)
         await store.end_session(p.session_id, reason=p.reason)
+        if ctx.services.mcp is not None:  # the session's own MCP servers stop with it
+            ctx.services.mcp.forget_session(p.session_id)
         session = await titled_json(store, await store.get_session(p.session_id))
         ctx.services.hub.publish(p.session_id, SESSION_ENDED, {"session": session})
         return session
@@ -350,6 +362,8 @@ def register(registry: MethodRegistry) -> None:
         if ctx.services.orchestrator is not None:  # its browser, if it has one
             await ctx.services.orchestrator.release(p.session_id)
         await ctx.services.store.delete_session(p.session_id, cascade=p.cascade)
+        if ctx.services.mcp is not None:
+            ctx.services.mcp.forget_session(p.session_id)
         hub = ctx.services.hub
         hub.publish(p.session_id, SESSION_DELETED, {"sessionId": p.session_id})
         hub.drop_session(p.session_id)

@@ -436,15 +436,20 @@ class ChatScreen(Screen[None]):
 
     async def _load_commands(self) -> None:
         server: list[cmds.Command] = []
+        params = (
+            {"sessionId": self.model.id}
+            if self.model is not None
+            else {"workingDirectory": str(self.cwd)}
+        )
         if self.caps.has("command.list"):
-            params = (
-                {"sessionId": self.model.id}
-                if self.model is not None
-                else {"workingDirectory": str(self.cwd)}
-            )
             with contextlib.suppress(RpcCallError):
                 server = cmds.parse_server_commands(await self.link.call("command.list", params))
         self.set_commands(cmds.merge(cmds.client_commands(self.caps), server))
+        if self.caps.has("mcp.list"):
+            # Resources for @ completion: what the servers listed (none is started for it).
+            with contextlib.suppress(RpcCallError):
+                listing = await self.link.call("mcp.list", {**params, "connect": False})
+                self.completer.mentions = cmds.parse_mentions(listing)
 
     async def switch(self, session: dict[str, Any]) -> None:
         """Show another session (after a fork, a pick, /new)."""

@@ -8,6 +8,7 @@
     tron --fork EVENT            # a new session continuing from EVENT
     tron -p "prompt"             # print mode: one run, the reply on stdout (no terminal needed)
     tron --trust                 # trust this folder's own configuration first (any mode)
+    tron mcp list                # this folder's MCP servers (tron mcp --help)
     tron server status           # the background server: status, stop, restart
 
 Every error is a sentence on stderr and an exit status (see ``--help``); a
@@ -20,7 +21,7 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,9 @@ from .errors import (
     EXIT_USAGE,
     TerminalError,
 )
+from .mcpcli import build_mcp_parser, run_mcp
 from .model_check import Choice, check_choice
+from .server_commands import main as server_main
 from .server_commands import provider_env_warning
 from .trust import check_trust, notice, trust_folder
 
@@ -459,16 +462,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``tron`` command; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["server"]:
-        from . import server_commands
-
-        return server_commands.main(argv[1:], default_home())
+        return server_main(argv[1:], default_home())
+    if argv and argv[0] == "mcp":
+        mcp_args = build_mcp_parser(version()).parse_args(argv[1:])
+        home = (mcp_args.home or default_home()).expanduser()
+        return _guarded(lambda: run_mcp(mcp_args, home, _announce))
     parser = build_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)
     home = (args.home or default_home()).expanduser()
     opts = Options(args=args, home=home, cwd=Path.cwd().resolve())
+    return _guarded(lambda: print_mode(opts) if args.print else interactive(opts))
+
+
+def _guarded(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
+    """Run ``work``; every failure is a sentence on stderr and an exit status."""
     try:
-        return asyncio.run(print_mode(opts) if args.print else interactive(opts))
+        return asyncio.run(work())
     except KeyboardInterrupt:
         return 130
     except TerminalError as exc:

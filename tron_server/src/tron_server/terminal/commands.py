@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from .capabilities import Capabilities
 
-Source = Literal["server", "client"]
+Source = Literal["server", "client", "mention"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,27 @@ def parse_server_commands(result: Any) -> list[Command]:
     return out
 
 
+def parse_mentions(listing: Any) -> list[Command]:
+    """``mcp.list``'s resources as ``@server:uri`` completions (``name``: without ``@``)."""
+    out: list[Command] = []
+    servers = listing.get("servers") if isinstance(listing, dict) else None
+    for server in servers if isinstance(servers, list) else []:
+        for resource in server.get("resources") or [] if isinstance(server, dict) else []:
+            mention = str(resource.get("mention") or "").lstrip("@")
+            if mention:
+                about = resource.get("name") or resource.get("description") or ""
+                out.append(Command(mention, str(about), "mention"))
+    return out
+
+
+def mention_word(text: str) -> str | None:
+    """The ``@word`` being typed at the end of ``text`` (without ``@``), or None."""
+    if not text or text[-1].isspace():
+        return None
+    word = text.split()[-1] if text.split() else ""
+    return word[1:] if word.startswith("@") else None
+
+
 def merge(client: list[Command], server: list[Command]) -> list[Command]:
     """One list by name: server commands, plus the client's it does not replace."""
     by_name = {c.name: c for c in server}
@@ -124,8 +145,10 @@ __all__ = [
     "Command",
     "client_commands",
     "matching",
+    "mention_word",
     "merge",
     "nearest",
+    "parse_mentions",
     "parse_server_commands",
     "split",
 ]

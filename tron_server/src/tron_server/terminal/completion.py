@@ -1,4 +1,5 @@
-"""Completing ``/`` commands: the list under the input and the keys that drive it.
+"""Completing ``/`` commands and ``@server:uri`` resource mentions (an MCP server's
+resources, from ``mcp.list``): the list under the input and the keys that drive it.
 
 The input asks :class:`Completer` synchronously, at the moment of the key (see
 :class:`~.widgets.InputOwner`), so keys typed right after Enter or Tab never
@@ -27,6 +28,8 @@ class Completer(OptionList):
         super().__init__(id=id)
         self.input = input
         self.commands: list[cmds.Command] = []
+        #: ``@server:uri`` mentions offered after an ``@`` (names without the ``@``).
+        self.mentions: list[cmds.Command] = []
         self.shown: list[cmds.Command] = []
         """The commands the list shows now (empty: hidden)."""
         self.moved = False
@@ -36,6 +39,9 @@ class Completer(OptionList):
     def matches(self, text: str) -> list[cmds.Command]:
         if text.startswith("/") and " " not in text and "\n" not in text:
             return cmds.matching(self.commands, text[1:])
+        word = cmds.mention_word(text)
+        if word is not None and self.mentions:
+            return cmds.matching(self.mentions, word)
         return []
 
     # -- InputOwner -----------------------------------------------------------------
@@ -45,10 +51,13 @@ class Completer(OptionList):
 
     def on_enter(self, text: str) -> str | None:
         found = self.matches(text)
-        if not found or any(c.name == text[1:] for c in found):
+        typed = cmds.mention_word(text) if not text.startswith("/") else text[1:]
+        if not found or any(c.name == typed for c in found):
             return text
         chosen = self.highlighted_command(found)
         self.complete(chosen)
+        if chosen.source == "mention":
+            return None  # the mention is in the text; the message goes on
         return None if chosen.argument_hint else f"/{chosen.name}"
 
     def on_completion_key(self, key: str, text: str) -> None:
@@ -72,11 +81,11 @@ class Completer(OptionList):
         if self.moved or len(found) == 1:
             self.complete(self.highlighted_command(found))
             return
-        typed = text[1:]
+        typed = text[1:] if text.startswith("/") else cmds.mention_word(text) or ""
         names = [c.name for c in found if c.name.lower().startswith(typed.lower())]
         prefix = common_prefix(names)
         if len(prefix) > len(typed):
-            self.input.load_text(f"/{prefix}")
+            self.input.load_text(text[: len(text) - len(typed)] + prefix)
             self.input.move_cursor(self.input.document.end)
             return
         self.complete(self.highlighted_command(found))
@@ -107,7 +116,8 @@ class Completer(OptionList):
         # A marker as well as the highlight's colour: the selection shows on any
         # terminal, NO_COLOR included, although the input keeps the focus.
         label = Text("▸ " if selected else "  ", style="bold")
-        label.append(f"/{command.name}", style="bold")
+        sigil = "@" if command.source == "mention" else "/"
+        label.append(f"{sigil}{command.name}", style="bold")
         if command.argument_hint:
             label.append(f" {command.argument_hint}", style="dim")
         label.append(f"  {command.description}", style="dim")
@@ -139,7 +149,12 @@ class Completer(OptionList):
 
     def complete(self, command: cmds.Command) -> None:
         self.hide()
-        self.input.load_text(f"/{command.name}" + (" " if command.argument_hint else ""))
+        if command.source == "mention":
+            text = self.input.text
+            word = cmds.mention_word(text) or ""
+            self.input.load_text(f"{text[: len(text) - len(word) - 1]}@{command.name} ")
+        else:
+            self.input.load_text(f"/{command.name}" + (" " if command.argument_hint else ""))
         self.input.move_cursor(self.input.document.end)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

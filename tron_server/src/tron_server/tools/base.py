@@ -102,6 +102,10 @@ class Tool(ABC, Generic[P]):
             input_schema=params_schema(self.Params),
         )
 
+    def record_fields(self) -> dict[str, Any]:
+        """Extra fields of this tool's ``tool.call`` payloads (an MCP tool: its server)."""
+        return {}
+
     @abstractmethod
     async def run(self, params: P, ctx: ToolContext) -> ToolResult:
         """Run with validated parameters. Failures the model should see → ``is_error`` results."""

@@ -230,7 +230,9 @@ class Spawner:
             ctx.on_output(f"note: {choice.note}\n")
         tools: list[str] | None = None  # None: every tool
         if definition.tools is not None or definition.disallowed_tools:
-            tools = definition.allowed_tools([*self.host.tools.names(), "Task"])
+            # The parent run's tools (its MCP tools too), so ``tools: mcp__x__y`` can name one.
+            available = list(dict.fromkeys([*self.parent.tools.names(), "Task"]))
+            tools = definition.allowed_tools(available)
         spawn: dict[str, Any] = {
             "parentToolCallId": ctx.tool_call_id,
             "spawnedByEventId": self.parent.tool_call_events.get(ctx.tool_call_id),

@@ -66,6 +66,8 @@ export class Interaction {
     /** @type {Map<string, object>} requestId → request, in arrival order */
     this.pending = new Map();
     this.commands = [];
+    /** @type {Array<{name: string, description: string, mention: true}>} @server:uri completions */
+    this.mentions = [];
     this.matches = [];
     this.highlighted = 0;
     this.modes = null;
@@ -111,6 +113,16 @@ export class Interaction {
       if (sessionId === this.sessionId()) this.commands = sorted;
     } catch {
       this.commands = [];
+    }
+    // "@" completes MCP resources (@server:uri) the servers listed; none is started for it.
+    try {
+      const res = await this.rpc.call("mcp.list", { sessionId, connect: false });
+      const mentions = (res.servers || []).flatMap((s) => (s.resources || []).map((r) => ({
+        name: String(r.mention || "").replace(/^@/, ""), description: r.name || r.description || "", mention: true,
+      }))).filter((m) => m.name);
+      if (sessionId === this.sessionId()) this.mentions = mentions;
+    } catch {
+      this.mentions = [];
     }
     // A "/" typed before the list arrived opens the menu now, not at the next key.
     if (document.activeElement === this.input) this.updateMenu();
@@ -339,12 +351,21 @@ export class Interaction {
 
   // -- slash-command completion -----------------------------------------------------
 
+  /** The "@word" typed at the end of the input (without "@"), or null. */
+  mentionWord() {
+    const found = /(?:^|\s)@(\S*)$/.exec(this.input.value);
+    return found ? found[1] : null;
+  }
+
   updateMenu() {
     const value = this.input.value;
-    if (!value.startsWith("/") || /\s/.test(value) || !this.commands.length) return this.hideMenu();
-    const prefix = value.slice(1).toLowerCase();
-    const starts = this.commands.filter((c) => c.name.toLowerCase().startsWith(prefix));
-    const contains = this.commands.filter((c) => !starts.includes(c) && c.name.toLowerCase().includes(prefix));
+    const word = value.startsWith("/") ? null : this.mentionWord();
+    const pool = word !== null ? this.mentions || [] : this.commands;
+    if (word === null && (!value.startsWith("/") || /\s/.test(value))) return this.hideMenu();
+    if (!pool.length) return this.hideMenu();
+    const prefix = (word !== null ? word : value.slice(1)).toLowerCase();
+    const starts = pool.filter((c) => c.name.toLowerCase().startsWith(prefix));
+    const contains = pool.filter((c) => !starts.includes(c) && c.name.toLowerCase().includes(prefix));
     this.matches = [...starts, ...contains];
     if (!this.matches.length) return this.hideMenu();
     this.highlighted = Math.min(this.highlighted, this.matches.length - 1);
@@ -362,7 +383,7 @@ export class Interaction {
             this.complete(c);
           },
         },
-        h("span", { class: "command-name" }, `/${c.name}`),
+        h("span", { class: "command-name" }, `${c.mention ? "@" : "/"}${c.name}`),
         c.argumentHint ? h("span", { class: "command-hint" }, ` ${c.argumentHint}`) : null,
         h("span", { class: "command-desc" }, c.description || "")),
       ),
@@ -378,7 +399,11 @@ export class Interaction {
   }
 
   complete(command) {
-    this.input.value = `/${command.name}${command.argumentHint ? " " : ""}`;
+    if (command.mention) {
+      const word = this.mentionWord() || "";
+      const value = this.input.value;
+      this.input.value = `${value.slice(0, value.length - word.length - 1)}@${command.name} `;
+    } else this.input.value = `/${command.name}${command.argumentHint ? " " : ""}`;
     this.hideMenu();
     this.input.focus();
     this.input.dispatchEvent(new Event("input"));
@@ -401,7 +426,7 @@ export class Interaction {
     else if (e.key === "Escape") this.hideMenu();
     else if (e.key === "Tab" || (e.key === "Enter" && !e.shiftKey)) {
       const chosen = this.matches[this.highlighted];
-      const typed = this.input.value.slice(1);
+      const typed = chosen.mention ? this.mentionWord() : this.input.value.slice(1);
       // Enter on a command typed in full (that takes no argument) sends it.
       if (e.key === "Enter" && chosen.name === typed && !chosen.argumentHint) {
         this.hideMenu();
