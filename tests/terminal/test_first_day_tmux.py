@@ -157,10 +157,10 @@ def test_a_queued_message_is_sent_when_the_turn_ends(tmux: Tmux, env: TronEnv) -
     send(term, "then this")
     screen = term.wait("(queued")
     assert "second done" not in screen
-    screen = term.wait("second done")
+    term.wait("second done")
     idle(term)
-    screen = term.screen()
-    assert "› then this" in screen and "(queued" not in screen
+    # Sent: a message of the transcript now, no longer pending.
+    term.wait(lambda s: "› then this" in s and "(queued" not in s and "second done" in s)
     assert "then this" in str(env.llm.requests[-1]["messages"])
     term.kill()
 
