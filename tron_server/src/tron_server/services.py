@@ -90,6 +90,9 @@ class Services:
     #: The MCP client: the folders' MCP servers and their tools.
     mcp: McpManager | None = None
     version: str = ""
+    #: Issues a one-time login URL for the web chat (``system.loginUrl``); None
+    #: without the web app (tests that build services alone).
+    issue_login_url: Callable[[], str] | None = None
 
     def __post_init__(self) -> None:
         if not self.version:

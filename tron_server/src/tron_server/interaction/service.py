@@ -28,6 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+import anyio
+
 from tron_events import AsyncEventStore, SessionNotFound
 from tron_events.messages import ToolUseBlock
 
@@ -47,6 +49,7 @@ from ..tools.base import ToolContext, ToolResult
 from .modes import CYCLE, MODE_DESCRIPTIONS, MODES, PATH_TOOLS, PermissionMode, is_mode
 from .pending import PendingTurn, find_pending_turn
 from .policy import HookPermission, decide
+from .preview import change_preview
 from .requests import AlreadyAnswered, Answer, Requests, new_request_id, parse_answer
 from .resume import Resumption
 from .rules import (
@@ -353,6 +356,12 @@ class Interaction:
             "reason": verdict.reason,
             "suggestion": suggestion,
         }
+        # The diff the call would make to the file as it is now (clients show it;
+        # it is not stored: the approval's event keeps the arguments).
+        policy = path_policy(run.hooks, run.working_directory)
+        preview = await anyio.to_thread.run_sync(change_preview, policy, use.name, arguments)
+        if preview is not None:
+            info["preview"] = preview
         self._notification_hooks(
             run, "permission_prompt", f"Tron needs your permission to use {use.name}"
         )
