@@ -16,8 +16,9 @@ from tests.terminal.conftest import TronEnv
 from tron_server.terminal.app import TronApp
 from tron_server.terminal.attach import ServerAddress, connect_once
 from tron_server.terminal.capabilities import Capabilities, load
-from tron_server.terminal.screens import PickScreen, Request, RequestScreen, TreeScreen
-from tron_server.terminal.widgets import TextItem, ToolCard, UserItem
+from tron_server.terminal.request_panel import Request, RequestPanel
+from tron_server.terminal.screens import PickScreen, TreeScreen
+from tron_server.terminal.widgets import NoticeItem, TextItem, ToolCard, UserItem
 
 Body = Callable[[TronApp, Any], Awaitable[None]]
 
@@ -98,8 +99,10 @@ def test_completion_lists_what_the_server_offers(env: TronEnv) -> None:
         assert "answer" in names  # the server has agent.respond
         await pilot.press("c", "o", "down", "enter")  # /co → compact, context, cost: 2nd
         assert app.chat.input.text == "" and app.chat.completer.shown == []
+        # Written into the transcript (issue 27.6), not only a toast.
         await until(
-            lambda: any("needs a session" in str(n.message) for n in app._notifications), pilot
+            lambda: any("needs a session" in str(w.render()) for w in app.chat.query(NoticeItem)),
+            pilot,
         )
 
     run_app(env, project, body)
@@ -181,7 +184,7 @@ def test_a_question_is_asked_inline_and_answered_with_agent_respond(env: TronEnv
         await until(lambda: app.chat.model is not None and app.chat.model.loaded, pilot)
         app.chat.input.load_text("pick one")
         await pilot.press("enter")
-        await until(lambda: isinstance(app.screen, RequestScreen), pilot)
+        await until(lambda: app.chat.panel.request is not None, pilot)
         await pilot.press("down", "enter")
         shown = lambda: [w.shown for w in app.chat.transcript.query(TextItem)]  # noqa: E731
         await until(lambda: "b.py it is." in shown(), pilot)
@@ -205,10 +208,10 @@ def test_a_sub_agents_approval_opens_over_the_parent(env: TronEnv) -> None:
         await until(lambda: app.chat.model is not None and app.chat.model.loaded, pilot)
         app.chat.input.load_text("delegate")
         await pilot.press("enter")
-        await until(lambda: isinstance(app.screen, RequestScreen), pilot)
-        screen = app.screen
-        assert isinstance(screen, RequestScreen)
-        assert screen.request.tool_name == "Bash" and screen.request.suggestion == "Bash(touch:*)"
+        await until(lambda: app.chat.panel.request is not None, pilot)
+        request = app.chat.panel.request
+        assert request is not None
+        assert request.tool_name == "Bash" and request.suggestion == "Bash(touch:*)"
         await pilot.press("enter")  # Allow once
         await until(lambda: (project / "made.txt").exists(), pilot)
         await until(lambda: app.chat.model is not None and not app.chat.model.busy, pilot)
@@ -250,11 +253,14 @@ class _Host(App[Any]):
         self.request = request
         self.answer: Any = "unset"
 
-    def on_mount(self) -> None:
-        def done(answer: Any) -> None:
-            self.answer = answer
+    def compose(self) -> Any:
+        yield RequestPanel()
 
-        self.push_screen(RequestScreen(self.request), done)
+    async def on_mount(self) -> None:
+        await self.query_one(RequestPanel).ask(self.request)
+
+    def on_request_panel_answered(self, event: RequestPanel.Answered) -> None:
+        self.answer = event.answer
 
 
 def _answer(request: Request, keys: list[str]) -> Any:
@@ -269,7 +275,7 @@ def _answer(request: Request, keys: list[str]) -> Any:
     return asyncio.run(main())
 
 
-def test_request_screen_answers() -> None:
+def test_request_panel_answers() -> None:
     question = Request("r1", "question", "Pick", ("red", "green", "blue"))
     assert _answer(question, ["down", "enter"]) == "green"
     free = Request("r2", "question", "Name?")

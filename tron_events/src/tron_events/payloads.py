@@ -261,6 +261,9 @@ class FileRead(Payload):
     bytes: int | None = None
     media_type: str | None = None
     tool_call_id: str | None = None
+    source: str | None = None
+    """``"editor"``: the text came from the editor's buffer (a client serving the
+    session's files), not from the disk."""
 
 
 class FileWrite(Payload):
@@ -274,6 +277,8 @@ class FileWrite(Payload):
     tool_call_id: str | None = None
     before: FileStatePayload | None = None
     after: FileStatePayload | None = None
+    source: str | None = None
+    """``"editor"``: written through the editor's buffer (``before`` is what it held)."""
 
 
 class FileEdit(Payload):
@@ -287,6 +292,8 @@ class FileEdit(Payload):
     tool_call_id: str | None = None
     before: FileStatePayload | None = None
     after: FileStatePayload | None = None
+    source: str | None = None
+    """``"editor"``: read from and written through the editor's buffer."""
 
 
 class FileChanges(Payload):

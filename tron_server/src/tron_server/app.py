@@ -50,6 +50,7 @@ from .security import (
     allowed_origins,
     is_loopback_host,
     load_or_create_token,
+    login_url,
 )
 from .services import Services, open_services, server_version, stop_runtime
 from .settings import Settings
@@ -128,6 +129,12 @@ def create_app(
     auth = Authenticator(token)
     login_code = auth.login_codes.issue()
     add_secret(token, auth.cookie(), login_code)
+
+    def issue_login_url() -> str:
+        code = auth.login_codes.issue()
+        add_secret(code)
+        return login_url(settings.host, settings.port, code)
+
     registry = registry or build_registry()
     dispatcher = Dispatcher(registry, max_frame_bytes=settings.max_frame_bytes)
 
@@ -136,6 +143,7 @@ def create_app(
         own = services is None if owns_services is None else owns_services
         svc = await open_services(settings, Hub) if services is None else services
         hub = served_hub(svc)
+        svc.issue_login_url = issue_login_url
         app.state.services = svc
         try:
             async with hub:
@@ -268,6 +276,7 @@ async def serve_connection(
         pass
     finally:
         hub.detach(conn)
+        services.files.drop_owner(conn.id)  # its sessions' tools go back to the disk
         if conn.peak_pending_bytes >= RELEASE_AFTER_BYTES:
             # What this client made us hold is free now: give it back to the system.
             with anyio.CancelScope(shield=True):

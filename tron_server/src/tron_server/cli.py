@@ -42,7 +42,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from .logging import FORMATS, LEVELS, configure_logging, private_dir
+from .provider_env import fingerprint
 from .security import is_loopback_host
+from .security import login_url as security_login_url
 from .server_record import (
     ServerRecord,
     is_tron_server,
@@ -193,12 +195,7 @@ def login_url(settings: Settings, code: str) -> str:
     """The URL that logs a browser in (sets the cookie, then redirects to /).
 
     ``code`` is a one-time login code (or the token itself)."""
-    host = settings.host
-    if is_loopback_host(host) or host in ("0.0.0.0", "::", ""):
-        host = "127.0.0.1"
-    elif ":" in host:
-        host = f"[{host}]"
-    return f"http://{host}:{settings.port}/login?token={code}"
+    return security_login_url(settings.host, settings.port, code)
 
 
 def settings_error(exc: ValidationError, args: argparse.Namespace | None = None) -> str:
@@ -438,7 +435,13 @@ async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool =
 
     def on_started() -> None:
         other = _recorded_server(settings.home)
-        record = new_record(settings.host, settings.port, version=services.version)
+        record = new_record(
+            settings.host,
+            settings.port,
+            version=services.version,
+            database=database_shown(settings),
+            provider_env=fingerprint(os.environ),
+        )
         recorded.append(True)
         if not register_server(settings.home, record) and other is not None:
             # Both serve the same home (and database); clients find the first, and

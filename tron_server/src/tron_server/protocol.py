@@ -43,6 +43,9 @@ BROWSER_FRAME: Final = "browser.frame"
 BROWSER_STATUS: Final = "browser.status"
 """Where the session's browser is and what it did last (opened, each action, closed)."""
 
+FILES_REQUEST: Final = "files.request"
+"""A file provider's request (read or write a file of its session): only to that client."""
+
 SESSION_NOTIFICATION: Final = "session.notification"
 SESSION_MODE_CHANGED: Final = "session.mode_changed"
 SESSION_CREATED: Final = "session.created"
@@ -70,6 +73,7 @@ NOTIFICATIONS: Final = frozenset(
         AGENT_COMMAND_OUTPUT,
         BROWSER_FRAME,
         BROWSER_STATUS,
+        FILES_REQUEST,
         SESSION_NOTIFICATION,
         SESSION_MODE_CHANGED,
         SESSION_CREATED,
@@ -154,6 +158,7 @@ __all__ = [
     "BROWSER_FRAME",
     "BROWSER_STATUS",
     "EVENTS_NEW",
+    "FILES_REQUEST",
     "NOTIFICATIONS",
     "SESSION_CREATED",
     "SESSION_DELETED",

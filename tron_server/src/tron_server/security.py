@@ -139,6 +139,16 @@ def _same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode(), b.encode())
 
 
+def login_url(host: str, port: int, code: str) -> str:
+    """The URL that logs a browser in (sets the cookie, then redirects to /) on a
+    server listening on ``host:port``; ``code`` is a one-time login code (or the token)."""
+    if is_loopback_host(host) or host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}/login?token={code}"
+
+
 class LoginCodes:
     """One-time login codes: each logs one browser in, once.
 

@@ -5,7 +5,11 @@ A server on any port must be findable by its clients (``tron``,
 address beside its token (``<home>/server-token``)::
 
     {"url": "ws://127.0.0.1:8420/rpc", "httpUrl": "http://127.0.0.1:8420",
-     "pid": 4242, "version": "0.1.0", "startedAt": "2026-11-24T15:20:00Z"}
+     "pid": 4242, "version": "0.1.0", "startedAt": "2026-11-24T15:20:00Z",
+     "database": "/home/u/.tron/database/prod.db", "providerEnv": {...}}
+
+(``providerEnv``: the provider variables the server was started with, see
+:mod:`.provider_env`; ``database`` as a user should see it, without a password.)
 
 Several servers may share a home (on different ports, one database: the store is
 safe for several processes). Each records itself in ``<home>/servers/<pid>.json``;
@@ -47,17 +51,25 @@ class ServerRecord:
     pid: int
     version: str = ""
     started_at: str = ""
+    database: str = ""
+    """The database, as shown to a user (a SQLite path, or the URL without its password)."""
+    provider_env: dict[str, str] | None = None
+    """The provider variables it was started with (:func:`.provider_env.fingerprint`);
+    None when not known (a record written by ``tron`` before the server's own)."""
 
     def to_json(self) -> bytes:
-        return orjson.dumps(
-            {
-                "url": self.url,
-                "httpUrl": self.http_url,
-                "pid": self.pid,
-                "version": self.version,
-                "startedAt": self.started_at,
-            }
-        )
+        data: dict[str, object] = {
+            "url": self.url,
+            "httpUrl": self.http_url,
+            "pid": self.pid,
+            "version": self.version,
+            "startedAt": self.started_at,
+        }
+        if self.database:
+            data["database"] = self.database
+        if self.provider_env is not None:
+            data["providerEnv"] = self.provider_env
+        return orjson.dumps(data)
 
 
 def record_path(home: Path) -> Path:
@@ -83,7 +95,15 @@ def _write(path: Path, record: ServerRecord) -> Path:
     return path
 
 
-def new_record(host: str, port: int, *, version: str = "", pid: int | None = None) -> ServerRecord:
+def new_record(
+    host: str,
+    port: int,
+    *,
+    version: str = "",
+    pid: int | None = None,
+    database: str = "",
+    provider_env: dict[str, str] | None = None,
+) -> ServerRecord:
     """The record of a server listening on ``host:port`` (this process by default)."""
     shown = f"[{host}]" if ":" in host else host
     if host in ("0.0.0.0", "::", ""):
@@ -94,6 +114,8 @@ def new_record(host: str, port: int, *, version: str = "", pid: int | None = Non
         pid=os.getpid() if pid is None else pid,
         version=version,
         started_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        database=database,
+        provider_env=None if provider_env is None else dict(provider_env),
     )
 
 
@@ -158,12 +180,17 @@ def unregister_server(home: Path, pid: int | None = None) -> ServerRecord | None
 def _read(path: Path) -> ServerRecord | None:
     try:
         data = orjson.loads(path.read_bytes())
+        env = data.get("providerEnv")
         return ServerRecord(
             url=str(data["url"]),
             http_url=str(data.get("httpUrl") or ""),
             pid=int(data["pid"]),
             version=str(data.get("version") or ""),
             started_at=str(data.get("startedAt") or ""),
+            database=str(data.get("database") or ""),
+            provider_env=(
+                {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else None
+            ),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -11,12 +11,13 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .runtime import Runtime
 from .settings import Settings
+from .workspace.editor import FileProviders
 
 if TYPE_CHECKING:
     from tron_events import AsyncEventStore
@@ -84,9 +85,14 @@ class Services:
     interaction: Interaction | None = None
     #: File recording, rewinds with files, diffs and worktrees.
     workspace: Workspace | None = None
+    #: Clients serving a session's files (an editor's buffers: ``files.register``).
+    files: FileProviders = field(default_factory=FileProviders)
     #: The MCP client: the folders' MCP servers and their tools.
     mcp: McpManager | None = None
     version: str = ""
+    #: Issues a one-time login URL for the web chat (``system.loginUrl``); None
+    #: without the web app (tests that build services alone).
+    issue_login_url: Callable[[], str] | None = None
 
     def __post_init__(self) -> None:
         if not self.version:
@@ -183,6 +189,7 @@ async def open_services(
         default_mode=settings.default_permission_mode,
     )
     services.orchestrator.attach_interaction(interaction)
+    services.orchestrator.attach_editor_files(services.files.for_session)
     services.orchestrator.mcp_ask = interaction.ask
     services.interaction = interaction
     services.tools.register(AskUserTool(interaction))

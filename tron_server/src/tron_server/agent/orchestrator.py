@@ -69,6 +69,7 @@ from ..mcp import McpManager, mcp_allowed
 from ..protocol import AGENT_COMPLETE, AGENT_ERROR, SESSION_NOTIFICATION, session_json
 from ..tools.base import ToolRegistry
 from ..tools.skill import SkillTool
+from ..workspace.editor import EditorFiles
 from . import compaction
 from .lifecycle import HooksFactory, Lifecycle
 from .mcp_tools import AskFn, make_tool
@@ -250,6 +251,11 @@ class Orchestrator:
         self.interaction = interaction
         self._deps.gate = interaction.gate
         self._deps.check_url = interaction.check_url
+
+    def attach_editor_files(self, files: Callable[[str], EditorFiles | None]) -> None:
+        """``files(session_id)``: the session's file provider (an editor serving its
+        buffers), through which Read, Write and Edit go while it is registered."""
+        self._deps.editor_files = files
 
     def current_run(self, session_id: str) -> AgentRun | None:
         """The session's running AgentRun (None when idle or about to start)."""

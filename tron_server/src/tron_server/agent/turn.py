@@ -94,6 +94,7 @@ from ..protocol import (
     usage_json,
 )
 from ..tools.base import ToolContext, ToolRegistry, ToolResult
+from ..workspace.editor import EditorFiles
 from .context import InvalidHistoryError, build_system_prompt, check_history
 from .progress import TurnProgress
 from .rules import SessionRules
@@ -209,6 +210,9 @@ class TurnDeps:
     """``(session_id, tool, url, tool_call_id)`` → the permission verdict for a URL a tool
     reaches while it runs (redirects, a page's navigations); given to tools as
     ``ToolContext.check_url``."""
+    editor_files: Callable[[str], EditorFiles | None] | None = None
+    """``(session_id)`` → the session's file provider (an editor serving its buffers),
+    given to tools as ``ToolContext.editor``; None: the disk."""
     session_start: Callable[[AgentRun], Awaitable[None]] | None = None
     """Awaited first in a run (the SessionStart hooks, whose context precedes the prompt)."""
     memory_at_start: MemoryAtStart | None = None
@@ -970,6 +974,11 @@ class AgentRun:
                     check_url=(
                         partial(self.deps.check_url, self.session_id)
                         if self.deps.check_url is not None
+                        else None
+                    ),
+                    editor=(
+                        self.deps.editor_files(self.session_id)
+                        if self.deps.editor_files is not None
                         else None
                     ),
                 )

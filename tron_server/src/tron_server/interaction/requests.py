@@ -47,8 +47,10 @@ log = logging.getLogger("tron_server.interaction")
 
 Kind = Literal["question", "approval"]
 Outcome = Literal["answered", "timeout", "aborted", "cancelled"]
-Decision = Literal["allow", "allow_always", "deny"]
-_DECISIONS = ("allow", "allow_always", "deny")
+Decision = Literal["allow", "allow_always", "deny", "deny_always"]
+_DECISIONS = ("allow", "allow_always", "deny", "deny_always")
+#: The decisions that record the request's suggested rule for the rest of the session.
+ALWAYS = {"allow_always": "allow", "deny_always": "deny"}
 MAX_ANSWER_CHARS = 20_000
 #: How many ended requests are remembered, to tell a late answer how it ended.
 REMEMBERED = 1000
@@ -73,7 +75,7 @@ def _iso(moment: datetime) -> str:
 @dataclass(frozen=True)
 class Answer:
     """How a request ended. ``value`` answers a question; ``decision`` (and ``reason``)
-    an approval; ``rule`` is what an ``allow_always`` added."""
+    an approval; ``rule`` is what an ``allow_always`` (or ``deny_always``) added."""
 
     outcome: Outcome
     value: str | list[str] | None = None
@@ -95,20 +97,20 @@ def parse_answer(info: dict[str, Any], raw: Any, responder: str | None = None) -
     """Check ``raw`` (``agent.respond``'s ``answer``) against the request ``info``.
 
     A question takes text (any text, also with options: "other"), or a list of texts when
-    ``multiSelect``; an approval takes ``{decision: "allow"|"allow_always"|"deny",
-    reason?}`` (or the decision alone as text). Raises :class:`InvalidParams`."""
+    ``multiSelect``; an approval takes ``{decision: "allow"|"allow_always"|"deny"|
+    "deny_always", reason?}`` (or the decision alone as text). Raises :class:`InvalidParams`."""
     if info.get("kind") == "approval":
         if isinstance(raw, str):
             raw = {"decision": raw}
         if not isinstance(raw, dict) or raw.get("decision") not in _DECISIONS:
             raise InvalidParams(
-                'an approval\'s answer is {"decision": "allow" | "allow_always" | "deny", '
-                '"reason"?: text}'
+                'an approval\'s answer is {"decision": "allow" | "allow_always" | "deny" | '
+                '"deny_always", "reason"?: text}'
             )
         reason = raw.get("reason")
         reason = _text(reason, "reason").strip() or None if reason is not None else None
         decision = raw["decision"]
-        rule = info.get("suggestion") if decision == "allow_always" else None
+        rule = info.get("suggestion") if decision in ALWAYS else None
         return Answer("answered", decision=decision, reason=reason, responder=responder, rule=rule)
     if info.get("multiSelect"):
         if isinstance(raw, str):

@@ -36,6 +36,7 @@ from ..protocol import AGENT_REQUEST_RESOLVED, AGENT_TOOL_END, AGENT_TURN_START
 from ..tools.base import ToolResult
 from .pending import PendingTurn, find_pending_turn
 from .requests import Answer, Requests, resolution_payload, resolved_notification
+from .rules import Behavior
 
 if TYPE_CHECKING:
     from ..agent.turn import AgentRun
@@ -76,7 +77,9 @@ class ResumeHost(Protocol):
 
     def denied_result(self, tool: str, reason: str | None) -> ToolResult: ...
 
-    async def grant(self, run: AgentRun, rule: str, request_id: str) -> None: ...
+    async def grant(
+        self, run: AgentRun, rule: str, request_id: str, *, behavior: Behavior = "allow"
+    ) -> None: ...
 
     def preapprove(self, tool_call_id: str) -> None: ...
 
@@ -129,7 +132,9 @@ class Resumption:
             await run._record_result(
                 turn, target, self.interaction.question_result(info, answer), time.monotonic()
             )
-        elif answer.decision == "deny":
+        elif answer.decision in ("deny", "deny_always"):
+            if answer.decision == "deny_always" and answer.rule:
+                await self.interaction.grant(run, answer.rule, pt.request_id, behavior="deny")
             denied = self.interaction.denied_result(target.name, answer.reason)
             await run._record_result(turn, target, denied, time.monotonic())
         else:

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+import anyio
+
 from tron_events import AsyncEventStore, SessionNotFound
 from tron_events.messages import ToolUseBlock
 
@@ -47,6 +49,7 @@ from ..tools.base import ToolContext, ToolResult
 from .modes import CYCLE, MODE_DESCRIPTIONS, MODES, PATH_TOOLS, PermissionMode, is_mode
 from .pending import PendingTurn, find_pending_turn
 from .policy import HookPermission, decide
+from .preview import change_preview
 from .requests import AlreadyAnswered, Answer, Requests, new_request_id, parse_answer
 from .resume import Resumption
 from .rules import (
@@ -353,6 +356,12 @@ class Interaction:
             "reason": verdict.reason,
             "suggestion": suggestion,
         }
+        # The diff the call would make to the file as it is now (clients show it;
+        # it is not stored: the approval's event keeps the arguments).
+        policy = path_policy(run.hooks, run.working_directory)
+        preview = await anyio.to_thread.run_sync(change_preview, policy, use.name, arguments)
+        if preview is not None:
+            info["preview"] = preview
         self._notification_hooks(
             run, "permission_prompt", f"Tron needs your permission to use {use.name}"
         )
@@ -365,7 +374,9 @@ class Interaction:
                 f"{use.name} was not run.",
                 is_error=True,
             )
-        if answer.decision == "deny":
+        if answer.decision == "deny_always":
+            await self.grant(run, suggestion, str(info["requestId"]), behavior="deny")
+        if answer.decision in ("deny", "deny_always"):
             return self.denied_result(use.name, answer.reason)
         if answer.decision == "allow_always":
             await self.grant(run, suggestion, str(info["requestId"]))
@@ -425,11 +436,13 @@ class Interaction:
                     paths = ()  # the tool reports the bad path itself
         return CallFacts(tool, arguments, wd, paths, named=named)
 
-    async def grant(self, run: AgentRun, rule: str, request_id: str) -> None:
-        """Record an "allow always" rule in the run's top-level session (children inherit
-        it) and apply it at once."""
+    async def grant(
+        self, run: AgentRun, rule: str, request_id: str, *, behavior: Behavior = "allow"
+    ) -> None:
+        """Record an "allow always" rule (``behavior="deny"``: a "deny always" one) in the
+        run's top-level session (children inherit it) and apply it at once."""
         root = await self._root(run.session_id)
-        payload: dict[str, Any] = {"rule": rule, "behavior": "allow", "requestId": request_id}
+        payload: dict[str, Any] = {"rule": rule, "behavior": behavior, "requestId": request_id}
         if root != run.session_id:
             payload["fromSessionId"] = run.session_id
             await self.orchestrator.record_event(root, "config.permission_rule", payload)

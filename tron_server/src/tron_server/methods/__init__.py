@@ -11,6 +11,7 @@ from . import (
     agent,
     context,
     events,
+    files,
     interaction,
     mcp,
     memory,
@@ -33,6 +34,7 @@ MODULES = (
     context,
     interaction,
     mcp,
+    files,
     memory,
 )
 

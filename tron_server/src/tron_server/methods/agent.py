@@ -53,7 +53,7 @@ class SessionParams(Params):
 
 class RespondParams(Params):
     """``answer``: text (or a list of texts for a multiSelect question), or for an approval
-    ``{decision: "allow" | "allow_always" | "deny", reason?}``."""
+    ``{decision: "allow" | "allow_always" | "deny" | "deny_always", reason?}``."""
 
     session_id: str = Field(min_length=1)
     request_id: str = Field(min_length=1, max_length=100)

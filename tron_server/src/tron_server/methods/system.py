@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+from ..errors import InvalidOperationError
 from ..rpc import MethodRegistry, NoParams, RpcContext
 from ..rpc.frames import now_iso
 from ..settings import Settings
@@ -59,6 +61,20 @@ def register(registry: MethodRegistry) -> None:
             "agent": services.orchestrator is not None,
             "methods": ctx.registry.names() if ctx.registry is not None else [],
         }
+
+    @registry.method(
+        "system.loginUrl",
+        NoParams,
+        description="A new one-time login URL for the web chat (it logs one browser in, once).",
+        needs=(),
+    )
+    async def login(ctx: RpcContext, p: NoParams) -> dict[str, Any]:
+        services = ctx.services
+        if services.issue_login_url is None:
+            raise InvalidOperationError("this server has no web chat to log in to")
+        url = services.issue_login_url()
+        parts = urlsplit(url)
+        return {"url": url, "path": f"{parts.path}?{parts.query}"}
 
 
 __all__ = ["configured_providers", "register"]

@@ -28,6 +28,9 @@ class Caller(Protocol):
 
     async def wait_writable(self) -> None: ...
 
+    def enqueue(self, frame: bytes | str) -> bool:
+        """Queue a frame for this client alone (False: the connection is closing)."""
+
 
 class Methods(Protocol):
     """The registered methods, as a method sees them (``system.info``, slash commands)."""

@@ -54,7 +54,9 @@ class TronApp(App[None]):
         pick_from: list[dict[str, Any]] | None = None,
         first_prompt: str | None = None,
         model: str | None = None,
+        provider: str | None = None,
         permission_mode: str | None = None,
+        notes: list[str] | None = None,
     ) -> None:
         super().__init__()
         self.address = address
@@ -69,7 +71,9 @@ class TronApp(App[None]):
             "pick_from": pick_from,
             "first_prompt": first_prompt,
             "model": model,
+            "provider": provider,
             "permission_mode": permission_mode,
+            "notes": notes,
         }
         self._chat: ChatScreen | None = None
 

@@ -13,18 +13,27 @@ database; ``TRON_*`` settings are inherited), detached from the terminal with
 its output in ``<home>/logs/tron-server-output.log``, and says so. Like
 everything in the home, that file is user-only (0600, in 0700 folders)
 whatever the umask: a server's output can name paths and prompts.
+
+Starting is done under a lock in the home (``<home>/server-start.lock``): two
+``tron`` started at once start one server, the second finds the first's. The
+server keeps its port across restarts (8420, or ``$TRON_PORT``): the port is
+probed as the server binds it (``SO_REUSEADDR``), so connections of the stopped
+server that linger in ``TIME_WAIT`` do not move the next one to another port.
+A client connects once the server has recorded itself (it accepts connections
+and has its token then): never before, when it would be refused.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -34,7 +43,12 @@ from websockets.uri import parse_uri
 
 from ..client import DEFAULT_URL, TronClient
 from ..logging import private_dir
-from ..server_record import new_record, read_server_record, write_server_record
+from ..server_record import (
+    SERVERS_DIR,
+    new_record,
+    read_server_record,
+    write_server_record,
+)
 from .errors import EXIT_NO_SERVER, TerminalError
 
 DEFAULT_PORT = 8420
@@ -42,6 +56,8 @@ DEFAULT_PORT = 8420
 START_TIMEOUT = 30.0
 #: How long one connection attempt may take.
 CONNECT_TIMEOUT = 5.0
+#: The lock ``tron`` holds while it starts a server (in the home).
+START_LOCK = "server-start.lock"
 
 
 def default_port() -> int:
@@ -100,11 +116,13 @@ class ServerAddress:
 
 
 class Connection:
-    """An open :class:`TronClient` and how to close it."""
+    """An open :class:`TronClient` and how to close it. ``started``: this ``tron``
+    started the server (it has this process's environment)."""
 
     def __init__(self, client: TronClient, url: str, stack: contextlib.AsyncExitStack) -> None:
         self.client = client
         self.url = url
+        self.started = False
         self._stack = stack
 
     async def close(self) -> None:
@@ -157,9 +175,13 @@ def refused_error(address: ServerAddress, url: str, status: int) -> TerminalErro
 
 
 def _free_port() -> int:
-    """The default port (8420, or ``$TRON_PORT``) when it is free, else one the system picks."""
+    """The default port (8420, or ``$TRON_PORT``) when it is free, else one the system picks.
+
+    Probed as tron-server binds (``SO_REUSEADDR``): a port whose last server just
+    stopped, with connections still in ``TIME_WAIT``, is free to it, so it is kept."""
     for port in (default_port(), 0):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
@@ -205,6 +227,32 @@ def start_server(home: Path) -> Launched:
     return Launched(process, record.url, log_path)
 
 
+@contextlib.asynccontextmanager
+async def start_lock(home: Path, timeout: float = START_TIMEOUT + 10) -> AsyncIterator[None]:
+    """Hold ``<home>/server-start.lock`` while starting a server (waiting, at most ``timeout``
+    seconds, for another ``tron`` that holds it)."""
+    private_dir(home)
+    fd = os.open(home / START_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TerminalError(
+                        f"another tron has been starting tron-server for {timeout:.0f} s "
+                        f"(it holds {home / START_LOCK}); try again, or start one with "
+                        "`tron-server`.",
+                        EXIT_NO_SERVER,
+                    ) from None
+                await asyncio.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
 def _log_tail(path: Path, lines: int = 8) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -234,7 +282,11 @@ async def attach(
                 EXIT_NO_SERVER,
             ) from None
     try:
-        launched = start_server(address.home)
+        async with start_lock(address.home):
+            # Another tron may have started one while this one waited for the lock.
+            with contextlib.suppress(Unreachable, Refused):
+                return await connect_once(address)
+            return await _start_and_connect(address, announce)
     except OSError as exc:
         # The home cannot hold the server's files (a file in its place, no room, no
         # permission) or Python cannot be run: say so rather than "unexpected error".
@@ -249,24 +301,36 @@ async def attach(
             "with `tron-server`.",
             EXIT_NO_SERVER,
         ) from None
+
+
+async def _start_and_connect(
+    address: ServerAddress, announce: Callable[[str], None] | None
+) -> Connection:
+    launched = start_server(address.home)
     if announce is not None:
         announce(
             f"Started tron-server in the background (pid {launched.process.pid}, "
             f"{launched.url}); its output: {launched.log_path}"
         )
-    return await _wait_for(address, launched)
+    connection = await _wait_for(address, launched)
+    connection.started = True
+    return connection
+
+
+def _recorded_itself(home: Path, pid: int) -> bool:
+    """Whether the server ``pid`` has written its own record: it accepts connections,
+    with its token in place (a connection before that would be refused, and logged)."""
+    return (home / SERVERS_DIR / f"{pid}.json").exists()
 
 
 async def _wait_for(address: ServerAddress, launched: Launched) -> Connection:
     deadline = time.monotonic() + START_TIMEOUT
     while True:
-        try:
-            return await connect_once(address, launched.url)
-        except Refused:
-            # The token file may still be the previous launch's for a moment.
-            pass
-        except Unreachable:
-            pass
+        if _recorded_itself(address.home, launched.process.pid):
+            try:
+                return await connect_once(address, launched.url)
+            except (Refused, Unreachable):
+                pass
         if launched.process.poll() is not None:
             # It exited: maybe another `tron` started one at the same moment.
             with contextlib.suppress(Unreachable, Refused):
@@ -299,5 +363,6 @@ __all__ = [
     "connect_once",
     "default_home",
     "refused_error",
+    "start_lock",
     "start_server",
 ]

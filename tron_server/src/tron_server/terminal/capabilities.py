@@ -46,6 +46,10 @@ class Capabilities:
         return next((m for m in MODE_LIST_METHODS if self.has(m)), None)
 
     @property
+    def default_provider(self) -> str:
+        return str(self.info.get("defaultProvider") or "")
+
+    @property
     def version(self) -> str:
         return str(self.info.get("version") or "")
 

@@ -28,12 +28,13 @@ from .capabilities import Capabilities, load
 from .completion import Completer
 from .history import load_history, save_history
 from .host import Then
-from .items import transcript_items
+from .items import Note, transcript_items
 from .link import Link
-from .model import SessionModel
+from .model import SessionModel, user_text
 from .questions import Questions
+from .request_panel import Request, RequestPanel
 from .rewind import Rewinder
-from .screens import InfoScreen, PickScreen
+from .screens import PickScreen
 from .slash import ClientCommands, unknown_command
 from .status import status_text
 from .widgets import ConnectionNotice, PromptInput, StatusLine, Transcript
@@ -60,7 +61,9 @@ class ChatScreen(Screen[None]):
         pick_from: list[dict[str, Any]] | None = None,
         first_prompt: str | None = None,
         model: str | None = None,
+        provider: str | None = None,
         permission_mode: str | None = None,
+        notes: list[str] | None = None,
     ) -> None:
         super().__init__()
         self.link = link
@@ -71,10 +74,17 @@ class ChatScreen(Screen[None]):
         self.pick_from = pick_from
         self.first_prompt = first_prompt
         self.model_name = model
+        self.provider = provider
         self.permission_mode = permission_mode
         self.commands: list[cmds.Command] = cmds.client_commands(capabilities)
         self.context: dict[str, Any] = {}
         self.exiting = False
+        self.notes: list[Note] = []
+        self._note_count = 0
+        #: Messages sent while a turn ran, not started yet: (text, runId).
+        self.pending: list[tuple[str, str]] = []
+        for text in notes or []:
+            self.say(text)
         self.questions = Questions(self)
         self.rewinder = Rewinder(self)
         self.slash = ClientCommands(self, self.questions, self.rewinder)
@@ -88,6 +98,7 @@ class ChatScreen(Screen[None]):
         self._actions: asyncio.Queue[Callable[[], Awaitable[None]]] = asyncio.Queue()
         self.input = PromptInput(history=load_history(home), id="input")
         self.completer = Completer(self.input, id="completions")
+        self.panel = RequestPanel(id="request")
         self.completer.commands = self.commands
 
     # -- layout ---------------------------------------------------------------------
@@ -95,6 +106,7 @@ class ChatScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Transcript(id="transcript")
         yield ConnectionNotice(id="notice")
+        yield self.panel
         yield self.completer
         yield self.input
         yield BrowserBar(id="browser")
@@ -132,6 +144,32 @@ class ChatScreen(Screen[None]):
         else:
             self.app.push_screen(screen, lambda result: self._enqueue(then, result))
 
+    def say(self, text: str, *, error: bool = False) -> None:
+        self._note_count += 1
+        self.notes.append(Note(str(self._note_count), text, "error" if error else "notice"))
+        if error:
+            self.notify(text, severity="error", timeout=8)
+        if self.is_mounted:
+            self.dirty()
+
+    def _pin_notes(self) -> None:
+        """The notes written so far stay after the current head (a message is sent)."""
+        head = self.model.head_id if self.model is not None else None
+        for note in self.notes:
+            if note.anchor is None and head is not None:
+                note.anchor = head
+
+    def ask(self, request: Request) -> None:
+        self.call_later(self.panel.ask, request)
+
+    async def close_request(self) -> None:
+        await self.panel.close()
+        self.input.focus()
+
+    def on_request_panel_answered(self, event: RequestPanel.Answered) -> None:
+        event.stop()
+        self._enqueue(self.questions.answered, event.request, event.answer)
+
     def later(self, callback: Callable[..., object], *args: Any) -> None:
         self.call_later(callback, *args)
 
@@ -144,10 +182,9 @@ class ChatScreen(Screen[None]):
             try:
                 await action()
             except ConnectionLost:
-                self.notify("The connection is down: try again once it is back.",
-                            severity="error")  # fmt: skip
+                self.say("The connection is down: try again once it is back.", error=True)
             except RpcCallError as exc:
-                self.notify(f"The server refused: {exc.message}", severity="error", timeout=8)
+                self.say(f"The server refused: {exc.message}", error=True)
 
     async def _start(self) -> None:
         try:
@@ -180,12 +217,9 @@ class ChatScreen(Screen[None]):
         session = next((s for s in self.pick_from or [] if s["id"] == session_id), None)
         if session is None:
             return
-        if session.get("status") != "active":
-            self.notify(
-                "That session has ended: fork it from the tree (Ctrl+T) to continue.",
-                severity="warning",
-            )
         await self.switch(session)
+        if session.get("status") != "active":
+            self.say("That session has ended: fork it from the tree (Ctrl+T) to continue.")
         await self._send_first_prompt()
 
     async def _send_first_prompt(self) -> None:
@@ -231,6 +265,7 @@ class ChatScreen(Screen[None]):
             return
         if method == "events.new":
             if m.add_event(data, live=True):
+                self._sent(data)
                 self.dirty()
             return
         if m.apply_notification(method, data):
@@ -238,8 +273,21 @@ class ChatScreen(Screen[None]):
         if method == "agent.error":
             self.call_later(self.notify, str(data.get("message") or "The agent failed"),
                             severity="error", timeout=8)  # fmt: skip
+        if method == "agent.complete" and self.pending:
+            run_id = data.get("runId")
+            self.pending = [p for p in self.pending if p[1] != run_id]
         if method in ("agent.turn_end", "agent.complete", "agent.compacted"):
             self.status_soon()
+
+    def _sent(self, ev: dict[str, Any]) -> None:
+        """A queued message started: it is a message of the transcript now."""
+        if ev.get("type") != "message.user" or not self.pending:
+            return
+        text = user_text((ev.get("payload") or {}).get("content"))
+        for i, (queued, _) in enumerate(self.pending):
+            if queued == text:
+                del self.pending[i]
+                return
 
     def _show_user_notification(self, data: dict[str, Any]) -> None:
         title = str(data.get("title") or "Notification")
@@ -269,7 +317,7 @@ class ChatScreen(Screen[None]):
     async def refresh_transcript(self) -> None:
         self._refresh_pending = False
         async with self._refresh_lock:
-            items = transcript_items(self.model) if self.model is not None else []
+            items = transcript_items(self.model, self.notes, [t for t, _ in self.pending])
             with contextlib.suppress(NoMatches):  # see render_status
                 await self.transcript.sync(items)
             self.render_status()
@@ -373,6 +421,8 @@ class ChatScreen(Screen[None]):
             if self.caps.has("agent.getState"):
                 state = await self.link.call("agent.getState", {"sessionId": sid})
                 m.apply_snapshot(state)
+                if not m.busy:
+                    self.pending = []  # the server's queue is empty: they ran, or were dropped
                 for pending in state.get("pendingRequests") or state.get("pending") or []:
                     if isinstance(pending, dict):
                         self.questions.offer(pending)
@@ -423,6 +473,8 @@ class ChatScreen(Screen[None]):
                 await self.link.call("events.unsubscribe", {"sessionId": m.id})
         self.model = None
         self.context = {}
+        self.notes = []
+        self.pending = []
         with contextlib.suppress(NoMatches):
             self.query_one(BrowserBar).clear()
         async with self._refresh_lock:
@@ -430,10 +482,9 @@ class ChatScreen(Screen[None]):
         self.dirty()
 
     async def _session_gone(self) -> None:
-        self.notify("This session was deleted: the next message starts a new one.",
-                    severity="warning")  # fmt: skip
         self.model = None
-        self.dirty()
+        self.pending = []
+        self.say("This session was deleted: the next message starts a new one.", error=True)
 
     # -- input ----------------------------------------------------------------------
 
@@ -451,16 +502,15 @@ class ChatScreen(Screen[None]):
             name, args = parsed
             command = next((c for c in self.commands if c.name == name), None)
             if command is None:
-                self.notify(unknown_command(self.commands, name), severity="error")
+                self.say(unknown_command(self.commands, name), error=True)
                 return
             if command.source == "client":
                 await self.slash.run(name, args)
                 return
             if command.builtin and self.model is None:
-                self.notify(f"/{name} needs a session: send a message first.",
-                            severity="warning")  # fmt: skip
+                self.say(f"/{name} needs a session: send a message first.")
                 return
-        await self._send_message(text)
+        await self._send_message(text, prompt=parsed is None)
 
     async def _ensure_session(self, first: str) -> SessionModel:
         if self.model is not None:
@@ -468,6 +518,8 @@ class ChatScreen(Screen[None]):
         params: dict[str, Any] = {"workingDirectory": str(self.cwd)}
         if self.model_name:
             params["model"] = self.model_name
+        if self.provider:
+            params["provider"] = self.provider
         title = sessions.title_of(first)
         if title:
             params["title"] = title
@@ -480,25 +532,53 @@ class ChatScreen(Screen[None]):
         assert self.model is not None
         return self.model
 
-    async def _send_message(self, text: str) -> None:
+    async def send(self, text: str) -> None:
+        await self._send_message(text)
+
+    def edit_text(self, text: str) -> None:
+        self.input.load_text(text)
+        self.input.move_cursor(self.input.document.end)
+        self.input.focus()
+
+    async def _leave_out_failed(self, m: SessionModel) -> None:
+        """A prompt whose turn failed before any reply would reach the model merged
+        with the next one: the next goes in its place (a rewind to before it; the
+        failed attempt stays in the tree), and the transcript says so."""
+        failed = m.failed_prompt(unanswered=True)
+        if failed is None or m.busy or not failed.get("parentId"):
+            return
+        if await self.rewinder.rewind(str(failed["parentId"]), quiet=True):
+            self.say(
+                "The message before failed with no reply: it is left out, the model does "
+                "not see it (it stays in the tree, Ctrl+T; /retry would have sent it again)."
+            )
+
+    async def _send_message(self, text: str, *, prompt: bool = True) -> None:
+        """Send ``text``; a ``prompt`` (not a ``/`` command) takes the place of a
+        prompt that failed with no reply (see :meth:`_leave_out_failed`)."""
         try:
             m = await self._ensure_session(text)
+            if prompt:
+                await self._leave_out_failed(m)
+            self._pin_notes()
             result = await self.link.call(
                 "agent.message", {"sessionId": m.id, "content": text, "queue": True}
             )
             if result.get("queued"):
-                self.notify("Queued: it is sent when the current turn ends.", timeout=4)
+                self.pending.append((text, str(result.get("runId") or "")))
+                self.dirty()
             elif result.get("builtin"):
                 await self._command_result(result)
         except ConnectionLost:
             self.input.load_text(text)
-            self.notify(
+            self.say(
                 "Not sent: the connection is down. Your message is back in the input "
                 "(check the transcript after reconnecting before sending it again).",
-                severity="error",
+                error=True,
             )
         except RpcCallError as exc:
-            self.notify(f"Not sent: {exc.message}", severity="error", timeout=8)
+            self.input.load_text(text)
+            self.say(f"Not sent: {exc.message} (your message is back in the input)", error=True)
 
     async def _command_result(self, result: dict[str, Any]) -> None:
         """Show what a server built-in command did (``/fork`` moves to the new session)."""
@@ -506,15 +586,13 @@ class ChatScreen(Screen[None]):
         session = result.get("session")
         if result.get("command") == "fork" and isinstance(session, dict):
             await self.switch(session)
-            self.notify(f"Forked: now in {session.get('id')}.")
+            self.say(f"Forked: now in {session.get('id')}.")
         elif "mode" in result and self.model is not None:
             self.model.session["permissionMode"] = result["mode"]
             self.render_status()
-            self.notify(output, timeout=4)
-        elif "\n" in output:
-            self.open_screen(InfoScreen(output))
+            self.say(output)
         elif output:
-            self.notify(output, timeout=6)
+            self.say(output)
         self.status_soon()
 
     # -- keys (bound on the app, so they act over any screen) -------------------------
@@ -556,18 +634,29 @@ class ChatScreen(Screen[None]):
             self.completer.hide()
             return
         m = self.model
-        if m is not None and m.busy:
+        if m is not None and (m.busy or self.pending):
             self.run_worker(self._abort(), group="abort")
 
     async def _abort(self) -> None:
+        """Abort the running turn; the messages queued behind it (the server drops
+        them) go back into the input, as in Claude Code."""
         m = self.model
         if m is None:
             return
         try:
             result = await self.link.call("agent.abort", {"sessionId": m.id})
-            self.notify("Aborted." if result.get("aborted") else "Nothing to abort.", timeout=3)
         except (ConnectionLost, RpcCallError) as exc:
-            self.notify(f"Could not abort: {exc}", severity="error")
+            self.say(f"Could not abort: {exc}", error=True)
+            return
+        queued = [text for text, _ in self.pending]
+        self.pending = []
+        if queued:
+            typed = self.input.text
+            self.input.load_text("\n".join([*queued, typed] if typed.strip() else queued))
+            self.input.move_cursor(self.input.document.end)
+        aborted = "Aborted." if result.get("aborted") else "Nothing was running."
+        back = " Your queued message is back in the input." if queued else ""
+        self.say(aborted + back)
 
     def action_interrupt(self) -> None:
         now = time.monotonic()
@@ -580,7 +669,7 @@ class ChatScreen(Screen[None]):
         if self.input.text:
             self.input.load_text("")
         m = self.model
-        if m is not None and m.busy:
+        if m is not None and (m.busy or self.pending):
             self.run_worker(self._abort(), group="abort")
         self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
 

@@ -2,12 +2,14 @@
 
     tron                         # a session in this folder (starts tron-server if none runs)
     tron "fix the failing test"  # the same, with a first message
-    tron -c                      # continue this folder's most recent session
-    tron -r [ID]                 # pick one of this folder's sessions, or open ID
+    tron -c [SESSION]            # continue this folder's most recent session (or SESSION)
+    tron -r [ID]                 # pick one of this folder's sessions, or open ID (any folder,
+                                 # a unique prefix will do)
     tron --fork EVENT            # a new session continuing from EVENT
     tron -p "prompt"             # print mode: one run, the reply on stdout (no terminal needed)
     tron --trust                 # trust this folder's own configuration first (any mode)
     tron mcp list                # this folder's MCP servers (tron mcp --help)
+    tron server status           # the background server: status, stop, restart
 
 Every error is a sentence on stderr and an exit status (see ``--help``); a
 traceback is shown only with ``TRON_DEBUG=1``.
@@ -20,7 +22,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +39,20 @@ from .errors import (
     TerminalError,
 )
 from .mcpcli import build_mcp_parser, run_mcp
+from .model_check import Choice, check_choice
+from .server_commands import main as server_main
+from .server_commands import provider_env_warning
 from .trust import check_trust, notice, trust_folder
 
 EPILOG = """\
+the background server:
+  tron starts tron-server in the background when none answers; it keeps running
+  after tron exits (the web chat and the next tron use it).
+  tron server status    pid, URL, home, database, version, uptime, a web chat login URL
+  tron server stop      stop it · tron server restart: start it again with this
+                        shell's environment (new keys or endpoints)
+  (a first message that is the word "server": tron -- server)
+
 keys (interactive):
   Enter sends · Ctrl+J, or a trailing \\ then Enter: new line
   Up/Down: input history · Esc: abort the running turn · Ctrl+C twice: quit
@@ -59,6 +72,9 @@ folder trust:
 environment:
   TRON_HOME (default ~/.tron): the server's token and address are read there;
   NO_COLOR: no colours; TRON_DEBUG=1: show tracebacks.
+
+editors:
+  tron acp: Tron as an ACP agent for Zed, JetBrains, Neovim, Emacs (tron acp --help)
 """
 
 
@@ -96,15 +112,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
-        "-c", "--continue", dest="continue_", action="store_true",
-        help="continue this folder's most recent session",
+        "-c", "--continue", dest="continue_", nargs="?", const="", metavar="SESSION",
+        help="continue this folder's most recent session; with SESSION (sess_…, or a unique "
+        "prefix of one: sess_3f2a), that session, of any folder",
     )  # fmt: skip
     which.add_argument(
         "-r", "--resume", nargs="?", const="", metavar="ID",
-        help="open session ID (or a unique prefix); without ID, pick one of this folder's",
+        help="open session ID, of any folder: the whole id or a unique prefix of one, "
+        "sess_ optional (as tron-db show takes it); without ID, pick one of this folder's",
     )  # fmt: skip
     which.add_argument("--fork", metavar="EVENT", help="start a new session forked at EVENT")
-    parser.add_argument("--model", help="the model for this session (model.switch if it exists)")
+    parser.add_argument(
+        "--model",
+        help="the model for this session (model.switch for an existing one); refused, with "
+        "the nearest names, when no configured provider serves it",
+    )
+    parser.add_argument(
+        "--provider",
+        metavar="NAME",
+        help="the provider for this session (anthropic, openai, openai-responses, google, "
+        "openai-compatible); with --model, a model the catalog does not know is taken as is",
+    )
     parser.add_argument(
         "--max-turns", type=int, metavar="N", help="with -p: stop after N model calls"
     )
@@ -145,6 +173,8 @@ class Options:
     args: argparse.Namespace
     home: Path
     cwd: Path
+    choice: Choice = field(default_factory=lambda: Choice(None, None))
+    """``--model`` and ``--provider``, checked against the server (:func:`check_choice`)."""
 
     @property
     def address(self) -> ServerAddress:
@@ -159,6 +189,12 @@ class Options:
 
 
 def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    cont = args.continue_
+    if cont and not cont.startswith("sess_"):
+        # `tron -c "fix the test"`: a first message, not a session id.
+        if args.prompt is not None:
+            parser.error(f"-c takes a session id (sess_…), not {cont!r}")
+        args.prompt, args.continue_ = cont, ""
     if args.output_format and not args.print:
         parser.error("--output-format needs -p (print mode)")
     if args.max_turns is not None and not args.print:
@@ -197,22 +233,34 @@ async def open_session(
     args = opts.args
     session: dict[str, Any] | None = None
     if args.continue_:
+        session = await sessions.get_session(client, args.continue_, opts.cwd)
+        sessions.usable(session)
+    elif args.continue_ == "":
         session = await sessions.latest_session(client, opts.cwd)
     elif args.resume:
         session = await sessions.get_session(client, args.resume, opts.cwd)
         sessions.usable(session)
     elif args.fork:
         session = await sessions.fork_session(client, args.fork)
+    choice = opts.choice
     if session is not None:
-        if args.model and args.model != session.get("model"):
-            await client.call("model.switch", {"sessionId": session["id"], "model": args.model})
+        switch: dict[str, Any] = {}
+        if choice.model and choice.model != session.get("model"):
+            switch["model"] = choice.model
+        if choice.provider and choice.provider != session.get("provider"):
+            switch["provider"] = choice.provider
+            switch.setdefault("model", choice.model or session.get("model"))
+        if switch:
+            await client.call("model.switch", {"sessionId": session["id"], **switch})
             session = await client.call("session.get", {"sessionId": session["id"]})
         return session
     if not create:
         return None
     params: dict[str, Any] = {"workingDirectory": str(opts.cwd)}
-    if args.model:
-        params["model"] = args.model
+    if choice.model:
+        params["model"] = choice.model
+    if choice.provider:
+        params["provider"] = choice.provider
     title = sessions.title_of(first_prompt)
     if title:
         params["title"] = title
@@ -259,11 +307,17 @@ async def print_mode(opts: Options) -> int:
 
     prompt = read_prompt(opts.args)
     conn = await attach(opts.address, start=not opts.args.no_start, announce=_announce)
+    warning = provider_env_warning(opts.address, conn)
+    if warning:
+        _announce(warning)
     try:
         client = conn.client
         caps = await load(client)
         check_mode_supported(caps, opts.permission_mode)
         await check_mode_available(client, caps, opts.permission_mode)
+        opts.choice = await check_choice(
+            client, opts.args.model, opts.args.provider, caps.default_provider
+        )
         extra: dict[str, Any] = {}
         if opts.args.max_turns is not None:
             if not await accepts_param(client, "agent.message", "maxTurns", opts.args.max_turns):
@@ -277,6 +331,9 @@ async def print_mode(opts: Options) -> int:
             await trust_folder(client, caps, opts.cwd)
         session = await open_session(client, opts, create=True, first_prompt=prompt)
         assert session is not None
+        elsewhere = sessions.elsewhere(session, opts.cwd)
+        if elsewhere:
+            _announce(elsewhere)
         # Never trusted implicitly: an untrusted folder's configuration stays inert.
         untrusted = await check_trust(client, caps, str(session["workingDirectory"]))
         if untrusted is not None:
@@ -334,13 +391,20 @@ async def interactive(opts: Options) -> int:
             EXIT_USAGE,
         )
     conn = await attach(opts.address, start=not opts.args.no_start, announce=_announce)
+    notes = [w for w in [provider_env_warning(opts.address, conn)] if w]
     try:
         caps = await load(conn.client)
         check_mode_supported(caps, opts.permission_mode)
         await check_mode_available(conn.client, caps, opts.permission_mode)
+        opts.choice = await check_choice(
+            conn.client, opts.args.model, opts.args.provider, caps.default_provider
+        )
         if opts.args.trust:
             await trust_folder(conn.client, caps, opts.cwd)
         session = await open_session(conn.client, opts, create=False)
+        elsewhere = sessions.elsewhere(session, opts.cwd) if session is not None else None
+        if elsewhere:
+            notes.append(elsewhere)
         folder = str(session["workingDirectory"]) if session is not None else str(opts.cwd)
         if not await ask_trust(conn.client, caps, folder, opts.home):
             await conn.close()
@@ -365,8 +429,10 @@ async def interactive(opts: Options) -> int:
         session=session,
         pick_from=pick,
         first_prompt=opts.args.prompt,
-        model=opts.args.model,
+        model=opts.choice.model,
+        provider=opts.choice.provider,
         permission_mode=opts.permission_mode,
+        notes=notes,
     )
     try:
         await app.run_async()
@@ -398,6 +464,8 @@ def _rpc_error(exc: RpcCallError) -> TerminalError:
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``tron`` command; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["server"]:
+        return server_main(argv[1:], default_home())
     if argv and argv[0] == "mcp":
         mcp_args = build_mcp_parser(version()).parse_args(argv[1:])
         home = (mcp_args.home or default_home()).expanduser()

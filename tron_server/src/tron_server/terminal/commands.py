@@ -49,10 +49,13 @@ _CLIENT: tuple[tuple[str, str | None, str, str], ...] = (
     ("sessions", "session.list", "", "Switch to another session of this folder"),
     ("new", "session.create", "", "Start a new session in this folder"),
     ("answer", "agent.respond", "", "Show the pending question or approval again"),
+    ("web", "system.loginUrl", "", "A login URL for the web chat (it works once)"),
+    ("retry", "session.rewind", "", "After a failed turn: send its message again"),
+    ("edit", "session.rewind", "", "After a failed turn: put its message back in the input"),
     ("quit", None, "", "Quit (the session stays: `tron -c` continues it)"),
 )
 #: Client commands a server command of the same name does not replace.
-SCREEN_ONLY = frozenset({"help", "quit", "tree", "sessions", "new", "answer"})
+SCREEN_ONLY = frozenset({"help", "quit", "tree", "sessions", "new", "answer", "retry", "edit"})
 
 
 def client_commands(caps: Capabilities) -> list[Command]:

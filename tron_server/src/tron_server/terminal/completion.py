@@ -32,6 +32,9 @@ class Completer(OptionList):
         self.mentions: list[cmds.Command] = []
         self.shown: list[cmds.Command] = []
         """The commands the list shows now (empty: hidden)."""
+        self.moved = False
+        """The user moved the selection (↑/↓) since the text last changed."""
+        self._marked: int | None = None
 
     def matches(self, text: str) -> list[cmds.Command]:
         if text.startswith("/") and " " not in text and "\n" not in text:
@@ -62,18 +65,36 @@ class Completer(OptionList):
         if not found:
             return
         if key == "tab":
-            self.complete(self.highlighted_command(found))
+            self.tab(text, found)
             return
         self.show(found)
+        self.moved = True
         if key == "up":
             self.action_cursor_up()
         else:
             self.action_cursor_down()
 
+    def tab(self, text: str, found: list[cmds.Command]) -> None:
+        """Tab: the selected entry once the user moved to it, or when it is the only
+        match; else the names' common prefix when it is longer than what is typed
+        (as a shell completes), else the selected entry."""
+        if self.moved or len(found) == 1:
+            self.complete(self.highlighted_command(found))
+            return
+        typed = text[1:] if text.startswith("/") else cmds.mention_word(text) or ""
+        names = [c.name for c in found if c.name.lower().startswith(typed.lower())]
+        prefix = common_prefix(names)
+        if len(prefix) > len(typed):
+            self.input.load_text(text[: len(text) - len(typed)] + prefix)
+            self.input.move_cursor(self.input.document.end)
+            return
+        self.complete(self.highlighted_command(found))
+
     # -- the list -------------------------------------------------------------------
 
     def follow(self, text: str) -> None:
         """The input changed: show what ``text`` matches, or hide."""
+        self.moved = False
         found = self.matches(text)
         if found:
             self.show(found)
@@ -85,14 +106,34 @@ class Completer(OptionList):
             return
         self.shown = found
         self.clear_options()
-        for c in found:
-            label = Text(f"{'@' if c.source == 'mention' else '/'}{c.name}", style="bold")
-            if c.argument_hint:
-                label.append(f" {c.argument_hint}", style="dim")
-            label.append(f"  {c.description}", style="dim")
-            self.add_option(Option(label, id=c.name))
+        self.add_options([Option(self._label(c, i == 0), id=c.name) for i, c in enumerate(found)])
+        self._marked = 0
         self.highlighted = 0
         self.add_class("shown")
+
+    @staticmethod
+    def _label(command: cmds.Command, selected: bool) -> Text:
+        # A marker as well as the highlight's colour: the selection shows on any
+        # terminal, NO_COLOR included, although the input keeps the focus.
+        label = Text("▸ " if selected else "  ", style="bold")
+        sigil = "@" if command.source == "mention" else "/"
+        label.append(f"{sigil}{command.name}", style="bold")
+        if command.argument_hint:
+            label.append(f" {command.argument_hint}", style="dim")
+        label.append(f"  {command.description}", style="dim")
+        return label
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        index = event.option_index
+        if index == self._marked or not 0 <= index < len(self.shown):
+            return
+        if self._marked is not None and self._marked < len(self.shown):
+            self.replace_option_prompt_at_index(
+                self._marked, self._label(self.shown[self._marked], False)
+            )
+        self.replace_option_prompt_at_index(index, self._label(self.shown[index], True))
+        self._marked = index
 
     def hide(self) -> None:
         self.shown = []
@@ -124,4 +165,15 @@ class Completer(OptionList):
             self.input.focus()
 
 
-__all__ = ["Completer"]
+def common_prefix(names: list[str]) -> str:
+    """The longest text every name starts with (empty for none)."""
+    if not names:
+        return ""
+    first, last = min(names), max(names)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[:n]
+
+
+__all__ = ["Completer", "common_prefix"]

@@ -18,6 +18,7 @@ from .capabilities import Capabilities
 from .commands import Command
 from .link import Link
 from .model import SessionModel
+from .request_panel import Request
 
 #: What a screen's result is handed to: runs as a queued user action.
 Then = Callable[[Any], Awaitable[None]]
@@ -45,8 +46,17 @@ class ChatHost(Protocol):
     ) -> None:
         """A toast."""
 
+    def say(self, text: str, *, error: bool = False) -> None:
+        """Write ``text`` into the transcript (an error is also a toast)."""
+
     def open_screen(self, screen: Screen[Any], then: Then | None = None) -> None:
         """Push ``screen``; ``then(result)`` runs after the actions queued before it."""
+
+    def ask(self, request: Request) -> None:
+        """Show ``request`` in the panel above the input."""
+
+    async def close_request(self) -> None:
+        """Hide the request panel (the input takes the focus again)."""
 
     def later(self, callback: Callable[..., object], *args: Any) -> None:
         """Run ``callback(*args)`` on the screen's message loop, soon."""
@@ -59,6 +69,12 @@ class ChatHost(Protocol):
 
     def render_status(self) -> None:
         """Re-render the status line from what is known now."""
+
+    async def send(self, text: str) -> None:
+        """Send ``text`` as a message (as if typed)."""
+
+    def edit_text(self, text: str) -> None:
+        """Put ``text`` in the input, to edit and send."""
 
     async def switch(self, session: dict[str, Any]) -> None:
         """Show ``session`` (after a fork, a pick, /new)."""

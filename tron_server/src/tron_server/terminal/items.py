@@ -6,16 +6,26 @@ and a ``signature`` that changes when what it shows changes. The screen keeps
 one widget per key and only touches widgets whose signature changed, so a
 stream of deltas updates one widget and a rewind rebuilds from where the path
 changed.
+
+Notes are the client's own lines in the transcript (what a command printed, "Rewound",
+"Aborted", an error): not stored in the session, shown where they were written. A
+note floats at the end until the next message is sent, then stays after the event
+that was the head then (and is hidden when a rewind or a fork leaves that event
+off the path).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .model import SessionModel, ToolState, content_text
+from .model import SessionModel, ToolState, content_text, user_text
 
-Kind = Literal["user", "text", "thinking", "tool", "notice", "error"]
+#: What a failed turn offers (after its error), as the web chat's Retry and Edit buttons.
+FAILED_HINT = "The turn failed: /retry sends your message again · /edit puts it back in the input"
+
+Kind = Literal["user", "text", "thinking", "tool", "notice", "error", "pending"]
 
 
 @dataclass(frozen=True)
@@ -28,21 +38,18 @@ class Item:
     signature: Any = None
 
 
-def _user_text(content: Any) -> str | None:
-    """A user message's text; None for a message of tool results only."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return None
-    parts: list[str] = []
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        if block.get("type") == "text":
-            parts.append(str(block.get("text") or ""))
-        elif block.get("type") == "image":
-            parts.append("[image]")
-    return "\n".join(parts) if parts else None
+@dataclass
+class Note:
+    """A line the client writes into the transcript (see the module docstring)."""
+
+    key: str
+    text: str
+    kind: Literal["notice", "error"] = "notice"
+    anchor: str | None = None
+    """The event it follows (None: it floats at the end)."""
+
+    def item(self) -> Item:
+        return Item(f"note:{self.key}", self.kind, self.text, signature=self.text)
 
 
 def _event_items(model: SessionModel, ev: dict[str, Any]) -> list[Item]:
@@ -50,7 +57,7 @@ def _event_items(model: SessionModel, ev: dict[str, Any]) -> list[Item]:
     p = ev.get("payload") or {}
     eid = str(ev.get("id"))
     if kind == "message.user":
-        text = _user_text(p.get("content"))
+        text = user_text(p.get("content"))
         return [] if text is None else [Item(eid, "user", text, event_id=eid, signature=text)]
     if kind == "message.assistant":
         out: list[Item] = []
@@ -89,10 +96,22 @@ def _tool_item(tool: ToolState, event_id: str | None = None) -> Item:
     return Item(f"tool:{tool.id}", "tool", tool=tool, event_id=event_id, signature=(tool.version,))
 
 
-def transcript_items(model: SessionModel) -> list[Item]:
-    """The items of the path root → head, then the live part of a running turn."""
+def transcript_items(
+    model: SessionModel | None, notes: Sequence[Note] = (), pending: Sequence[str] = ()
+) -> list[Item]:
+    """The items of the path root → head, then the live part of a running turn, with
+    the client's ``notes`` where they belong, then the messages ``pending`` (queued,
+    not sent yet)."""
     items: list[Item] = []
     errors: set[str] = set()
+    pinned: dict[str, list[Note]] = {}
+    for note in notes:
+        if note.anchor is not None:
+            pinned.setdefault(note.anchor, []).append(note)
+    if model is None:
+        items.extend(n.item() for n in notes if n.anchor is None)
+        items.extend(_pending_items(pending))
+        return items
     for ev in model.path():
         for item in _event_items(model, ev):
             # A failed turn is recorded twice (error.provider, then turn.failed): once is enough.
@@ -102,6 +121,9 @@ def transcript_items(model: SessionModel) -> list[Item]:
                     continue
                 errors.add(item.text)
             items.append(item)
+        items.extend(n.item() for n in pinned.get(str(ev.get("id")), ()))
+    if not model.busy and model.failed_prompt() is not None:
+        items.append(Item("hint:failed", "notice", FAILED_HINT, signature=FAILED_HINT))
     live = model.live
     if live.thinking.strip():
         items.append(Item("live:thinking", "thinking", live.thinking, signature=live.thinking))
@@ -111,7 +133,16 @@ def transcript_items(model: SessionModel) -> list[Item]:
         items.append(_tool_item(model.tools[tool_id]))
     if live.error and live.error not in errors:
         items.append(Item("live:error", "error", live.error, signature=live.error))
+    items.extend(n.item() for n in notes if n.anchor is None)
+    items.extend(_pending_items(pending))
     return items
 
 
-__all__ = ["Item", "Kind", "transcript_items"]
+def _pending_items(pending: Sequence[str]) -> list[Item]:
+    return [
+        Item(f"pending:{i}:{text}", "pending", text, signature=text)
+        for i, text in enumerate(pending)
+    ]
+
+
+__all__ = ["Item", "Kind", "Note", "transcript_items"]

@@ -22,6 +22,8 @@ SessionMode = Literal["meta", "snapshot", "rewind"]
 
 #: Event types that are nodes of the tree view (besides the session's start/fork).
 MESSAGE_TYPES = frozenset({"message.user", "message.assistant"})
+#: Event types that record a failed turn.
+FAILURE_TYPES = frozenset({"error.agent", "error.provider", "turn.failed"})
 
 
 @dataclass
@@ -101,6 +103,23 @@ def content_text(content: Any) -> str:
             elif block.get("type") == "tool_result":
                 parts.append(content_text(block.get("content")))
     return "\n".join(p for p in parts if p)
+
+
+def user_text(content: Any) -> str | None:
+    """A user message's text; None for a message of tool results only."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            parts.append(str(block.get("text") or ""))
+        elif block.get("type") == "image":
+            parts.append("[image]")
+    return "\n".join(parts) if parts else None
 
 
 @dataclass
@@ -248,6 +267,26 @@ class SessionModel:
             current = ev.get("parentId")
         out.reverse()
         return out
+
+    def failed_prompt(self, *, unanswered: bool = False) -> dict[str, Any] | None:
+        """The prompt (``message.user`` with text) of the path's last turn when that
+        turn failed (a failure recorded after it); with ``unanswered``, only when the
+        model did not answer it at all (nothing of a reply is on the path)."""
+        failed = False
+        for ev in reversed(self.path()):
+            kind = ev.get("type")
+            if kind in FAILURE_TYPES:
+                failed = True
+            elif kind == "message.assistant":
+                if unanswered:
+                    return None
+            elif kind == "message.user":
+                if user_text((ev.get("payload") or {}).get("content")) is None:
+                    if unanswered:
+                        return None  # tool results: the model had answered
+                    continue
+                return ev if failed else None
+        return None
 
     # -- live notifications ---------------------------------------------------------
 
@@ -412,6 +451,7 @@ class SessionModel:
 
 
 __all__ = [
+    "FAILURE_TYPES",
     "MESSAGE_TYPES",
     "LiveTurn",
     "SessionModel",
@@ -419,4 +459,5 @@ __all__ = [
     "Usage",
     "content_text",
     "normalize_usage",
+    "user_text",
 ]

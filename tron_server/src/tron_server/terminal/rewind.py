@@ -1,5 +1,11 @@
 """Moving in the session's tree: rewind (conversation only, or with the files the
-agent changed) and fork, chosen in the tree view (Ctrl+T) or with ``/fork``."""
+agent changed) and fork, chosen in the tree view (Ctrl+T) or with ``/fork``; and
+after a failed turn, ``/retry`` and ``/edit`` (as the web chat's Retry and Edit and
+resend): both go back to before the prompt that failed, which stays in the tree.
+
+Rewinding to a message of yours goes to just before it and puts its text in the
+input (Claude Code's behaviour): a rewind *to* it would keep it on the path, and
+the next prompt would reach the model merged with it."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from ..client import ConnectionLost, RpcCallError
 from .capabilities import accepts_param
 from .diffview import DiffScreen, file_lines, render_files
 from .host import ChatHost
+from .model import user_text
 from .screens import PickScreen, TreeChoice, TreeScreen
 
 
@@ -39,22 +46,43 @@ class Rewinder:
                 await self.fork(choice.event_id)
                 return
             if await self.server_restores_files():
-                await self.offer(choice.event_id)
+                await self.offer(choice.event_id, edit=choice.edit)
                 return
-            await self.rewind(choice.event_id)
+            await self.rewind(choice.event_id, edit=choice.edit)
         except ConnectionLost:
-            host.notify("The connection is down: try again once it is back.", severity="error")
+            host.say("The connection is down: try again once it is back.", error=True)
         except RpcCallError as exc:
-            host.notify(f"Could not {choice.action}: {exc.message}", severity="error", timeout=8)
+            host.say(f"Could not {choice.action}: {exc.message}", error=True)
 
     async def fork(self, event_id: str) -> None:
         host = self.host
         result = await host.link.call("session.fork", {"eventId": event_id})
         session = result["session"]
         await host.switch(session)
-        host.notify(f"Forked: now in {session['id']}.")
+        host.say(f"Forked: now in {session['id']}.")
 
-    async def offer(self, event_id: str) -> None:
+    async def retry(self, *, edit: bool) -> None:
+        """``/retry`` (the failed prompt sent again) or ``/edit`` (put back in the input)."""
+        host = self.host
+        m = host.model
+        prompt = m.failed_prompt() if m is not None else None
+        if m is None or prompt is None or not prompt.get("parentId"):
+            host.say("No failed turn to " + ("edit" if edit else "retry") + " here.")
+            return
+        if m.busy:
+            host.say("A turn is running: Esc aborts it first.")
+            return
+        text = user_text((prompt.get("payload") or {}).get("content")) or ""
+        if not await self.rewind(str(prompt["parentId"]), quiet=True):
+            return
+        if edit:
+            host.edit_text(text)
+            host.say("Back to before the message that failed: it is in the input to edit.")
+        else:
+            host.say("Sent again (the failed attempt stays in the tree: Ctrl+T).")
+            await host.send(text)
+
+    async def offer(self, event_id: str, *, edit: str | None = None) -> None:
         """Conversation only, or with the files: the files that would go back listed
         first (``session.previewRewind``), their diffs one choice away."""
         host = self.host
@@ -85,11 +113,11 @@ class Rewinder:
                 body = render_files(files, m.session.get("workingDirectory"))
 
                 async def again(_: Any) -> None:
-                    await self.offer(event_id)
+                    await self.offer(event_id, edit=edit)
 
                 host.open_screen(DiffScreen("What a rewind with files writes", body), again)
             elif how is not None:
-                await self.rewind(event_id, restore_files=how == "files")
+                await self.rewind(event_id, restore_files=how == "files", edit=edit)
 
         host.open_screen(PickScreen(title, options), picked)
 
@@ -102,12 +130,20 @@ class Rewinder:
         return self._restore_files
 
     async def rewind(
-        self, event_id: str, *, restore_files: bool = False, force: bool = False
-    ) -> None:
+        self,
+        event_id: str,
+        *,
+        restore_files: bool = False,
+        force: bool = False,
+        edit: str | None = None,
+        quiet: bool = False,
+    ) -> bool:
+        """Move the head to ``event_id``; ``edit``: the text of the message rewound
+        past, put back in the input. Whether the rewind was done."""
         host = self.host
         m = host.model
         if m is None:
-            return
+            return False
         params: dict[str, Any] = {"sessionId": m.id, "eventId": event_id}
         if restore_files:
             params["restoreFiles"] = True
@@ -125,22 +161,29 @@ class Rewinder:
 
                 async def decided(what: str | None) -> None:
                     if what == "force":
-                        await self.rewind(event_id, restore_files=True, force=True)
+                        await self.rewind(event_id, restore_files=True, force=True, edit=edit)
 
                 host.open_screen(
                     PickScreen(f"Changed outside the agent since:\n{listed}\n", options), decided
                 )
-                return
-            host.notify(f"Could not rewind: {exc.message}", severity="error", timeout=8)
-            return
+                return False
+            host.say(f"Could not rewind: {exc.message}", error=True)
+            return False
         except ConnectionLost:
-            host.notify("The connection is down: try again once it is back.", severity="error")
-            return
+            host.say("The connection is down: try again once it is back.", error=True)
+            return False
         m.set_session(session, "rewind")
         host.dirty()
-        what = "Rewound conversation and files" if restore_files else "Rewound"
-        host.notify(f"{what}: later messages stay in the tree (fork from them).")
         host.status_soon()
+        if quiet:
+            return True
+        what = "Rewound conversation and files" if restore_files else "Rewound"
+        if edit is not None:
+            host.edit_text(edit)
+            host.say(f"{what} to before your message: it is in the input to edit and send.")
+        else:
+            host.say(f"{what}: later messages stay in the tree (Ctrl+T; fork from them).")
+        return True
 
 
 __all__ = ["Rewinder"]

@@ -11,11 +11,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, OptionList, Static, Tree
+from textual.widgets import OptionList, Static, Tree
 from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
 
-from .model import MESSAGE_TYPES, SessionModel, content_text
+from .model import MESSAGE_TYPES, SessionModel, content_text, user_text
 
 _NODE_TYPES = MESSAGE_TYPES | {"session.start", "session.fork"}
 
@@ -24,6 +24,8 @@ _NODE_TYPES = MESSAGE_TYPES | {"session.start", "session.fork"}
 class TreeChoice:
     action: str  # "fork" | "rewind"
     event_id: str
+    edit: str | None = None
+    """A rewind to before a message: its text, to put back in the input."""
 
 
 def _label(ev: dict[str, Any], on_path: bool, is_head: bool, width: int = 60) -> Text:
@@ -57,7 +59,8 @@ def _label(ev: dict[str, Any], on_path: bool, is_head: bool, width: int = 60) ->
 
 class TreeScreen(ModalScreen[TreeChoice | None]):
     """The session's tree of messages. ``f`` forks at the selected message, ``r``
-    rewinds to it (on the current path only), Esc closes."""
+    rewinds to it (on the current path only; to just before it for a message of
+    yours, whose text goes back into the input), Esc closes."""
 
     DEFAULT_CSS = """
     TreeScreen { align: center middle; }
@@ -78,7 +81,9 @@ class TreeScreen(ModalScreen[TreeChoice | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(
-                "Session tree · ↑↓ move · f fork here · r rewind here · Esc close", classes="hint"
+                "Session tree · ↑↓ move · f fork here · r rewind here (your message: to "
+                "before it) · Esc close",
+                classes="hint",
             )
             yield Tree[str]("session", id="tree")
             yield Static("", id="tree-info", classes="hint")
@@ -171,6 +176,13 @@ class TreeScreen(ModalScreen[TreeChoice | None]):
         if event_id not in {e["id"] for e in self.model.path()}:
             self._say("That message is on another branch: fork from it instead (f).")
             return
+        ev = self.model.events[event_id]
+        text = user_text((ev.get("payload") or {}).get("content"))
+        if ev.get("type") == "message.user" and text is not None and ev.get("parentId"):
+            # Back to before the message, which goes into the input to edit (Claude
+            # Code's rewind): rewinding *to* it would send the next prompt with it.
+            self.dismiss(TreeChoice("rewind", str(ev["parentId"]), edit=text))
+            return
         if event_id == self.model.head_id:
             self._say("That is already the head.")
             return
@@ -239,132 +251,9 @@ class PickScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-@dataclass(frozen=True)
-class Request:
-    """A question or an approval the server waits on (``agent.respond`` answers it)."""
-
-    request_id: str
-    kind: str  # "question" | "approval"
-    text: str
-    options: tuple[str, ...] = ()
-    multi_select: bool = False
-    tool_name: str = ""
-    tool_input: Any = None
-    reason: str = ""
-    """Why the approval is asked (the rule or mode)."""
-    suggestion: str = ""
-    """The rule "allow always" adds (``Bash(git push:*)``)."""
-
-
-APPROVAL_CHOICES = (
-    ("allow", "Allow once"),
-    ("allow_always", "Allow always (this session)"),
-    ("deny", "Deny"),
-)
-
-
-class RequestScreen(ModalScreen[Any]):
-    """Answer a question (a choice, several, or free text) or an approval
-    (allow once, allow always, deny with an optional reason). Esc dismisses
-    without answering (the request stays pending on the server)."""
-
-    DEFAULT_CSS = """
-    RequestScreen { align: center bottom; }
-    RequestScreen > Vertical { width: 100%; height: auto; max-height: 80%; border: round $warning;
-                               background: $surface; padding: 0 1; }
-    RequestScreen OptionList { height: auto; max-height: 12; }
-    RequestScreen .hint { color: $text-muted; }
-    """
-    BINDINGS = [Binding("escape", "later", "Answer later")]
-
-    def __init__(self, request: Request) -> None:
-        super().__init__()
-        self.request = request
-        self.selected: set[str] = set()
-        self._deny = False
-
-    def compose(self) -> ComposeResult:
-        r = self.request
-        with Vertical():
-            if r.kind == "approval":
-                yield Static(Text(f"Allow {r.tool_name}?", style="bold"))
-                yield Static(Text(_compact(r.tool_input), style="cyan"))
-                if r.reason:
-                    yield Static(Text(r.reason, style="dim"))
-                labels = dict(APPROVAL_CHOICES)
-                if r.suggestion:
-                    labels["allow_always"] = f"Allow always (this session): {r.suggestion}"
-                yield OptionList(*(Option(label, id=v) for v, label in labels.items()))
-                yield Input(placeholder="reason for denying (optional), Enter", id="reason")
-            else:
-                yield Static(Text(r.text, style="bold"))
-                if r.options:
-                    yield OptionList(*(Option(o, id=str(i)) for i, o in enumerate(r.options)))
-                    if r.multi_select:
-                        yield Static("Enter toggles · Ctrl+S sends", classes="hint")
-                else:
-                    yield Input(placeholder="your answer, Enter sends", id="answer")
-            yield Static("Esc: answer later", classes="hint")
-
-    def on_mount(self) -> None:
-        if self.request.kind == "approval":
-            self.query_one("#reason", Input).display = False
-        self.query_one(OptionList if self.query(OptionList) else Input).focus()
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        r = self.request
-        value = event.option.id or ""
-        if r.kind == "approval":
-            if value == "deny":
-                reason = self.query_one("#reason", Input)
-                reason.display = True
-                reason.focus()
-                self._deny = True
-                return
-            self.dismiss({"decision": value})
-            return
-        if r.multi_select:
-            label = r.options[int(value)]
-            if label in self.selected:
-                self.selected.discard(label)
-            else:
-                self.selected.add(label)
-            event.option_list.replace_option_prompt(
-                value, ("☑ " if label in self.selected else "") + label
-            )
-            return
-        self.dismiss(r.options[int(value)])
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if self.request.kind == "approval":
-            self.dismiss({"decision": "deny", "reason": event.value or None})
-        else:
-            self.dismiss(event.value)
-
-    def key_ctrl_s(self) -> None:
-        if self.request.multi_select:
-            self.dismiss([o for o in self.request.options if o in self.selected])
-
-    def action_later(self) -> None:
-        self.dismiss(None)
-
-
-def _compact(value: Any, width: int = 400) -> str:
-    import json
-
-    if isinstance(value, dict) and isinstance(value.get("command"), str):
-        text = str(value["command"])
-    else:
-        text = json.dumps(value, ensure_ascii=False) if value is not None else ""
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 __all__ = [
-    "APPROVAL_CHOICES",
     "InfoScreen",
     "PickScreen",
-    "Request",
-    "RequestScreen",
     "TreeChoice",
     "TreeScreen",
 ]

@@ -51,25 +51,43 @@ async def latest_session(client: TronClient, folder: Path) -> dict[str, Any]:
     )
 
 
+async def all_sessions(client: TronClient) -> list[dict[str, Any]]:
+    """Every folder's sessions (not sub-agents'), the most recently active first (at
+    most :data:`LIST_LIMIT`)."""
+    result = await client.call("session.list", {"limit": LIST_LIMIT})
+    return [s for s in result["sessions"] if not is_subagent(s)]
+
+
 async def get_session(client: TronClient, session_id: str, folder: Path) -> dict[str, Any]:
-    """A session by id, or by a unique prefix of one of this folder's sessions."""
+    """A session by id, or by a unique prefix of one (``sess_`` may be left out, as
+    ``tron-db show`` takes it): this folder's sessions first, then any folder's."""
     try:
         session: dict[str, Any] = await client.call("session.get", {"sessionId": session_id})
         return session
     except RpcCallError as exc:
         if exc.code != -32000:
             raise
-    matches = [s for s in await folder_sessions(client, folder) if s["id"].startswith(session_id)]
-    if len(matches) == 1:
-        return matches[0]
-    if len(matches) > 1:
-        raise TerminalError(
-            f"{session_id!r} matches {len(matches)} sessions of {folder}: give more of the id "
-            "(`tron -r` lists them).",
-            EXIT_USAGE,
-        )
+    prefix = session_id if session_id.startswith("sess_") else "sess_" + session_id
+    for where, found in (
+        (f"of {folder}", await folder_sessions(client, folder)),
+        ("(of several folders)", await all_sessions(client)),
+    ):
+        matches = [s for s in found if s["id"].startswith(prefix)]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            shown = "\n".join(
+                f"  {describe(s)}  ({s.get('workingDirectory')})" for s in matches[:5]
+            )
+            raise TerminalError(
+                f"{session_id!r} is the start of {len(matches)} sessions {where}: give more of "
+                f"the id.\n{shown}" + ("\n  …" if len(matches) > 5 else ""),
+                EXIT_USAGE,
+            )
     raise TerminalError(
-        f"Unknown session {session_id!r}: `tron -r` lists this folder's sessions.",
+        f"Unknown session {session_id!r}: no session's id starts with it (among the "
+        f"{LIST_LIMIT} most recent). `tron -r` lists this folder's sessions, "
+        "`tron-db sessions` every folder's.",
         EXIT_NOT_FOUND,
     )
 
@@ -98,6 +116,14 @@ def usable(session: dict[str, Any]) -> None:
             f"`tron --fork {session.get('headEventId')}`.",
             EXIT_USAGE,
         )
+
+
+def elsewhere(session: dict[str, Any], folder: Path) -> str | None:
+    """A word when ``session`` works in another folder than ``folder``."""
+    where = session.get("workingDirectory")
+    if not where or where == str(folder):
+        return None
+    return f"Session {session['id']} works in {where} (not in this folder): its tools act there."
 
 
 def title_of(prompt: str | None) -> str | None:
@@ -146,7 +172,9 @@ def describe(session: dict[str, Any], now: datetime | None = None) -> str:
 __all__ = [
     "LIST_LIMIT",
     "age",
+    "all_sessions",
     "describe",
+    "elsewhere",
     "folder_sessions",
     "fork_session",
     "get_session",

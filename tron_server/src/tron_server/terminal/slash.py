@@ -44,10 +44,9 @@ class ClientCommands:
         try:
             await self._run(name, args)
         except ConnectionLost:
-            self.host.notify("The connection is down: try again once it is back.",
-                             severity="error")  # fmt: skip
+            self.host.say("The connection is down: try again once it is back.", error=True)
         except RpcCallError as exc:
-            self.host.notify(f"/{name}: {exc.message}", severity="error", timeout=8)
+            self.host.say(f"/{name}: {exc.message}", error=True)
 
     async def _run(self, name: str, args: str) -> None:
         host = self.host
@@ -60,17 +59,23 @@ class ClientCommands:
             self.rewinder.open_tree()
         elif name == "answer":
             self.questions.show_again()
+        elif name == "web":
+            result = await host.link.call("system.loginUrl")
+            host.say(
+                f"Web chat: {result.get('url')}\n(this link logs one browser in, once: "
+                "/web makes a new one)"
+            )
         elif name == "new":
             await host.start_new()
-            host.notify("New session: it starts with your next message.")
+            host.say("New session: it starts with your next message.")
         elif name == "sessions":
             found = await sessions.folder_sessions(host.link.client, host.cwd)
             if not found:
-                host.notify("No sessions in this folder yet.")
+                host.say("No sessions in this folder yet.")
                 return
             host.pick_session(found)
         elif m is None:
-            host.notify(f"/{name} needs a session: send a message first.", severity="warning")
+            host.say(f"/{name} needs a session: send a message first.")
         elif name == "model":
             if args:
                 await self.switch_model(args)
@@ -82,31 +87,33 @@ class ClientCommands:
                 ]
                 host.open_screen(PickScreen("Models", choices), self.picked_model)
         elif name == "compact":
-            host.notify("Compacting…")
+            host.say("Compacting…")
             result = await host.link.call("context.compact", {"sessionId": m.id}, timeout=600)
-            host.notify(
+            host.say(
                 f"Compacted: {result.get('tokensBefore')} → {result.get('tokensAfter')} tokens."
             )
             host.status_soon()
         elif name == "context":
             ctx = await host.link.call("context.get", {"sessionId": m.id})
             host.context = ctx
-            host.open_screen(InfoScreen(
-                f"Model {ctx.get('model')}\nContext window {ctx.get('contextWindow')} tokens\n"
-                f"In use {ctx.get('usedTokens')} tokens ({ctx.get('percent', 0):.1f}%)"
-            ))  # fmt: skip
+            host.say(
+                f"Model {ctx.get('model')} · context window {ctx.get('contextWindow')} tokens · "
+                f"in use {ctx.get('usedTokens')} tokens ({ctx.get('percent', 0):.1f}%)"
+            )
             host.render_status()
         elif name == "cost":
             session = await host.link.call("session.get", {"sessionId": m.id})
             m.set_session(session, "meta")
             usage = m.usage_totals()
-            host.open_screen(InfoScreen(
-                f"Session {m.id}\nCost {sessions.money(session.get('cost'))}\n"
+            host.say(
+                f"Cost {sessions.money(session.get('cost'))} · session {m.id}\n"
                 f"Input {session.get('inputTokens')} · output {session.get('outputTokens')} · "
                 f"cache read {session.get('cacheReadTokens')} · "
                 f"cache write {session.get('cacheCreationTokens')} tokens\n"
                 f"{usage.turns} model calls, {session.get('messageCount')} messages"
-            ))  # fmt: skip
+            )
+        elif name in ("retry", "edit"):
+            await self.rewinder.retry(edit=name == "edit")
         elif name == "fork":
             await self.rewinder.fork(m.head_id or m.session.get("headEventId") or "")
         elif name == "diff":
@@ -121,7 +128,8 @@ class ClientCommands:
             "  Enter send · Ctrl+J, or \\ then Enter: new line · ↑/↓ history\n"
             "  Esc abort the running turn · Ctrl+C twice quit · Ctrl+T session tree\n"
             "  Shift+Tab next permission mode (default → acceptEdits → plan)\n"
-            "  Tab completes a /command · click or Enter on a tool card: all its output\n\n"
+            "  Tab completes a /command (the common part first) · ↑/↓ choose in the list\n"
+            "  Click or Enter on a tool card: all its output\n\n"
         )
         text.append("Commands\n", style="bold")
         for c in self.host.commands:
@@ -138,7 +146,7 @@ class ClientCommands:
         host = self.host
         assert host.model is not None
         result = await host.link.call("model.switch", {"sessionId": host.model.id, "model": model})
-        host.notify(f"Model: {result.get('previousModel')} → {result.get('newModel')}")
+        host.say(f"Model: {result.get('previousModel')} → {result.get('newModel')}")
         host.status_soon()
 
 

@@ -34,21 +34,22 @@ def status_text(
         parts.append((str(context.get("model") or model.session.get("model") or ""), 5))
         mode = model.session.get("permissionMode") or model.session.get("mode")
         if mode:
-            parts.append((f"mode {mode}", 2))
+            # The mode decides what runs without asking: it is kept the longest.
+            parts.append((f"mode {mode}", 4))
         percent = context.get("percent")
         if isinstance(percent, int | float):
             used = context.get("usedTokens")
             window = context.get("contextWindow")
             detail = f" ({_k(used)}/{_k(window)})" if used and window else ""
-            parts.append((f"ctx {percent:.0f}%{detail}", 3))
+            parts.append((f"ctx {percent:.0f}%{detail}", 2))
         # With sub-agents, the session's cost includes its children's.
         total = model.session.get("totalWithChildren")
         cost = total.get("cost") if isinstance(total, dict) else model.session.get("cost")
-        parts.append((sessions.money(cost if isinstance(cost, int | float) else None), 4))
+        parts.append((sessions.money(cost if isinstance(cost, int | float) else None), 3))
     else:
         parts.append(("new session: type a message", 5))
         if permission_mode:
-            parts.append((f"mode {permission_mode}", 2))
+            parts.append((f"mode {permission_mode}", 4))
     if not online:
         state = "⚠ offline"
     elif model is not None and model.busy:

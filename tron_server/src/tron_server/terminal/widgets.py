@@ -162,9 +162,30 @@ class NoticeItem(Static, ItemWidget):
         self.update(Text(("✗ " if item.kind == "error" else "") + item.text))
 
 
+class PendingItem(Static, ItemWidget):
+    """A message queued while a turn runs: sent when it ends (Esc puts it back)."""
+
+    DEFAULT_CSS = """
+    PendingItem { color: $text-muted; padding: 0 1; margin: 1 0 0 0; }
+    """
+
+    def __init__(self, item: Item) -> None:
+        super().__init__(classes="item pending")
+        self.item_key = item.key
+
+    async def show(self, item: Item) -> None:
+        self.signature = item.signature
+        text = Text("› ", style="bold dim")
+        text.append(item.text, style="dim")
+        text.append("  (queued: sent when this turn ends · Esc puts it back)", style="dim italic")
+        self.update(text)
+
+
 def widget_for(item: Item) -> Widget:
     if item.kind == "user":
         return UserItem(item)
+    if item.kind == "pending":
+        return PendingItem(item)
     if item.kind == "text":
         return TextItem(item)
     if item.kind == "thinking":
@@ -350,6 +371,7 @@ __all__ = [
     "InputOwner",
     "ItemWidget",
     "NoticeItem",
+    "PendingItem",
     "PromptInput",
     "StatusLine",
     "TextItem",

@@ -23,6 +23,7 @@ from tron_llm import ToolSpec
 
 from ..browser.urls import UrlCheck
 from ..paths import PathPolicy
+from ..workspace.editor import EditorFiles
 from ._schema import params_schema
 
 __all__ = [
@@ -66,6 +67,9 @@ class ToolContext:
     check_url: UrlCheck | None = None
     """The session's permission verdict for a URL (WebFetch's redirects, the Browser's
     navigations), never asking; None: no permission layer (only public addresses)."""
+    editor: EditorFiles | None = None
+    """The session's file provider (an editor serving its buffers): Read, Write and Edit
+    go through it; None: the disk."""
 
     @property
     def path_policy(self) -> PathPolicy:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..paths import PathError, PathPolicy
 from ..workspace.disk import OnDisk, state_of_bytes
+from ..workspace.editor import EditorFiles, EditorRefused
 from ..workspace.recorder import Content, FileRecorder
 from ._text import number_line, sha256_hex
 from .base import Tool, ToolContext, ToolResult
@@ -177,8 +178,18 @@ class Edit(Tool[EditParams]):
 
     async def run(self, params: EditParams, ctx: ToolContext) -> ToolResult:
         policy = ctx.path_policy
+        source: str | None = None
         try:
-            path, outcome, executable = await anyio.to_thread.run_sync(self._apply, policy, params)
+            served = None
+            editor = ctx.editor
+            if editor is not None and editor.reads and editor.writes:
+                served = await self._through_editor(editor, policy, params)
+            if served is not None:
+                (path, outcome, executable), source = served, "editor"
+            else:
+                path, outcome, executable = await anyio.to_thread.run_sync(
+                    self._apply, policy, params
+                )
         except EditRefused as exc:
             return ToolResult(str(exc), is_error=True)
         payload: dict[str, Any] = {
@@ -196,6 +207,8 @@ class Edit(Tool[EditParams]):
             payload.update(
                 await self.files.record_change(before, Content(outcome.after, executable))
             )
+        if source is not None:
+            payload["source"] = source
         await ctx.record("file.edit", payload)
         plural = "s" if outcome.replacements != 1 else ""
         shown = policy.display(path)
@@ -203,6 +216,40 @@ class Edit(Tool[EditParams]):
             f"Edited {shown}: {outcome.replacements} replacement{plural}.\n{_snippet(outcome)}",
             details={"path": str(path), "replacements": outcome.replacements},
         )
+
+    @staticmethod
+    def _target(policy: PathPolicy, raw: str) -> tuple[Path, str, bool]:
+        """The checked path of an edit, how to show it and whether it is executable."""
+        try:
+            with policy.resolve(raw) as target:
+                shown = policy.display(target.path)
+                policy.check_write(target)
+                if target.exists and not target.is_file:
+                    raise EditRefused(f"{shown} is a directory.")
+                executable = target.stat is not None and bool(target.stat.st_mode & 0o100)
+                return target.path, shown, executable
+        except PathError as exc:
+            raise EditRefused(str(exc)) from None
+
+    async def _through_editor(
+        self, editor: EditorFiles, policy: PathPolicy, params: EditParams
+    ) -> tuple[Path, EditOutcome, bool] | None:
+        """Edit the editor's buffer (its unsaved text is what is replaced in); None when
+        the editor cannot say (edit the disk)."""
+        path, shown, executable = await anyio.to_thread.run_sync(
+            self._target, policy, params.file_path
+        )
+        text = await editor.read_text(path)
+        if text is None:
+            return None
+        before = text.encode("utf-8", errors="surrogatepass")
+        outcome = plan_edit(before, params.old_string, params.new_string, params.replace_all,
+                            shown)  # fmt: skip
+        try:
+            written = await editor.write_text(path, outcome.after.decode("utf-8"))
+        except EditorRefused as exc:
+            raise EditRefused(f"The editor refused to write {shown}: {exc}") from None
+        return (path, outcome, executable) if written else None
 
     @staticmethod
     def _apply(policy: PathPolicy, params: EditParams) -> tuple[Path, EditOutcome, bool]:

@@ -13,6 +13,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..paths import PathError, PathPolicy, ResolvedPath
+from ..workspace.editor import EditorFiles
 from ._text import number_line, sha256_hex
 from .base import Tool, ToolContext, ToolResult
 
@@ -150,6 +151,22 @@ def _read_window(f: BinaryIO, encoding: str, offset: int, limit: int) -> _Window
     return win
 
 
+def _text_target(policy: PathPolicy, raw: str) -> tuple[Path, str] | None:
+    """The resolved path and how to show it, when an editor may serve it: a text file,
+    or no file yet (an editor may hold a new, unsaved buffer); None for anything else."""
+    with policy.resolve(raw) as target:
+        shown = policy.display(target.path)
+        if not target.exists:
+            return target.path, shown
+        if not target.is_file:
+            return None
+        with target.open_read() as f:
+            head = f.read(SNIFF_BYTES)
+        if image_media_type(head) is not None or sniff_encoding(head) is None:
+            return None
+        return target.path, shown
+
+
 class Read(Tool[ReadParams]):
     """Read a text file (a window of numbered lines) or an image."""
 
@@ -164,11 +181,58 @@ class Read(Tool[ReadParams]):
 
     async def run(self, params: ReadParams, ctx: ToolContext) -> ToolResult:
         policy = ctx.path_policy
-        result, record = await anyio.to_thread.run_sync(self._run_sync, policy, params)
+        served = None
+        if ctx.editor is not None and ctx.editor.reads:
+            served = await self._from_editor(ctx.editor, policy, params)
+        if served is not None:
+            result, record = served
+        else:
+            result, record = await anyio.to_thread.run_sync(self._run_sync, policy, params)
         if record is not None:
             record["toolCallId"] = ctx.tool_call_id
             await ctx.record("file.read", record)
         return result
+
+    async def _from_editor(
+        self, editor: EditorFiles, policy: PathPolicy, params: ReadParams
+    ) -> _Outcome | None:
+        """The editor's text of the file (an unsaved buffer included), numbered as from
+        the disk; None to read the disk (an image or binary file, a folder, a bad path,
+        or an editor that cannot say)."""
+        try:
+            target = await anyio.to_thread.run_sync(_text_target, policy, params.file_path)
+        except (PathError, OSError):
+            return None
+        if target is None:
+            return None
+        path, shown = target
+        text = await editor.read_text(path)
+        if text is None:
+            return None
+        data = text.encode("utf-8", errors="surrogatepass")
+        offset = params.offset or 1
+        win = _read_window(io.BytesIO(data), "utf-8", offset, params.limit or DEFAULT_LIMIT)
+        record: dict[str, Any] = {
+            "path": str(path),
+            "contentHash": sha256_hex(data),
+            "lines": len(win.lines),
+            "offset": offset,
+            "bytes": len(data),
+            "source": "editor",
+        }
+        result = ToolResult(
+            self._format(win, shown, len(data), "utf-8", offset),
+            details={
+                "path": str(path),
+                "lines": len(win.lines),
+                "offset": offset,
+                "totalLines": win.total_lines,
+                "truncatedLines": win.cut_lines,
+                "more": win.more,
+                "source": "editor",
+            },
+        )
+        return result, record
 
     def _run_sync(self, policy: PathPolicy, params: ReadParams) -> _Outcome:
         try:

@@ -7,7 +7,7 @@
 // and the actions (send, abort, fork, rewind, …), which a feature may wrap.
 
 import { RpcClient, RpcError } from "./rpc.js";
-import { SessionData, contentText } from "./model.js";
+import { SessionData, contentText, isPrompt } from "./model.js";
 import { Transcript } from "./transcript.js";
 import { TreeView } from "./tree.js";
 import { Layout } from "./layout.js";
@@ -56,7 +56,7 @@ const actions = {
 
 const transcript = new Transcript($("transcript"), {
   onFork: (id) => actions.fork(id),
-  onRewind: (id) => actions.rewind(id),
+  onRewind: (id) => rewindFromMessage(id),
   onOpenSession: (id) => actions.open(id),
   onRetry: (id, opts) => actions.retry(id, opts),
   titleOf: (id) => (state.sessions.has(id) ? sessionTitle(state.sessions.get(id)) : null),
@@ -67,6 +67,7 @@ const interaction = new Interaction({
   toast: (message, kind) => toast(message, kind),
   sessionId: () => state.subscribedId,
   openSession: (id) => openSession(id),
+  cwd: () => current()?.session?.workingDirectory ?? null,
 });
 const tree = new TreeView($("tree"), {
   onSelect: (id) => {
@@ -79,7 +80,7 @@ const tree = new TreeView($("tree"), {
   },
   onRewind: (id) => {
     layout.picked("tree");
-    actions.rewind(id);
+    rewindFromMessage(id);
   },
 });
 const sessionList = new SessionList($("session-list"), state);
@@ -507,6 +508,7 @@ async function sendMessage(content = null) {
   }
   try {
     if (state.subscribedId !== sd.id) await attach(sd.id);
+    await leaveOutFailed(sd, text);
     const res = await rpc.call("agent.message", { sessionId: sd.id, content: text, queue: sd.busy });
     interaction.messageResult(res);
     if (res.builtin) {
@@ -527,6 +529,39 @@ async function sendMessage(content = null) {
     else toast(`Not sent: ${err.message}`, "error");
     return false;
   }
+}
+
+/**
+ * A prompt whose turn failed before any reply would reach the model merged with the
+ * next one: the next goes in its place (a rewind to before it; the failed attempt
+ * stays in the tree). Commands (a leading "/") leave the history as it is.
+ */
+async function leaveOutFailed(sd, text) {
+  if (sd.busy || (typeof text === "string" && text.trimStart().startsWith("/"))) return;
+  const failed = sd.unansweredFailedPrompt();
+  if (!failed || !failed.parentId) return;
+  if (await rewindTo(failed.parentId)) {
+    toast("The message before failed with no reply: it is left out, the model does not see it (it stays in the tree).");
+  }
+}
+
+/**
+ * Rewind from a message's (or the tree's) Rewind: to one of yours, it goes to just
+ * before it and puts its text in the composer to edit (rewinding *to* it would send
+ * the next prompt merged with it); to a reply, to the reply.
+ */
+async function rewindFromMessage(eventId) {
+  const sd = current();
+  const ev = sd && sd.events.get(eventId);
+  if (!ev || ev.type !== "message.user" || !ev.parentId || !isPrompt(ev)) return actions.rewind(eventId);
+  if (!(await actions.rewind(ev.parentId))) return false;
+  const input = $("composer-input");
+  input.value = contentText(ev.payload.content);
+  autosize();
+  input.focus();
+  input.setSelectionRange(input.value.length, input.value.length);
+  toast("Rewound to before your message: it is in the composer to edit and send.");
+  return true;
 }
 
 async function abortTurn() {

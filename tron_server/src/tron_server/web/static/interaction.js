@@ -12,6 +12,8 @@
 // ↑/↓ choose, Tab or Enter complete, Esc closes; Shift+Tab cycles the mode.
 
 import { h, setChildren } from "./dom.js";
+import { parseUnifiedDiff, renderDiff } from "./diff.js";
+import { renderArgs } from "./toolviews.js";
 
 const MODE_LABELS = {
   default: "Ask before changes",
@@ -27,6 +29,25 @@ function shortJson(value) {
   return text.length > 1200 ? `${text.slice(0, 1200)}…` : text;
 }
 
+/** What a bare rule covers, said on the "allow always" button. */
+const RULE_SCOPES = { Edit: "every file edit", Read: "every file read" };
+
+/**
+ * What an approved call would do: the diff an Edit or Write makes to the file on
+ * disk (the server's preview), else the tool's own view of its arguments (a Bash
+ * command as it is), never raw JSON where a view exists.
+ */
+function approvalBody(request, cwd) {
+  const preview = request.preview;
+  if (preview && preview.diff) {
+    return renderDiff(parseUnifiedDiff(preview.diff), { path: preview.path, note: preview.status === "added" ? "new file" : null });
+  }
+  const input = request.input;
+  if (input && typeof input === "object" && typeof input.command === "string") return h("pre", { class: "code" }, input.command);
+  if (input && typeof input === "object") return renderArgs(request.toolName, input, { cwd });
+  return h("pre", { class: "code" }, shortJson(input));
+}
+
 export class Interaction {
   /**
    * @param {object} o
@@ -34,9 +55,11 @@ export class Interaction {
    * @param {(message: string, kind?: string) => void} o.toast
    * @param {() => string | null} o.sessionId  the session the page follows
    * @param {(id: string) => void} o.openSession
+   * @param {() => string | null} [o.cwd]  the working directory paths are shown relative to
    */
-  constructor({ rpc, toast, sessionId, openSession }) {
+  constructor({ rpc, toast, sessionId, openSession, cwd = () => null }) {
     this.rpc = rpc;
+    this.cwd = cwd;
     this.toast = toast;
     this.sessionId = sessionId;
     this.openSession = openSession;
@@ -201,12 +224,13 @@ export class Interaction {
         this.answer(request, { decision: "deny", reason: reason.value || undefined });
       }
     });
-    const always = request.suggestion ? `Allow always: ${request.suggestion}` : "Allow always (this session)";
+    const scope = RULE_SCOPES[request.suggestion];
+    const always = request.suggestion ? `Allow always: ${request.suggestion}${scope ? ` (${scope})` : ""}` : "Allow always (this session)";
     setChildren(
       this.panel,
       h("div", { class: "request-head" }, h("strong", {}, `Allow ${request.toolName}?`), from, more),
       request.reason ? h("div", { class: "muted small", testid: "approval-reason" }, request.reason) : null,
-      h("pre", { class: "request-input", testid: "approval-input" }, shortJson(request.input)),
+      h("div", { class: "request-input", testid: "approval-input" }, approvalBody(request, this.cwd())),
       h("div", { class: "request-actions" },
         h("button", { type: "button", class: "primary", testid: "approve-btn", onClick: () => this.answer(request, { decision: "allow" }) }, "Allow", h("kbd", {}, "Enter")),
         h("button", { type: "button", testid: "approve-always-btn", onClick: () => this.answer(request, { decision: "allow_always" }) }, always),

@@ -186,6 +186,23 @@ export class SessionData {
     return null;
   }
 
+  /**
+   * The prompt of the path's last turn when it failed before any reply (nothing of
+   * the model's after it): sent as it is, the next prompt would reach the model
+   * merged with it. Null otherwise.
+   */
+  unansweredFailedPrompt() {
+    const path = this.path();
+    let failed = false;
+    for (let i = path.length - 1; i >= 0; i--) {
+      const ev = path[i];
+      if (ev.type === "error.provider" || ev.type === "error.agent" || ev.type === "turn.failed") failed = true;
+      else if (ev.type === "message.assistant") return null;
+      else if (ev.type === "message.user") return failed && isPrompt(ev) ? ev : null;
+    }
+    return null;
+  }
+
   /** The prompt (message.user) a stored failure answered: the last one before it on the path. */
   promptBefore(eventId) {
     const path = this.path();
@@ -372,6 +389,13 @@ function emptyLive() {
 }
 
 /** Plain text of message content (a string or Anthropic-shaped blocks). */
+/** A message.user the user wrote (text or images), not one of tool results. */
+export function isPrompt(ev) {
+  const c = ev.payload && ev.payload.content;
+  if (typeof c === "string") return true;
+  return Array.isArray(c) && c.some((b) => b && (b.type === "text" || b.type === "image"));
+}
+
 export function contentText(content) {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";

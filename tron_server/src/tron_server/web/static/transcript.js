@@ -207,7 +207,7 @@ export class Transcript {
       "div",
       { class: "msg-actions" },
       h("button", { class: "link", testid: "fork-btn", title: "Start a new session from this point (the original stays as it is)", onclick: () => this.actions.onFork(ev.id) }, icon("fork"), "Fork"),
-      h("button", { class: "link", testid: "rewind-btn", title: "Move this session's head back to here (later events stay in the tree)", onclick: () => this.actions.onRewind(ev.id) }, icon("rewind"), "Rewind"),
+      h("button", { class: "link", testid: "rewind-btn", title: role === "user" ? "Go back to before this message and put it in the composer to edit (later events stay in the tree)" : "Move this session's head back to here (later events stay in the tree)", onclick: () => this.actions.onRewind(ev.id) }, icon("rewind"), "Rewind"),
     );
     return h(
       "article",

@@ -116,7 +116,9 @@ export class TreeView {
             "span",
             { class: "tree-actions" },
             h("button", { class: "icon", type: "button", title: "Fork from here", testid: "tree-fork", onclick: () => this.actions.onFork(ev.id) }, svgIcon("fork")),
-            onPath && !isHead ? h("button", { class: "icon", type: "button", title: "Rewind to here", testid: "tree-rewind", onclick: () => this.actions.onRewind(ev.id) }, svgIcon("rewind")) : null,
+            onPath && (!isHead || ev.type === "message.user")
+              ? h("button", { class: "icon", type: "button", title: ev.type === "message.user" ? "Rewind to before this message (it goes back into the composer to edit)" : "Rewind to here", testid: "tree-rewind", onclick: () => this.actions.onRewind(ev.id) }, svgIcon("rewind"))
+              : null,
           )
         : null,
     );
