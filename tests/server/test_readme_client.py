@@ -48,3 +48,29 @@ def test_readme_client_example_streams_a_reply_and_forks(
             assert Path(source.working_directory) == project.resolve()
         finally:
             server.stop()
+
+
+def test_tron_server_readme_example_runs_a_turn(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The PyPI page's example (tron_server/README.md) against a real server."""
+    page = README.parent / "tron_server" / "README.md"
+    [example] = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    user_home = tmp_path / "user"
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with scripted_llm_thread([Response([Text("Nothing yet.")])]) as llm:
+        server = RunningServer(user_home / ".tron", anthropic_base_url=llm.base_url).start()
+        try:
+            write_server_record(server.home, new_record("127.0.0.1", server.port))
+            exec(compile(example, str(page), "exec"), {"__name__": "readme"})
+            assert len(llm.requests) == 1
+            out = capsys.readouterr().out
+            assert out.startswith("end_turn [") and "'message.assistant'" in out
+        finally:
+            server.stop()
