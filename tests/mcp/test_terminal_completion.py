@@ -33,6 +33,7 @@ def test_at_completes_resources(env: TronEnv, everything: Path) -> None:  # noqa
 
     async def list_once() -> None:  # the server lists its resources once
         async with TronClient.connect(env.server.ws_url, token=env.server.token) as client:
+            await client.call("trust.set", {"path": str(project), "trusted": True})
             await client.call("mcp.list", {"workingDirectory": str(project)})
 
     asyncio.run(list_once())
