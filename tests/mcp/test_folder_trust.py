@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +18,12 @@ import pytest
 
 from tests.interaction.conftest import new_session, of_type
 from tests.mcp.conftest import offered, run, write_mcp_json
+from tests.mcp.servers import marker_server, started
 from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tron_server.client import TronClient
 
 pytestmark = pytest.mark.anyio
-
-SCRIPT = Path(__file__).with_name("marker_server.py")
-
-
-def marker_server(marker: Path) -> dict[str, Any]:
-    """A ``.mcp.json`` entry for :mod:`tests.mcp.marker_server`."""
-    return {"command": sys.executable, "args": [str(SCRIPT), str(marker)]}
-
-
-def started(marker: Path) -> list[int]:
-    """Process ids of every start of the marker server."""
-    return [int(line) for line in marker.read_text().split()] if marker.exists() else []
 
 
 def alive(pid: int) -> bool:
@@ -101,6 +89,10 @@ async def test_an_untrusted_folders_server_never_starts_and_trust_then_revoke_ac
         assert "not trusted" in listed["mark"]["error"] and "trust" in listed["mark"]["error"]
         shown = await client.call("agent.message", {"sessionId": sid, "content": "/mcp"})
         assert "mark  needs-approval" in shown["output"], shown["output"]
+        again = await client.call(
+            "agent.message", {"sessionId": sid, "content": "/mcp approve mark"}
+        )
+        assert "now needs-approval: the folder is not trusted" in again["output"]
         await client.call("command.list", {"sessionId": sid})
         await anyio.sleep(1)  # room for a start that should not happen
         assert started(marker) == []

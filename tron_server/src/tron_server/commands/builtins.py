@@ -90,6 +90,8 @@ async def _mcp(cx: CommandContext, args: str) -> dict[str, Any]:
         answer = await cx.call("mcp.approve", {"workingDirectory": folder, "server": words[1],
                                                "approved": approved})  # fmt: skip
         status = answer["server"]["status"]
+        if status == "needs-approval" and answer["server"].get("error"):
+            status += f": {answer['server']['error']}"  # e.g. the folder is not trusted yet
         return {"output": f"MCP server {words[1]}: {'approved' if approved else 'refused'} "
                           f"for {folder} (now {status}).", "server": answer["server"]}  # fmt: skip
     if words:
