@@ -7,46 +7,17 @@ skill front matter but ``name``/``description`` and no ``env`` at all."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.server.conftest import RunningServer, ServerFactory, server_factory  # noqa: F401
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse, scripted_llm
-from tests.trust.test_trust_server import results, send
+from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.trust.test_trust_server import results, send, server  # noqa: F401
 from tron_server.interaction.folder import folder_defines
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLM]:
-    async with scripted_llm() as scripted:
-        yield scripted
-
-
-@pytest.fixture
-def server(
-    server_factory: ServerFactory,  # noqa: F811
-    llm: ScriptedLLM,
-    monkeypatch: pytest.MonkeyPatch,
-) -> RunningServer:
-    """dontAsk: a call no rule allows is refused, so one that runs was let through."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.delenv("PLANTED_ENV", raising=False)
-    return server_factory(
-        anthropic_base_url=llm.base_url,
-        default_model="claude-sonnet-4-5",
-        default_permission_mode="dontAsk",
-        allow_bypass_permissions=True,
-    )
 
 
 def make_project(base: Path) -> tuple[Path, Path]:
@@ -66,7 +37,9 @@ def make_project(base: Path) -> tuple[Path, Path]:
 
 
 async def test_skills_are_text_and_env_reaches_nothing(
-    server: RunningServer, llm: ScriptedLLM, tmp_path: Path
+    server: RunningServer,  # noqa: F811  (dontAsk: a call no rule allows is refused)
+    llm: ScriptedLLM,
+    tmp_path: Path,
 ) -> None:
     project, markers = make_project(tmp_path)
     # Skills are not configuration that acts: not among what trust would enable.

@@ -5,14 +5,13 @@ worktrees, the trust store, and a fork in its own worktree over a real server.""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
 
 from tests.server.conftest import RunningServer, ServerFactory, server_factory  # noqa: F401
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, scripted_llm
+from tests.server.scripted_llm import Response, ScriptedLLM, Text
 from tests.workspace.conftest import git, make_repo
 from tron_server.client import TronClient
 from tron_server.trust import TrustStore
@@ -77,17 +76,6 @@ def test_a_planted_git_file_claims_no_trust(tmp_path: Path) -> None:
 
 
 # --- over a real server ----------------------------------------------------------------
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLM]:
-    async with scripted_llm() as scripted:
-        yield scripted
 
 
 async def turn(client: TronClient, session_id: str) -> None:
