@@ -50,9 +50,7 @@ async def test_the_sdk_variable_and_a_key_that_is_not_ascii(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-\u2026")
     restarted = server_factory(default_model="claude-sonnet-4-5")
     async with restarted.connect() as client:
-        sid = (await client.call("session.create", {"workingDirectory": str(server.home)}))[
-            "id"
-        ]
+        sid = (await client.call("session.create", {"workingDirectory": str(server.home)}))["id"]
         notes = await run(client, sid)
     errors = [d for m, d in notes if m == "agent.error"]
     assert [e["message"] for e in errors] == [
