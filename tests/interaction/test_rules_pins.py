@@ -4,6 +4,7 @@ a mutant of ``interaction/rules.py`` that every other test let through.
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 import pytest
@@ -107,13 +108,13 @@ def test_a_rule_base_other_than_the_working_directory(tmp_path: Path) -> None:
     session's working directory."""
     project = tmp_path / "project"
     (project / "docs").mkdir(parents=True)
-    rule = f"Edit(/docs/{tmp_path.name}-*.md)"  # a pattern no other test compiled
-    inside = call("Edit", path=str(project / "docs" / f"{tmp_path.name}-a.md"))
+    # A pattern no run compiled before (the compiled patterns are cached): a token.
+    tag = secrets.token_hex(4)
+    rule = f"Edit(/docs/{tag}-*.md)"
+    inside = call("Edit", path=str(project / "docs" / f"{tag}-a.md"))
     assert denies(rule, inside, base=project)
-    assert not denies(
-        rule, call("Edit", path=str(WD / "docs" / f"{tmp_path.name}-a.md")), base=project
-    )
-    assert denies(rule, call("Edit", path=str(WD / "docs" / f"{tmp_path.name}-a.md")))
+    assert not denies(rule, call("Edit", path=str(WD / "docs" / f"{tag}-a.md")), base=project)
+    assert denies(rule, call("Edit", path=str(WD / "docs" / f"{tag}-a.md")))
 
 
 def test_a_prefix_rule_with_a_space_before_the_colon() -> None:
