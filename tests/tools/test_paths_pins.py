@@ -193,3 +193,37 @@ def test_display_path(work: Path) -> None:
     assert display_path(work / "a" / "b", work) == "a/b"
     assert display_path(work, work) == "."
     assert display_path(Path("/etc/x"), work) == "/etc/x"
+
+
+def test_named_keeps_links_and_rebases_onto_the_real_working_directory(
+    work: Path, tmp_path: Path
+) -> None:
+    alias = tmp_path / "alias"
+    alias.symlink_to(work)
+    policy = PathPolicy(alias)
+    (work / "link").symlink_to("/etc")
+    assert policy.named("link/x") == work / "link" / "x"  # the link is kept, not followed
+    assert policy.named("a/../b") == work / "b"
+    assert policy.named(".") == work
+    assert policy.named("//etc/hosts") == Path("/etc/hosts")
+    assert policy.named("/elsewhere/y") == Path("/elsewhere/y")
+    assert policy.named(f"{alias}x/z") == Path(f"{alias}x/z")  # a sibling, not below
+
+
+def test_write_symlink_replaces_the_name_and_never_follows(work: Path, tmp_path: Path) -> None:
+    policy = PathPolicy(work, (work,))
+    assert policy.write_symlink("a/l", "target").created
+    assert os.readlink(work / "a" / "l") == "target"
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    (work / "to-outside").symlink_to(outside)
+    with policy.resolve("to-outside", follow_last=False) as resolved:
+        outcome = policy.write_symlink(resolved, "new")
+    assert not outcome.created and os.readlink(work / "to-outside") == "new"
+    assert outside.read_text() == "keep"
+    (work / "d").mkdir()
+    with pytest.raises(PathError, match="d is a directory"):
+        policy.write_symlink("d", "x")
+    with pytest.raises(PathRefused):
+        policy.write_symlink(str(tmp_path / "x"), "y")
+    assert sorted(p.name for p in (work / "a").iterdir()) == ["l"]  # no temporary left
