@@ -9,20 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.interaction.test_rules import HOME, WD, bash, call
 from tron_server.interaction import CallFacts, RuleSet, RuleSyntaxError, parse_rule
 from tron_server.interaction.rules import suggest_rule, url_host
-
-WD = Path("/work/project")
-HOME = Path("/home/user")
-
-
-def call(tool: str, *, path: str | None = None, is_dir: bool = False, **input: object) -> CallFacts:
-    paths = ((Path(path), is_dir),) if path is not None else ()
-    return CallFacts(tool, input, WD, paths, HOME)
-
-
-def bash(command: str) -> CallFacts:
-    return call("Bash", command=command)
 
 
 def denies(rule: str, facts: CallFacts, *, base: Path | None = None) -> bool:
