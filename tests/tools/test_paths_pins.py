@@ -227,3 +227,20 @@ def test_write_symlink_replaces_the_name_and_never_follows(work: Path, tmp_path:
     with pytest.raises(PathRefused):
         policy.write_symlink(str(tmp_path / "x"), "y")
     assert sorted(p.name for p in (work / "a").iterdir()) == ["l"]  # no temporary left
+
+
+def test_dotdot_one_level_below_the_root(work: Path) -> None:
+    with PathPolicy(work).resolve("/etc/../tmp") as r:
+        assert r.path == Path("/tmp")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a privileged server changes owners")
+def test_a_privileged_server_keeps_the_owner_of_a_file_it_rewrites(work: Path) -> None:
+    target = work / "users.txt"
+    target.write_text("x")
+    os.chown(target, 12345, 23456)
+    PathPolicy(work).write_bytes("users.txt", b"y")
+    info = target.stat()
+    assert (info.st_uid, info.st_gid) == (12345, 23456)
+    PathPolicy(work).write_bytes("fresh.txt", b"y")
+    assert (work / "fresh.txt").stat().st_uid == 0
