@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tron_server.paths import (
+    InvalidPath,
     PathError,
     PathPolicy,
     PathRefused,
@@ -244,3 +245,36 @@ def test_a_privileged_server_keeps_the_owner_of_a_file_it_rewrites(work: Path) -
     assert (info.st_uid, info.st_gid) == (12345, 23456)
     PathPolicy(work).write_bytes("fresh.txt", b"y")
     assert (work / "fresh.txt").stat().st_uid == 0
+
+
+def test_text_that_is_no_path_is_refused_with_why(work: Path) -> None:
+    policy = PathPolicy(work)
+    for raw, message in (
+        ("", "the path is empty"),
+        ("\ud800", "the path '\\ud800' is not a valid file name"),
+        (b"x", "a path must be text"),
+    ):
+        with pytest.raises(InvalidPath) as caught:
+            policy.absolute(raw)  # type: ignore[arg-type]
+        assert str(caught.value) == message
+
+
+def test_policy_fields_are_absolute_and_resolved(work: Path) -> None:
+    policy = PathPolicy(work / "a" / ".." / "b", ("rel",))
+    assert policy.working_directory == work / "b"
+    assert policy.write_roots == (work / "b" / "rel",)
+    assert policy.absolute("x") == str(work / "b" / "x")
+
+
+def test_a_trailing_dot_names_a_folder_too(work: Path) -> None:
+    policy = PathPolicy(work, (work,))
+    for raw in ("newdir/.", "newdir/sub/.."):
+        with pytest.raises(PathError, match="is a directory; give a file path"):
+            policy.write_bytes(raw, b"x")
+    outcome = policy.write_symlink("l", "t")
+    assert outcome.path == work / "l"
+
+
+def test_two_roots_are_both_named(work: Path, tmp_path: Path) -> None:
+    reason = PathPolicy(work, (work, tmp_path / "extra")).refusal("/etc/x")
+    assert reason is not None and f"and the allowed folders {tmp_path / 'extra'}." in reason
