@@ -77,6 +77,13 @@ def _code_hook(h: Harness) -> None:
     engine.register("audit", "PreToolUse", allow)
 
 
+async def _run(h: Harness, session_id: str, content: str, **kwargs: Any) -> dict[str, Any]:
+    """``h.run`` with room for a loaded machine (several model calls, tools and commits)."""
+    before = len(h.of(session_id, "agent.complete"))
+    await h.orch.send_message(session_id, content, **kwargs)
+    return (await h.wait_for(session_id, "agent.complete", before + 1, timeout=90))[-1]
+
+
 def _steps(n: int) -> list[Response]:
     calls = [Response([ToolUse("Note", {"text": f"t{i}"})], usage=Usage(100 + i, 7))
              for i in range(n)]  # fmt: skip
@@ -88,7 +95,7 @@ async def test_a_tool_step_is_two_commits(h: Harness, counted: list[list[str]]) 
     h.llm.add(*_steps(3))
     s = await h.session()
     counted.clear()
-    done = await h.run(s.id, "go")
+    done = await _run(h, s.id, "go")
     assert done["stopReason"] == "end_turn" and done["turns"] == 4
     step_call = ["message.assistant", "tool.call"]
     step_rest = ["hook.triggered", "hook.completed", "tool.result", "stream.turn_end",
@@ -111,7 +118,7 @@ async def test_what_waits_is_committed_when_the_turn_limit_stops_the_run(
     _code_hook(h)
     h.llm.add(*_steps(2))
     s = await h.session()
-    done = await h.run(s.id, "go", max_turns=1)
+    done = await _run(h, s.id, "go", max_turns=1)
     assert done["stopReason"] == "max_turns"
     types = await h.types(s.id)
     assert types[-4:] == ["hook.triggered", "hook.completed", "tool.result", "stream.turn_end"]
@@ -126,9 +133,9 @@ async def test_an_abort_in_the_next_model_call_keeps_the_last_result(h: Harness)
     h.llm.add(Response([ToolUse("Echo", {"text": "a"})]), Response([Text("slow")], hang=True))
     s = await h.session()
     await h.orch.send_message(s.id, "go")
-    await h.wait_for(s.id, "agent.turn_start", 2)
+    await h.wait_for(s.id, "agent.turn_start", 2, timeout=90)
     await h.orch.abort(s.id)
-    await h.wait_for(s.id, "agent.complete")
+    await h.wait_for(s.id, "agent.complete", timeout=90)
     path = await h.path(s.id)
     types = [e.type for e in path]
     assert types.count("tool.result") == 1 and types[-1] == "stream.turn_end"
@@ -154,7 +161,7 @@ async def test_the_loops_context_use_is_the_stores(
     h.orch._deps.before_turn = compare
     h.llm.add(*_steps(3))
     s = await h.session()
-    await h.run(s.id, "go")
+    await _run(h, s.id, "go")
     assert len(seen) == 3
     assert all(a == b for a, b in seen), seen
     assert seen[0][0] > 107  # the counted tokens and the result's estimate
@@ -171,7 +178,7 @@ async def test_auto_compaction_sees_the_last_result(tmp_path: Path, h: Harness) 
         Response([Text("done")]),
     )
     s = await h.session()
-    await h.run(s.id, "go")
+    await _run(h, s.id, "go")
     types = await h.types(s.id)
     assert "compact.summary" in types
     summary_call = h.llm.requests[1]
