@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tron_events.titles import title_from_prompt
+
 from ..client import RpcCallError, TronClient
 from .errors import EXIT_NOT_FOUND, EXIT_USAGE, TerminalError
 
@@ -127,11 +129,9 @@ def elsewhere(session: dict[str, Any], folder: Path) -> str | None:
 
 
 def title_of(prompt: str | None) -> str | None:
-    """A session title from its first message: the first line, at most 60 characters."""
-    if not prompt or not prompt.strip():
-        return None
-    line = prompt.strip().splitlines()[0].strip()
-    return line if len(line) <= 60 else line[:59] + "…"
+    """A session title from its first message: the first line, at most 60 characters
+    (:func:`tron_events.titles.title_from_prompt`, as every reader derives one)."""
+    return title_from_prompt(prompt)
 
 
 def age(timestamp: str | None, now: datetime | None = None) -> str:
