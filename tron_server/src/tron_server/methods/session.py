@@ -144,6 +144,18 @@ class SessionIdParams(Params):
     session_id: str = Field(min_length=1)
 
 
+class SessionResumeParams(Params):
+    session_id: str = Field(min_length=1)
+    #: The folder to continue in (absolute, existing; symlinks resolved): for a session
+    #: whose own folder is not on this machine (``workingDirectoryExists`` false).
+    working_directory: str | None = Field(default=None, min_length=1)
+
+    @field_validator("working_directory")
+    @classmethod
+    def _existing_directory(cls, value: str | None) -> str | None:
+        return None if value is None else SessionCreateParams._existing_directory(value)
+
+
 class SessionListParams(Params):
     workspace_id: str | None = None
     working_directory: str | None = Field(default=None, min_length=1)
@@ -237,6 +249,28 @@ def register(registry: MethodRegistry) -> None:
         if ctx.services.interaction is not None:  # the permission mode (issue 19)
             details["permissionMode"] = await ctx.services.interaction.mode(p.session_id)
         return details
+
+    @registry.method(
+        "session.resume",
+        SessionResumeParams,
+        description="Open a session to continue it (workingDirectory: in another folder).",
+    )
+    async def resume(ctx: RpcContext, p: SessionResumeParams) -> dict[str, Any]:
+        store = ctx.services.store
+        assert store is not None
+        session = await store.get_session(p.session_id)
+        if p.working_directory is not None and p.working_directory != session.working_directory:
+            ctx.services.runtime.ensure_idle(p.session_id, "move")
+            await store.append(
+                p.session_id,
+                "config.working_directory",
+                {
+                    "workingDirectory": p.working_directory,
+                    "previousWorkingDirectory": session.working_directory,
+                },
+                expected_head=session.head_event_id,
+            )
+        return await get(ctx, SessionIdParams.model_validate({"sessionId": p.session_id}))
 
     @registry.method(
         "session.list", SessionListParams, description="Sessions, most recently active first."
