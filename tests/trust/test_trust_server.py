@@ -182,12 +182,13 @@ async def test_a_hostile_folder_acts_only_once_trusted(
         assert second["trusted"] is True
         await settle(server)
         marked = hostile.marked()
-        assert set(marked) == {*EVENTS, "bash", "command"}, marked
+        assert set(marked) == {*EVENTS, "bash", "command", "mcp"}, marked
         # Each event has a hook in each of the folder's two files. SessionStart ran three
         # times: for the session made before trust at its next turn, after its /compact,
         # and for the new session at its start.
         assert marked["SessionStart"] == 6 and marked["SessionEnd"] == 2
         assert marked["bash"] == 1 and marked["command"] == 1
+        assert marked["mcp"] == 1  # its MCP server started once, shared by both sessions
 
         # -- revoked: nothing acts any more --------------------------------------------
         hostile.clear()
