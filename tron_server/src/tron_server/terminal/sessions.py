@@ -128,6 +128,15 @@ def elsewhere(session: dict[str, Any], folder: Path) -> str | None:
     return f"Session {session['id']} works in {where} (not in this folder): its tools act there."
 
 
+def missing_folder_note(session_id: str, folder: str) -> str:
+    """The warning for a session whose folder is not on this machine: what is missing and
+    what acting there would do."""
+    return (
+        f"Session {session_id} worked in {folder}, which is not a folder on this machine "
+        "(an imported session?): its tools cannot act there."
+    )
+
+
 def title_of(prompt: str | None) -> str | None:
     """A session title from its first message: the first line, at most 60 characters
     (:func:`tron_events.titles.title_from_prompt`, as every reader derives one)."""
@@ -180,6 +189,7 @@ __all__ = [
     "get_session",
     "is_subagent",
     "latest_session",
+    "missing_folder_note",
     "money",
     "title_of",
     "usable",
