@@ -113,6 +113,14 @@ class ModelSwitch(Payload):
     new_model: str
 
 
+class WorkingDirectoryChange(Payload):
+    """``config.working_directory``: the session continues in another folder from here on
+    (its own is not on this machine: an imported session, a folder removed since)."""
+
+    working_directory: str
+    previous_working_directory: str | None = None
+
+
 class ReasoningLevelChange(Payload):
     previous_level: ReasoningLevel | None = None
     new_level: ReasoningLevel | None = None
@@ -553,6 +561,7 @@ _TYPED: dict[str, type[Payload]] = {
     "tool.call": ToolCall,
     "tool.result": ToolResult,
     "config.model_switch": ModelSwitch,
+    "config.working_directory": WorkingDirectoryChange,
     "config.reasoning_level": ReasoningLevelChange,
     "config.prompt_update": PromptUpdate,
     "compact.summary": CompactSummary,
