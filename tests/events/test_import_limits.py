@@ -9,6 +9,8 @@ The figures (RSS per line of ``tron-db import``, before and after) are
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +156,34 @@ def test_in_a_folder_only_the_file_with_the_long_line_is_skipped(
         assert len(sessions) == 1
         start = store.get_events(sessions[0].id, limit=1)[0]
         assert start.payload["imported"]["context"]["sessionId"] == OTHER
+
+
+# -- reading incrementally -----------------------------------------------------------------
+
+
+def _peak_bytes(path: Path) -> int:
+    """Peak traced memory while the file's records are made and consumed one by one
+    (not kept)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for _ in IMPORTERS["claude-code"](path):
+            pass
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_claude_code_importer_does_not_hold_the_file(tmp_path: Path) -> None:
+    """Four times the lines, nearly the same peak: what grows with the file is a
+    small index per line (about 100 bytes), not the lines or the events (the old
+    reader kept every line parsed, about 5 KB of memory per line here)."""
+    small = _transcript(tmp_path / "a" / f"{SESSION}.jsonl", 100)
+    large = _transcript(tmp_path / "b" / f"{SESSION}.jsonl", 400)
+    lines = 400 * 5 - 100 * 5
+    for _ in IMPORTERS["claude-code"](_transcript(tmp_path / "c" / f"{SESSION}.jsonl", 5)):
+        pass  # the first import also loads modules and builds validators: not measured
+    small_peak = _peak_bytes(small)
+    large_peak = _peak_bytes(large)
+    growth = large_peak - small_peak
+    assert growth < lines * 300, (small_peak, large_peak, growth / lines)
