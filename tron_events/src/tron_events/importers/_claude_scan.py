@@ -22,6 +22,7 @@ from typing import IO, Any
 
 import orjson
 
+from . import _jsonl
 from ._errors import ImportFormatError
 from ._intmap import IntMap, stable_hash
 from ._jsonl import JsonlFile, Line, check_lines, iter_lines, parse_line
@@ -122,13 +123,12 @@ class Index:
     """What of each line the importer needs before reading it again."""
 
     path: Path
-    number: array[int] = field(default_factory=lambda: array("L"))
+    number: array[int] = field(default_factory=lambda: array("I"))
     offset: array[int] = field(default_factory=lambda: array("Q"))
-    size: array[int] = field(default_factory=lambda: array("L"))
     category: bytearray = field(default_factory=bytearray)
     flags: bytearray = field(default_factory=bytearray)
     #: The line the record's ``parentUuid`` names (-1: none, or not in its thread).
-    parent: array[int] = field(default_factory=lambda: array("l"))
+    parent: array[int] = field(default_factory=lambda: array("i"))
     #: Hash of the unit key of an assistant record (``message.id``, else its uuid,
     #: else ``line<n>``); of ``messageId``/``leafUuid`` for the other records.
     key: array[int] = field(default_factory=lambda: array("q"))
@@ -137,9 +137,9 @@ class Index:
     #: Tool blocks, in file order: the line, the hash of the tool-use id, the
     #: block's place in the content (tool_use of assistant lines, tool_result of
     #: user lines).
-    tool_line: array[int] = field(default_factory=lambda: array("L"))
+    tool_line: array[int] = field(default_factory=lambda: array("I"))
     tool_id: array[int] = field(default_factory=lambda: array("q"))
-    tool_block: array[int] = field(default_factory=lambda: array("L"))
+    tool_block: array[int] = field(default_factory=lambda: array("I"))
     #: Skipped lines, and why.
     problems: list[str] = field(default_factory=list)
     #: The first lines parsed (to guess the format of a file that is not this one).
@@ -159,7 +159,7 @@ class Index:
     side: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     runs: list[tuple[array[int], Uuids]] = field(default_factory=list)
     #: line -> the unit (of its thread) it belongs to, -1 if none (filled by the importer)
-    owner: array[int] = field(default_factory=lambda: array("l"))
+    owner: array[int] = field(default_factory=lambda: array("i"))
     _handle: IO[bytes] | None = None
     _cache: tuple[int, dict[str, Any]] | None = None
 
@@ -175,7 +175,7 @@ class Index:
     def main_lines(self) -> range | array[int]:
         if not self.side:
             return range(len(self))
-        return array("L", (i for i in range(len(self)) if not self.flags[i] & SIDECHAIN))
+        return array("I", (i for i in range(len(self)) if not self.flags[i] & SIDECHAIN))
 
     # -- reading a line again --------------------------------------------------------
 
@@ -191,9 +191,10 @@ class Index:
                     self.path, f"cannot be read again ({exc.strerror or exc})"
                 ) from None
         self._handle.seek(self.offset[line])
-        raw = self._handle.read(self.size[line])
+        # One line, as when it was read (the size is not kept: 4 bytes a line).
+        raw = self._handle.readline(_jsonl.MAX_LINE_BYTES + 1)
         try:
-            value = orjson.loads(raw) if len(raw) == self.size[line] else None
+            value = orjson.loads(raw)
         except orjson.JSONDecodeError:
             value = None
         if not isinstance(value, dict):
@@ -204,6 +205,15 @@ class Index:
             )
         self._cache = (line, value)
         return value
+
+    def release_grouping(self) -> None:
+        """Drop what only grouping records into units needs (once the main thread is
+        grouped, unless inline sub-agent runs still are to be)."""
+        if not self.runs:
+            self.key = array("q")
+            self.tool_line = array("I")
+            self.tool_id = array("q")
+            self.main.latest = IntMap()
 
     def line(self, line: int) -> Line:
         return Line(self.number[line], self.value(line))
@@ -229,17 +239,15 @@ def scan(path: Path, *, split_sidechains: bool) -> Index:
         if value is None:
             index.problems.append(str(problem))
             continue
-        _add(index, number, offset, len(raw), value, split_sidechains)
+        _add(index, number, offset, value, split_sidechains)
     check_lines(path, len(index), len(index.problems))
-    index.owner = array("l", [-1]) * len(index)
+    index.owner = array("i", [-1]) * len(index)
     if index.side:
         _group_sidechains(index)
     return index
 
 
-def _add(
-    index: Index, number: int, offset: int, size: int, value: dict[str, Any], split: bool
-) -> None:
+def _add(index: Index, number: int, offset: int, value: dict[str, Any], split: bool) -> None:
     line = len(index)
     kind = value.get("type")
     uuid = value.get("uuid")
@@ -286,7 +294,6 @@ def _add(
         key = _hash(named)
     index.number.append(number)
     index.offset.append(offset)
-    index.size.append(size)
     index.category.append(category)
     index.flags.append(flags)
     index.parent.append(-1)
@@ -375,7 +382,7 @@ def _group_sidechains(index: Index) -> None:
                 group[max(a, b)] = min(a, b)
     runs: dict[int, array[int]] = {}
     for line in index.side:
-        runs.setdefault(find(line), array("L")).append(line)
+        runs.setdefault(find(line), array("I")).append(line)
     for root in sorted(runs):
         lines, uuids = runs[root], Uuids()
         for line in lines:

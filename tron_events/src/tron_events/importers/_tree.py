@@ -124,7 +124,7 @@ def plan_branches_indexed(parents: Sequence[int]) -> list[tuple[int, array[int]]
     count = len(parents)
     if not count:
         return []
-    parent = array("l", (p if 0 <= p < count and p != n else -1 for n, p in enumerate(parents)))
+    parent = array("i", (p if 0 <= p < count and p != n else -1 for n, p in enumerate(parents)))
     state = bytearray(count)  # 0 unseen, 1 on the current walk, 2 done
     for node in range(count):
         chain: list[int] = []
@@ -140,7 +140,7 @@ def plan_branches_indexed(parents: Sequence[int]) -> list[tuple[int, array[int]]
     del state
     # Roots but the first node's attach after the latest earlier node outside them;
     # ``top`` finds a node's root (union-find: roots only ever merge).
-    top = array("l", (p if p >= 0 else n for n, p in enumerate(parent)))
+    top = array("i", (p if p >= 0 else n for n, p in enumerate(parent)))
 
     def root_of(node: int) -> int:
         while top[node] != node:
@@ -158,14 +158,14 @@ def plan_branches_indexed(parents: Sequence[int]) -> list[tuple[int, array[int]]
                 top[node] = earlier
                 break
     # Children in CSR form, then the latest node of each subtree (children first).
-    starts = array("l", [0] * (count + 1))
+    starts = array("i", [0] * (count + 1))
     for p in parent:
         if p >= 0:
             starts[p + 1] += 1
     for n in range(count):
         starts[n + 1] += starts[n]
-    children = array("l", [0] * starts[count])
-    fill = array("l", starts[:count])
+    children = array("i", [0] * starts[count])
+    fill = array("i", starts[:count])
     root = -1
     for n, p in enumerate(parent):
         if p < 0:
@@ -174,13 +174,13 @@ def plan_branches_indexed(parents: Sequence[int]) -> list[tuple[int, array[int]]
             children[fill[p]] = n
             fill[p] += 1
     del fill
-    order = array("l", [root])
+    order = array("i", [root])
     index = 0
     while index < len(order):
         node = order[index]
         order.extend(children[starts[node] : starts[node + 1]])
         index += 1
-    latest = array("l", range(count))
+    latest = array("i", range(count))
     for node in reversed(order):
         p = parent[node]
         if p >= 0 and latest[node] > latest[p]:
@@ -190,7 +190,7 @@ def plan_branches_indexed(parents: Sequence[int]) -> list[tuple[int, array[int]]
     pending: deque[tuple[int, int]] = deque([(-1, root)])
     while pending:
         fork_from, node = pending.popleft()
-        line = array("l", [node])
+        line = array("i", [node])
         while starts[node] != starts[node + 1]:
             kids = children[starts[node] : starts[node + 1]]
             follow = max(kids, key=latest.__getitem__)

@@ -114,13 +114,13 @@ class _Unit:
 def _grouped(keys: array[int], count: int) -> tuple[array[int], array[int]]:
     """Positions of ``keys`` (each in -1 … count-1) grouped by key, in order
     within a key: the positions of key k are ``items[starts[k+1]:starts[k+2]]``."""
-    starts = array("l", [0]) * (count + 2)
+    starts = array("i", [0]) * (count + 2)
     for key in keys:
         starts[key + 2] += 1
     for k in range(1, count + 2):
         starts[k] += starts[k - 1]
-    fill = array("l", starts)
-    items = array("l", [0]) * len(keys)
+    fill = array("i", starts)
+    items = array("i", [0]) * len(keys)
     for position, key in enumerate(keys):
         items[fill[key + 1]] = position
         fill[key + 1] += 1
@@ -136,8 +136,8 @@ class _Thread:
         self.lines = lines
         self.uuids = uuids
         self.kind = bytearray()
-        self.first = array("L")
-        self.parent = array("l")
+        self.first = array("I")
+        self.parent = array("i")
         self.explicit = bytearray()
         self.blocks = bytearray()
         #: line -> its result blocks answering no call of the thread (tool entries)
@@ -170,9 +170,9 @@ class _Thread:
         owner, tool_id = index.owner, index.tool_id
         units_by_message = IntMap()
         unit_of_tool_use = IntMap()
-        extra_unit, extra_line = array("l"), array("L")
-        result_unit, result_line, result_entry = array("l"), array("L"), array("L")
-        pending_meta = array("L")
+        extra_unit, extra_line = array("i"), array("I")
+        result_unit, result_line, result_entry = array("i"), array("I"), array("I")
+        pending_meta = array("I")
         deferred: list[tuple[int, list[int]]] = []  # results of no known call yet
         for line in self.lines:
             category = index.category[line]
@@ -245,7 +245,7 @@ class _Thread:
         number = index.number
         order: Sequence[int] = range(count)
         if orphan_units:
-            order = array("L", sorted(order, key=lambda u: number[self.first[u]]))
+            order = array("I", sorted(order, key=lambda u: number[self.first[u]]))
         self.order = order
         for unit in self.order:
             if not self.explicit[unit]:
@@ -279,9 +279,9 @@ class _Thread:
         (-1: before any message)."""
         index = self.index
         owner, number = index.owner, index.number
-        positions = array("L", (number[self.first[u]] for u in self.order))
-        ancestors = array("l", [-2]) * len(index)
-        out = array("l")
+        positions = array("I", (number[self.first[u]] for u in self.order))
+        ancestors = array("i", [-2]) * len(index)
+        out = array("i")
         for line in pending_meta:
             found = -1
             if index.flags[line] & HAS_UUID and index.flags[line] & PARENT_KEY:
@@ -500,11 +500,11 @@ class _Emitter:
         if isinstance(order, range):
             ranked: Sequence[int] = thread.parent
         else:
-            rank = array("l", [0]) * len(order)
+            rank = array("i", [0]) * len(order)
             for position, unit in enumerate(order):
                 rank[unit] = position
             parent = thread.parent
-            ranked = array("l", (rank[parent[u]] if parent[u] >= 0 else -1 for u in order))
+            ranked = array("i", (rank[parent[u]] if parent[u] >= 0 else -1 for u in order))
         branches = plan_branches_indexed(ranked)
         return [(f if f >= 0 else None, nodes) for f, nodes in branches], order.__getitem__
 
@@ -868,6 +868,7 @@ def _file_records(
     links.agents.update(index.agents)
     links.wanted.update(index.agents.values())
     thread = _Thread(index, index.main_lines(), index.main)
+    index.release_grouping()
     emitter = _Emitter(
         stream,
         thread,
