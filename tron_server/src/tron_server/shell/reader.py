@@ -297,6 +297,10 @@ class _Reader:
                 self.i += 1
         word.raw = s[start : self.i]
         word.value = "".join(value)
+        if "[" in word.value and ("$(" in word.value or "`" in word.value):
+            # bash evaluates an array subscript as arithmetic wherever a name is taken
+            # (``x='a[$(rm y)]'; echo $((x))``, ``test -v``, ``printf -v``): it would run.
+            self.out.doubt("a subscript holding a command substitution")
         return word
 
     def double_quoted(self, word: Word, value: list[str]) -> None:
