@@ -283,9 +283,7 @@ class _Reader:
             elif c == "$":
                 self.dollar(word, value, quoted=False)
             elif c == "`":
-                begin = self.i
-                self.backtick(word, quoted=False)
-                value.append(s[begin : self.i])
+                self.backtick(word, value, quoted=False)
             else:
                 if c in "*?" or (c == "~" and self.i == start):
                     word.dynamic = True
@@ -322,9 +320,7 @@ class _Reader:
             elif c == "$":
                 self.dollar(word, value, quoted=True)
             elif c == "`":
-                begin = self.i
-                self.backtick(word, quoted=True)
-                value.append(s[begin : self.i])
+                self.backtick(word, value, quoted=True)
             else:
                 value.append(c)
                 self.i += 1
@@ -422,8 +418,10 @@ class _Reader:
         self.read_list(")")
         self.depth -= 1
 
-    def backtick(self, word: Word, *, quoted: bool) -> None:
+    def backtick(self, word: Word, value: list[str], *, quoted: bool) -> None:
+        """A backtick substitution: its commands; its text, as written, into ``value``."""
         s = self.s
+        begin = self.i
         word.dynamic = word.substitution = True
         j = self.i + 1
         inner: list[str] = []
@@ -447,6 +445,7 @@ class _Reader:
         if j >= len(s):
             self.out.doubt("an unclosed backtick")
         self.i = j + 1
+        value.append(s[begin : self.i])
         self.nested("".join(inner))
 
 
