@@ -104,6 +104,7 @@ def test_the_commands_of_a_line(line: str, expected: tuple[str, ...]) -> None:
         "$'\\x72m' -rf /",
         "(((((((((((a)))))))))))",
         "x='a[$(rm y)]'; echo $((x))",
+        "echo $((echo hi) | (cat))",
         "[ -v 'a[$(rm y)]' ]",
         "trap 'rm x' EXIT",
         "alias ls='rm -rf /'",

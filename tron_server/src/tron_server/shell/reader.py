@@ -398,13 +398,12 @@ class _Reader:
         end = s.find("))", self.i + 3)
         inner = s[self.i + 3 : end] if end > 0 else ""
         word.dynamic = True
-        if end < 0 or not _ARITHMETIC.fullmatch(inner) or "$(" in inner:
+        if end < 0 or not _ARITHMETIC.fullmatch(inner) or "$(" in inner or not _nested(inner):
+            # ``$((a) | (b))`` is a command substitution to bash: find those commands.
             self.out.doubt("an arithmetic expansion this reader cannot read")
             self.i += 2
-            self.substitution(word)  # bash may read it as $( ( … ) ): find those commands
+            self.substitution(word)
             return
-        if inner.count("(") != inner.count(")"):
-            self.out.doubt("an arithmetic expansion this reader cannot read")
         self.i = end + 2
 
     def substitution(self, word: Word) -> None:
@@ -452,6 +451,16 @@ class _Reader:
 def _fd_prefix(raw: str) -> bool:
     """Whether a word right before ``<``/``>`` is its file descriptor (``2>``, ``{fd}>``)."""
     return raw.isdigit() or re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}", raw) is not None
+
+
+def _nested(text: str) -> bool:
+    """Whether the parentheses of ``text`` pair up in order (none closes before it opens)."""
+    depth = 0
+    for c in text:
+        depth += (c == "(") - (c == ")")
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def _closing_brace(s: str, start: int) -> int:
