@@ -287,7 +287,10 @@ class _Thread:
             if index.flags[line] & HAS_UUID and index.flags[line] & PARENT_KEY:
                 found = self._ancestor_unit(line, ancestors)
             elif index.key[line]:
-                for candidate in self.uuids.lines_of(index.key[line]):
+                named = index.named.get(line)
+                for candidate in (
+                    named if named is not None else self.uuids.lines_of(index.key[line])
+                ):
                     if owner[candidate] >= 0:
                         found = owner[candidate]
             if found < 0:
@@ -785,11 +788,7 @@ class _Emitter:
 
 def _title(index: Index) -> str | None:
     """``custom-title``, else ``ai-title``, else the ``summary`` naming a record of the file."""
-    summary = None
-    for leaf, text in index.summaries:
-        if leaf and (leaf in index.main or any(leaf in uuids for _, uuids in index.runs)):
-            summary = text
-    return index.custom_title or index.ai_title or summary
+    return index.custom_title or index.ai_title or index.summary_title
 
 
 def _check_format(index: Index) -> None:
