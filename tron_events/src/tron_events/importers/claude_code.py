@@ -174,6 +174,12 @@ class _Thread:
         result_unit, result_line, result_entry = array("i"), array("I"), array("I")
         pending_meta = array("I")
         deferred: list[tuple[int, list[int]]] = []  # results of no known call yet
+
+        def answer(unit: int, line: int, entry: int) -> None:
+            result_unit.append(unit)
+            result_line.append(line)
+            result_entry.append(entry)
+
         for line in self.lines:
             category = index.category[line]
             if category == ASSISTANT:
@@ -196,9 +202,7 @@ class _Thread:
                     if target < 0:
                         unknown.append(entry)
                     else:
-                        result_unit.append(target)
-                        result_line.append(line)
-                        result_entry.append(entry)
+                        answer(target, line, entry)
                         answered = target if answered < 0 else answered
                 if not entries:
                     self._new(_PROMPT, line)
@@ -226,9 +230,7 @@ class _Thread:
                 if target < 0:
                     orphans.append(entry)
                 else:
-                    result_unit.append(target)
-                    result_line.append(line)
-                    result_entry.append(entry)
+                    answer(target, line, entry)
                     if owner[line] < 0:
                         owner[line] = target
             if orphans:
