@@ -7,29 +7,17 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.server.conftest import RunningServer, ServerFactory, server_factory  # noqa: F401
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse, scripted_llm
+from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tests.trust.hostile import DEFINES, EVENTS, Hostile, make_hostile
 from tron_server.client import RpcCallError, TronClient
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLM]:
-    async with scripted_llm() as scripted:
-        yield scripted
 
 
 @pytest.fixture

@@ -142,7 +142,7 @@ def _raw_bytes(events: Sequence[Event]) -> int:
 def _validated_json(payload: dict[str, Any], type: str) -> str:
     """The JSON text of a payload ``validate_payload`` returned, checked as
     ``payload_json`` does but without reading it back in the common case: its
-    input was walked (``check_json_value``) and its model's JSON-mode output can
+    input was checked (``check_json_value_fast``) and its model's JSON-mode output can
     differ from JSON only by a float NaN or infinity (a model may make one from
     text), which orjson writes as ``null``; only a text with a ``null`` is read
     back (the appends' hot path)."""

@@ -60,8 +60,9 @@ __all__ = ["ImportSummary", "Item", "import_items", "import_records"]
 #: Events inserted per statement batch (and ids checked per query).
 BATCH = 500
 #: Ids (with depths) of the session being imported kept for parent lookups;
-#: beyond this the database answers (a parent is nearly always recent).
-DEPTH_WINDOW = 100_000
+#: beyond this the database answers (a parent is nearly always recent). About 150
+#: bytes an id: 3 MB of the import's memory at most, however long the session.
+DEPTH_WINDOW = 20_000
 #: How many skipped records and notices ``describe`` lists one by one.
 SHOWN = 20
 #: Bytes of file contents stored per transaction.
