@@ -69,6 +69,8 @@ def test_a_session_whose_folder_is_missing_offers_to_continue_elsewhere(
     page.get_by_test_id("folder-missing-continue").click()
     expect(notice).to_be_hidden()
     expect(page.get_by_test_id("session-cwd")).to_have_text(str(web_env.workdir))
+    moved = page.get_by_test_id("sys-folder-change")
+    expect(moved).to_contain_text(f"Continued in {web_env.workdir} (was {gone})")
     with web_env.rpc() as client:
         session = client.call("session.get", sessionId=sid)
     assert session["workingDirectory"] == str(web_env.workdir)
