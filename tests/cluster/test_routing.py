@@ -137,7 +137,7 @@ async def test_an_approval_asked_on_a_is_answered_on_b_and_the_tool_runs_once_on
 
 
 async def test_abort_through_c_stops_the_run_on_a(servers: Servers) -> None:
-    a, b, c = servers.procs
+    a, _b, c = servers.procs
     servers.llm.add(Response([Text("thinking about it at length")], hang=True))
     async with servers.client(a) as ca, servers.client(c) as cc:
         session = await ca.call("session.create", {"workingDirectory": str(servers.workdir)})
