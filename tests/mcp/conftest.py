@@ -16,6 +16,7 @@ from tests.mcp.servers import HttpServer, everything_entry, time_server
 from tests.server.conftest import llm, server_factory  # noqa: F401
 from tests.server.scripted_llm import ScriptedLLM
 from tron_server.client import Notification, TronClient
+from tron_server.trust import TrustStore
 
 
 @pytest.fixture
@@ -70,6 +71,13 @@ def approve_all(home: Path) -> None:
     data = json.loads(path.read_text()) if path.exists() else {}
     data["enableAllProjectMcpServers"] = True
     path.write_text(json.dumps(data))
+
+
+def trust(home: Path, folder: Path) -> None:
+    """Trust ``folder`` in the server's real trust store, as its user does with
+    ``trust.set`` or ``tron --trust``: a folder's own MCP servers (and its rules, hooks and
+    agents) act only then."""
+    TrustStore(home).trust(folder)
 
 
 def offered(model: ScriptedLLM, index: int = 0) -> dict[str, dict[str, Any]]:
