@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tron_events import ConcurrencyConflict, SessionNotFound
 from tron_llm import Usage
 
-from ..interaction.pending import find_pending_turn
+from ..interaction.pending import TURN_CLOSERS, find_pending_turn
 from ..protocol import AGENT_COMPLETE, AGENT_TOOL_END, AGENT_TURN_END, usage_json
 
 if TYPE_CHECKING:
@@ -35,22 +35,9 @@ TAKEOVER_RESULT = (
     "the session over; the call was not run again)."
 )
 TAKEOVER_REASON = "the server running the turn stopped"
-#: Events after which the turn is closed (or never started): nothing to record.
-_CLOSED = frozenset(
-    {
-        "stream.turn_end",
-        "notification.interrupted",
-        "turn.failed",
-        "message.user",
-        "message.system",
-        "context.cleared",
-        "compact.boundary",
-        "compact.summary",
-        "session.start",
-        "session.fork",
-        "session.end",
-    }
-)
+#: Events after which the turn is closed (or was never started): nothing to record.
+#: (Walking back, the open turn's own ``stream.turn_start`` is where the walk stops.)
+_CLOSED = TURN_CLOSERS - {"stream.turn_start"}
 
 
 async def close_interrupted_turn(store: AsyncEventStore, session_id: str, emit: Emit) -> bool:
