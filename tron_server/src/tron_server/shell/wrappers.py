@@ -64,6 +64,8 @@ class Unwrapped:
     ``doubt``: why what it runs is not known."""
 
     words: list[Word] = field(default_factory=list)
+    #: Further commands it runs (each ``find -exec … ;``).
+    also: list[list[Word]] = field(default_factory=list)
     script: str | None = None
     implicit: str | None = None
     doubt: str | None = None
@@ -76,6 +78,8 @@ def unwrap(words: list[Word]) -> Unwrapped | None:
     name = os.path.basename(words[0].value)
     if name in SHELLS:
         return _shell(words)
+    if name == "find":
+        return _find(words)
     spec = _OPTIONS.get(name)
     if spec is None:
         return None
@@ -124,6 +128,27 @@ def unwrap(words: list[Word]) -> Unwrapped | None:
             return Unwrapped(implicit="echo")
         return Unwrapped()
     return Unwrapped(words=rest)
+
+
+def _find(words: list[Word]) -> Unwrapped | None:
+    """``find … -exec cmd {} ;`` (also ``-execdir``, ``-ok``, ``-okdir``, ending with ``+``)
+    runs each ``cmd``."""
+    found: list[list[Word]] = []
+    current: list[Word] | None = None
+    for word in words[1:]:
+        if current is None:
+            if word.value in ("-exec", "-execdir", "-ok", "-okdir"):
+                current = []
+        elif word.value in (";", "+") and current:
+            found.append(current)
+            current = None
+        else:
+            current.append(word)
+    if current is not None:
+        return Unwrapped(doubt="a find -exec without its ; or +")
+    if not found:
+        return None
+    return Unwrapped(words=found[0], also=found[1:])
 
 
 def _short(cluster: str, with_value: str, flags: str, attached: str) -> int | None:
