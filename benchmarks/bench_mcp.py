@@ -57,6 +57,7 @@ from bench_server import (  # noqa: E402
 
 from tests.mcp.servers import everything_entry  # noqa: E402
 from tests.server.scripted_llm import Response, Text, ToolUse  # noqa: E402
+from tron_server.trust import TrustStore  # noqa: E402
 
 _ids = itertools.count(1)
 
@@ -99,6 +100,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     home = root / "home"
     home.mkdir()
     (home / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
+    TrustStore(home).trust(root)  # the projects below it: their .mcp.json servers may run
     results: dict[str, list[float]] = {"none": [], "listed": [], "never": []}
     calls: dict[str, list[float]] = {"mcp": [], "builtin": []}
     try:
@@ -161,6 +163,7 @@ async def inproc(args: argparse.Namespace, entry: Path) -> list[float]:
     home = root / "home"
     home.mkdir()
     (home / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
+    TrustStore(home).trust(root)  # the projects below it: their .mcp.json servers may run
     manager = McpManager(home, claude_json=root / "none.json")
     await manager.start()
     out: list[float] = []

@@ -6,6 +6,9 @@
 - ``mcp-server-time`` (PyPI, the reference time server, a Python one) into a virtual
   environment ``~/.cache/tron-tests/py-mcp-server-time``.
 
+- ``marker_server.py`` (ours, on the official SDK): a stdio server that marks each start,
+  for the tests of what may start a server at all (folder trust).
+
 Each installs once (a lock file keeps two test processes from installing at once) and is
 skipped with the reason when it cannot be had (no npm, no network, a failed install).
 ``TRON_TESTS_CACHE`` moves the cache.
@@ -24,6 +27,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,3 +154,17 @@ class HttpServer:
                 self.process.wait(10)
         if self.process.stdout is not None:
             self.process.stdout.close()
+
+
+MARKER_SCRIPT = Path(__file__).with_name("marker_server.py")
+
+
+def marker_server(marker: Path) -> dict[str, Any]:
+    """A ``.mcp.json`` entry for :mod:`tests.mcp.marker_server`, which appends its process
+    id to ``marker`` when it starts."""
+    return {"command": sys.executable, "args": [str(MARKER_SCRIPT), str(marker)]}
+
+
+def started(marker: Path) -> list[int]:
+    """Process ids of every start of a marker server (none: it never started)."""
+    return [int(line) for line in marker.read_text().split()] if marker.exists() else []

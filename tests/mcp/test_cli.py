@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.mcp.conftest import stdio, write_mcp_json
+from tests.mcp.conftest import stdio, trust, write_mcp_json
 from tests.server.conftest import RunningServer
 
 pytestmark = pytest.mark.anyio
@@ -37,8 +37,13 @@ async def test_tron_mcp_list_and_approve(
     listing = json.loads(waiting.stdout)
     assert {s["name"]: s["status"] for s in listing["servers"]} == {
         "ev": "needs-approval", "dead": "needs-approval"}  # fmt: skip
+    assert all("not trusted" in s["error"] for s in listing["servers"])
     approved = await anyio.to_thread.run_sync(tron, server, "approve", "ev", "--cwd", folder)
     assert approved.returncode == 0 and approved.stdout.startswith("ev: "), approved.stderr
+    assert approved.stdout.strip() == "ev: needs-approval"  # remembered; the folder comes first
+    untrusted = await anyio.to_thread.run_sync(tron, server, "list", "--cwd", folder)
+    assert "the folder is not trusted" in untrusted.stdout
+    trust(server.home, tmp_path)  # as `tron --trust` records it
     await anyio.to_thread.run_sync(tron, server, "approve", "dead", "--cwd", folder)
     shown = await anyio.to_thread.run_sync(tron, server, "list", "--cwd", folder)
     assert shown.returncode == 1  # dead failed

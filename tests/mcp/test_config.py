@@ -84,6 +84,27 @@ def test_a_broken_file_loses_only_its_servers(layout: tuple[Path, ConfigFiles]) 
     assert "a server name is 1 to 64" in str(by_name["bad name!"])
 
 
+def test_the_homes_own_settings_are_the_users_in_the_folder_holding_it(tmp_path: Path) -> None:
+    """A session in ``~`` sees ``~/.tron/settings.json`` as ``.tron/settings.json`` too: it
+    is the user's file (needs no trust), not the folder's."""
+    home = tmp_path / ".tron"
+    write(home / "settings.json", servers({"mine": {"command": "x"}}))
+    files = ConfigFiles(home=home, claude_json=None)
+    [found], errors = load_servers(tmp_path, files)
+    assert errors == [] and found.scope == "user" and not found.needs_approval
+
+
+def test_a_configuration_file_that_is_not_a_regular_file_is_not_read(
+    layout: tuple[Path, ConfigFiles],
+) -> None:
+    project, files = layout
+    os.mkfifo(project / ".mcp.json")  # reading a FIFO with no writer would block
+    found, errors = load_servers(project, files)
+    assert found == [] and errors == [
+        f"{project / '.mcp.json'}: not a regular file; it is not read"
+    ]
+
+
 def test_transport_inference_and_expansion_in_every_field(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOKEN", "s3cret")
     monkeypatch.delenv("UNSET_X", raising=False)

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from tests.interaction.conftest import new_session, of_type
-from tests.mcp.conftest import approve_all, offered, run, stdio, write_mcp_json
+from tests.mcp.conftest import approve_all, offered, run, stdio, trust, write_mcp_json
 from tests.server.conftest import ServerFactory
 from tests.server.scripted_llm import Response, ScriptedLLM, Text
 from tron_server.mcp import McpOptions, parse_server
@@ -69,6 +69,7 @@ async def test_a_hanging_server_does_not_hold_up_the_run_past_its_wait(
     server = server_factory(anthropic_base_url=llm.base_url, mcp_list_wait=1.0)
     write_mcp_json(tmp_path, {"slow": hanging(marker)})
     approve_all(server.home)
+    trust(server.home, tmp_path)
     llm.add(Response([Text("answered")]))
     async with server.connect() as client:
         sid = await new_session(client, tmp_path)
@@ -93,6 +94,7 @@ async def test_shutdown_kills_the_stdio_children(
     write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio", marker),
                               "ev2": stdio(everything, "stdio", marker)})  # fmt: skip
     approve_all(server.home)
+    trust(server.home, tmp_path)
     async with server.connect() as client:
         listing = await client.call("mcp.list", {"workingDirectory": str(tmp_path)})
     assert [s["status"] for s in listing["servers"]] == ["connected", "connected"]

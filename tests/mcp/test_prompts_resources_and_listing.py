@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from tests.interaction.conftest import new_session, of_type
-from tests.mcp.conftest import approve_all, offered, run, stdio, write_mcp_json
+from tests.mcp.conftest import approve_all, offered, run, stdio, trust, write_mcp_json
 from tests.mcp.servers import HttpServer
 from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
@@ -37,6 +37,7 @@ async def test_a_prompt_is_a_slash_command(
 ) -> None:
     write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio")})
     approve_all(server.home)
+    trust(server.home, tmp_path)
     llm.add(Response([Text("Sunny.")]))
     async with server.connect() as client:
         sid = await new_session(client, tmp_path)
@@ -62,6 +63,7 @@ async def test_a_resource_mention_is_included_and_recorded(
 ) -> None:
     write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio")})
     approve_all(server.home)
+    trust(server.home, tmp_path)
     llm.add(Response([Text("Read it.")]))
     uri = "demo://resource/static/document/architecture.md"
     async with server.connect() as client:
@@ -90,6 +92,7 @@ async def test_project_servers_wait_for_the_users_approval_which_is_remembered(
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.local.json").write_text(
         json.dumps({"disabledMcpjsonServers": ["other"]}))  # fmt: skip
+    trust(server.home, tmp_path)
     llm.add(Response([Text("no tools")]), Response([Text("tools")]), Response([Text("still")]))
     async with server.connect() as client:
         sid = await new_session(client, tmp_path)
@@ -120,6 +123,7 @@ async def test_resource_list_changes_are_followed(
 ) -> None:
     write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio")})
     approve_all(server.home)
+    trust(server.home, tmp_path)
     data = "data:text/plain;base64,aGVsbG8gd29ybGQ="
     llm.add(Response([ToolUse("mcp__ev__gzip-file-as-resource",
                               {"name": "hello.gz", "data": data}, id="t1")]),

@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from tests.interaction.conftest import new_session, of_type
-from tests.mcp.conftest import approve_all, offered, run, stdio, write_mcp_json
+from tests.mcp.conftest import approve_all, offered, run, stdio, trust, write_mcp_json
 from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tron_server.client import Notification
@@ -42,6 +42,7 @@ async def test_deny_and_allow_rules_name_mcp_tools_as_claude_code_does(
 ) -> None:
     write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio")})
     approve_all(server.home)
+    trust(server.home, tmp_path)
     settings(tmp_path, {"permissions": {"deny": ["mcp__ev__get-env"],
                                         "allow": ["mcp__ev__echo"]}})  # fmt: skip
     llm.add(
@@ -66,6 +67,7 @@ async def test_a_server_wide_deny_rule(
 ) -> None:
     write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio")})
     approve_all(server.home)
+    trust(server.home, tmp_path)
     settings(tmp_path, {"permissions": {"deny": ["mcp__ev"]}})
     llm.add(Response([ToolUse("mcp__ev__echo", {"message": "hi"}, id="t1")]),
             Response([Text("done")]))  # fmt: skip
@@ -81,6 +83,7 @@ async def test_hooks_match_mcp_tools_by_pattern(
 ) -> None:
     write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio")})
     approve_all(server.home)
+    trust(server.home, tmp_path)
     log = tmp_path / "hook.jsonl"
     hook = (f"{sys.executable} -c \"import json,sys; d=json.load(sys.stdin); "
             f"open({str(log)!r},'a').write(json.dumps(d)+chr(10)); "
@@ -119,6 +122,7 @@ async def test_progress_streams_and_abort_cancels_the_request_on_the_wire(
     write_mcp_json(tmp_path, {"slow": {"command": sys.executable, "args": [
         str(TEE), str(wire), "--", "node", str(everything), "stdio"]}})  # fmt: skip
     approve_all(server.home)
+    trust(server.home, tmp_path)
     settings(tmp_path, {"permissions": {"allow": ["mcp__slow"]}})
     llm.add(Response([ToolUse("mcp__slow__trigger-long-running-operation",
                               {"duration": 60, "steps": 60}, id="t_long")]))  # fmt: skip
@@ -165,6 +169,7 @@ async def test_a_crashing_server_is_reported_and_restarted_on_the_next_use(
     marker = f"crash-{os.getpid()}-{tmp_path.name}"
     write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio", marker)})
     approve_all(server.home)
+    trust(server.home, tmp_path)
     settings(tmp_path, {"permissions": {"allow": ["mcp__ev"]}})
     llm.add(
         Response([ToolUse("mcp__ev__trigger-long-running-operation",
@@ -206,6 +211,7 @@ async def test_elicitation_goes_through_the_question_flow(
 ) -> None:
     write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio")})
     approve_all(server.home)
+    trust(server.home, tmp_path)
     settings(tmp_path, {"permissions": {"allow": ["mcp__ev"]}})
     llm.add(Response([ToolUse("mcp__ev__trigger-elicitation-request", {}, id="t_form")]),
             Response([Text("thanks")]))  # fmt: skip
@@ -241,6 +247,7 @@ async def test_sampling_is_refused_with_a_clear_error(
 ) -> None:
     write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio")})
     approve_all(server.home)
+    trust(server.home, tmp_path)
     settings(tmp_path, {"permissions": {"allow": ["mcp__ev"]}})
     llm.add(Response([ToolUse("mcp__ev__trigger-sampling-request", {"prompt": "hi"},
                               id="t_sample")]), Response([Text("ok")]))  # fmt: skip
@@ -257,6 +264,7 @@ async def test_a_resumed_session_reconstructs_after_the_servers_tools_changed(
 ) -> None:
     write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio")})
     approve_all(server.home)
+    trust(server.home, tmp_path)
     settings(tmp_path, {"permissions": {"allow": ["mcp__ev", "mcp__renamed"]}})
     llm.add(Response([ToolUse("mcp__ev__echo", {"message": "before"}, id="t_old")]),
             Response([Text("first")]), Response([Text("second")]))  # fmt: skip
@@ -285,6 +293,7 @@ async def test_sampling_when_the_user_allows_it(
     server = make_server(mcp_sampling=True)
     write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio")})
     approve_all(server.home)
+    trust(server.home, tmp_path)
     settings(tmp_path, {"permissions": {"allow": ["mcp__ev"]}})
     llm.add(Response([ToolUse("mcp__ev__trigger-sampling-request",
                               {"prompt": "Say marmalade"}, id="t_sample")]),

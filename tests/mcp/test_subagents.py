@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.interaction.conftest import new_session, of_type
-from tests.mcp.conftest import approve_all, run, stdio, write_mcp_json
+from tests.mcp.conftest import approve_all, run, stdio, trust, write_mcp_json
 from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tests.server.test_subagents import Routes, task, tool_names
@@ -30,6 +30,7 @@ async def test_children_inherit_mcp_tools_unless_tools_restricts_them(
 ) -> None:
     write_mcp_json(tmp_path, {"ev": stdio(everything, "stdio")})
     approve_all(server.home)
+    trust(server.home, tmp_path)
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.json").write_text(
         json.dumps({"permissions": {"allow": ["mcp__ev"]}}))  # fmt: skip

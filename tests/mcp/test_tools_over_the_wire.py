@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.interaction.conftest import new_session, of_type
-from tests.mcp.conftest import approve_all, offered, run, stdio, write_mcp_json
+from tests.mcp.conftest import approve_all, offered, run, stdio, trust, write_mcp_json
 from tests.mcp.servers import HttpServer
 from tests.server.conftest import RunningServer
 from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
@@ -23,6 +23,7 @@ async def test_stdio_and_time_tools_answer_through_the_server(
     write_mcp_json(tmp_path, {"everything": stdio(everything, "stdio"),
                               "time": {"command": str(time_program)}})  # fmt: skip
     approve_all(server.home)
+    trust(server.home, tmp_path)
     llm.add(
         Response([ToolUse("mcp__everything__get-sum", {"a": 2, "b": 3}, id="t_sum"),
                   ToolUse("mcp__everything__get-tiny-image", {}, id="t_img"),

@@ -196,3 +196,23 @@ async def test_each_part_switches_off_on_its_own(
         (tmp_path / ".tron" / "settings.json").write_text('{"memory": {"ledgr": false}}')
         got = await client.call("memory.get", {"workingDirectory": str(tmp_path)})
         assert got["settings"]["ledger"] is False and "ledgr" in got["settings"]["error"]
+
+
+async def test_slash_end_makes_the_handoff_and_ends_the_session(
+    mserver: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """``/end`` is how a user ends a session on purpose: the same ``session.end`` as the
+    RPC, so the handoff is made and the session takes no more messages."""
+    async with mserver.connect() as client:
+        sid = await new_session(client, tmp_path)
+        llm.add(Response([Text("Ported the lexer.")]))
+        await client.send_message_and_wait(sid, "port the lexer")
+        llm.add(memory_reply("Ported the lexer"))
+        result = await command(client, sid, "/end")
+        [handoff] = await events_of(client, sid, "memory.handoff")
+        assert handoff["payload"]["trigger"] == "session_end"
+        assert f"Handoff {handoff['id']}: Ported the lexer" in result["output"]
+        session = await client.call("session.get", {"sessionId": sid})
+        assert session["status"] != "active"
+        with pytest.raises(RpcCallError):
+            await client.send_message_and_wait(sid, "one more thing")

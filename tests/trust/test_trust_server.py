@@ -7,29 +7,17 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.server.conftest import RunningServer, ServerFactory, server_factory  # noqa: F401
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse, scripted_llm
+from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tests.trust.hostile import DEFINES, EVENTS, Hostile, make_hostile
 from tron_server.client import RpcCallError, TronClient
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLM]:
-    async with scripted_llm() as scripted:
-        yield scripted
 
 
 @pytest.fixture
@@ -182,12 +170,13 @@ async def test_a_hostile_folder_acts_only_once_trusted(
         assert second["trusted"] is True
         await settle(server)
         marked = hostile.marked()
-        assert set(marked) == {*EVENTS, "bash", "command"}, marked
+        assert set(marked) == {*EVENTS, "bash", "command", "mcp"}, marked
         # Each event has a hook in each of the folder's two files. SessionStart ran three
         # times: for the session made before trust at its next turn, after its /compact,
         # and for the new session at its start.
         assert marked["SessionStart"] == 6 and marked["SessionEnd"] == 2
         assert marked["bash"] == 1 and marked["command"] == 1
+        assert marked["mcp"] == 1  # its MCP server started once, shared by both sessions
 
         # -- revoked: nothing acts any more --------------------------------------------
         hostile.clear()

@@ -22,6 +22,7 @@ def test_at_completes_resources_in_the_page(
     write_mcp_json(env.workdir, {"ev": stdio(everything, "stdio")})
     (env.server.home / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
     with SyncRpc(env.server.base_url, env.server.token) as rpc:
+        rpc.call("trust.set", path=str(env.workdir), trusted=True)
         rpc.call("mcp.list", workingDirectory=str(env.workdir))  # lists the resources once
         sid = rpc.call("session.create", workingDirectory=str(env.workdir), title="At")["id"]
     page.evaluate(f"location.hash = '#s={sid}'")

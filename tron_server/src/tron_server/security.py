@@ -23,6 +23,8 @@ users. Three controls, used together:
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import hmac
 import ipaddress
@@ -30,7 +32,7 @@ import logging
 import os
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from http.cookies import SimpleCookie
 from pathlib import Path
 
@@ -60,9 +62,8 @@ def load_or_create_token(path: Path, *, rotate: bool = False) -> tuple[str, bool
     """The token in ``path``, or a new one written there (``rotate``, no file, or a
     file that does not hold a token); returns ``(token, written)``.
 
-    A kept token file is made user-only (0600) if it was not. When there is no
-    file, the new one is created only if still absent (two servers starting at
-    once on one home end up with the same token, never one each).
+    A kept token file is made user-only (0600) if it was not. Two servers
+    starting at once on one home end up with the same token, never one each.
     """
     if rotate:
         token = new_token()
@@ -71,15 +72,27 @@ def load_or_create_token(path: Path, *, rotate: bool = False) -> tuple[str, bool
     existing = _valid_token(path)
     if existing is not None:
         return existing, False
-    token = new_token()
-    if path.exists():  # a file that holds no token: replace it
-        write_token(path, token)
-    elif not write_token(path, token, exclusive=True):
-        kept = _valid_token(path)  # another process created it first: use theirs
-        if kept is not None:
-            return kept, False
+    # Decide under a lock on the folder: two servers starting at once on one home
+    # must not both find "no token" and each write its own.
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with _folder_lock(path.parent):
+        existing = _valid_token(path)
+        if existing is not None:
+            return existing, False
+        token = new_token()
         write_token(path, token)
     return token, True
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive flock on ``folder`` itself (no lock file is left behind)."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def _valid_token(path: Path) -> str | None:
@@ -98,12 +111,12 @@ def _valid_token(path: Path) -> str | None:
     return token
 
 
-def write_token(path: Path, token: str, *, exclusive: bool = False) -> bool:
+def write_token(path: Path, token: str) -> None:
     """Write ``token`` to ``path`` readable by the owner only (0600), atomically.
 
     The file is created 0600 from the start (never world-readable, not even
     for a moment) and moved into place whole, so a reader never sees half a
-    token. ``exclusive``: only if ``path`` does not exist (False if it did).
+    token.
     """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -113,16 +126,7 @@ def write_token(path: Path, token: str, *, exclusive: bool = False) -> bool:
         os.write(fd, token.encode() + b"\n")
     finally:
         os.close(fd)
-    if not exclusive:
-        os.replace(tmp, path)
-        return True
-    try:
-        os.link(tmp, path)  # fails if the file exists: no overwrite
-    except FileExistsError:
-        return False
-    finally:
-        os.unlink(tmp)
-    return True
+    os.replace(tmp, path)
 
 
 def read_token(path: Path) -> str:

@@ -36,7 +36,13 @@ from ..errors import (
 from ..models import Event, Session, Workspace
 from ..payloads import validate_payload
 from ..search_text import search_text
-from ..store import HEAD_MODEL_TYPES, EventStore, _count, _model_and_provider_at
+from ..store import (
+    HEAD_MODEL_TYPES,
+    EventStore,
+    _count,
+    _directory_at,
+    _model_and_provider_at,
+)
 from .format import (
     BlobRecord,
     EventRecord,
@@ -617,6 +623,9 @@ class _SessionImport:
         model, provider = _model_and_provider_at(reversed(path))
         if model and provider:
             self.rec.set_session_model(cur, self.srec.id, model, provider)
+        directory = _directory_at(reversed(path))
+        if directory:
+            self.rec.set_session_directory(cur, self.srec.id, directory)
 
     # -- events --------------------------------------------------------------
 

@@ -23,6 +23,7 @@ the method get the same result and record the same events. A command's text outp
 ``/ledger``                   the folder's ledger (``.tron/ledger.md``) and the user's
 ``/handoff``                  make a handoff of the session now (``memory.handoff``)
 ``/recall QUERY``             search the past sessions of this folder (``memory.search``)
+``/end [reason]``             end the session (``session.end``): its handoff and ledger are made
 ============================  ===================================================================
 """
 
@@ -90,6 +91,8 @@ async def _mcp(cx: CommandContext, args: str) -> dict[str, Any]:
         answer = await cx.call("mcp.approve", {"workingDirectory": folder, "server": words[1],
                                                "approved": approved})  # fmt: skip
         status = answer["server"]["status"]
+        if status == "needs-approval" and answer["server"].get("error"):
+            status += f": {answer['server']['error']}"  # e.g. the folder is not trusted yet
         return {"output": f"MCP server {words[1]}: {'approved' if approved else 'refused'} "
                           f"for {folder} (now {status}).", "server": answer["server"]}  # fmt: skip
     if words:
@@ -332,6 +335,20 @@ async def _recall(cx: CommandContext, args: str) -> dict[str, Any]:
     return {"output": "\n".join(lines), "hits": hits}
 
 
+async def _end(cx: CommandContext, args: str) -> dict[str, Any]:
+    # The one place a user ends a session on purpose: session.end makes the handoff and
+    # brings the ledger up to date when anything was said since the last handoff.
+    ended = await cx.call(
+        "session.end", {"sessionId": cx.session_id, "reason": args.strip() or "completed"}
+    )
+    made = await cx.call("memory.get", {"workingDirectory": cx.session.working_directory})
+    mine = [h for h in made.get("handoffs", []) if h.get("sessionId") == cx.session_id]
+    lines = ["Session ended: it takes no more messages (fork it to continue)."]
+    if mine:
+        lines.append(f"Handoff {mine[0]['eventId']}: {mine[0]['summary']}")
+    return {"output": "\n".join(lines), "session": ended}
+
+
 BUILTINS: dict[str, Builtin] = {
     b.name: b
     for b in (
@@ -360,5 +377,6 @@ BUILTINS: dict[str, Builtin] = {
         Builtin("ledger", "Show the ledger of this folder (working memory)", _ledger),
         Builtin("handoff", "Make a handoff of this session now (episodic memory)", _handoff),
         Builtin("recall", "Search the past sessions of this folder", _recall, "QUERY"),
+        Builtin("end", "End this session (its handoff and ledger are made)", _end, "[reason]"),
     )
 }

@@ -13,7 +13,9 @@ them, and ``trust.get`` / ``session.create`` answer it as ``defines``::
 - ``shellCommands``: command files (``.claude/commands``, ``.tron/commands``) whose body
   runs shell commands (``!`…` ``);
 - ``agents``: agent definitions (``.claude/agents``, ``.tron/agents``) that can be used;
-- ``mcpServers``: servers in the folder's ``.mcp.json`` (``mcpServers``).
+- ``mcpServers``: MCP servers the folder defines (``mcpServers`` of its ``.mcp.json``, of
+  a parent's, and of its ``.tron/settings.json``:
+  :func:`~tron_server.mcp.config.project_servers`).
 
 Counting never fails: a file that cannot be read counts for nothing here (loading it for a
 session reports its problem).
@@ -30,6 +32,7 @@ from typing import Any
 
 from ..agent.subagents.definitions import AgentFileError, agent_dirs, parse_agent_file
 from ..hooks.settings import settings_paths
+from ..mcp.config import project_servers
 from ..trust import claude_user_dir
 
 __all__ = ["SHELL_EXPANSION", "FolderDefines", "folder_defines"]
@@ -157,13 +160,11 @@ def folder_defines(working_directory: Path, home: Path) -> FolderDefines:
             except (AgentFileError, OSError):
                 continue
             agents += 1
-    mcp = _json_object(wd / ".mcp.json")
-    servers = mcp.get("mcpServers") if mcp is not None else None
     return FolderDefines(
         hooks=hooks,
         allow_rules=allow,
         default_mode=mode,
         shell_commands=shell,
         agents=agents,
-        mcp_servers=len(servers) if isinstance(servers, dict) else 0,
+        mcp_servers=len(project_servers(wd, home.expanduser())),
     )

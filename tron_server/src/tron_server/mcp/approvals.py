@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..trust import TrustStore
 from .config import ConfigError, ConfigFiles, ServerConfig, project_entry, read_json
 
 __all__ = ["Approvals", "Decision", "approval_file", "folder_trusted", "remember"]
@@ -39,12 +40,12 @@ _lock = threading.Lock()
 
 
 def folder_trusted(working_directory: Path, home: Path) -> bool:
-    """Whether the user trusts the folder's own configuration.
-
-    The one place MCP asks about folder trust (issue "Trust before anything runs" brings
-    ``tron_server.trust``; wiring it in is this function's body). Until then every folder is
-    trusted, as every other kind of project configuration is today."""
-    return True
+    """Whether the user trusts the folder's own configuration: the folder itself or an
+    ancestor is trusted in ``<home>/trust.json`` (:class:`~tron_server.trust.TrustStore`,
+    by real path). The one place MCP asks about folder trust: until it says yes, the
+    folder's own servers are not started, listed as usable or offered to the model, and
+    its own approval keys (``enableAllProjectMcpServers`` in its settings) do not count."""
+    return TrustStore(home).is_trusted(working_directory) is not None
 
 
 def approval_file(home: Path) -> Path:

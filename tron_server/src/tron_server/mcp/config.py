@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ __all__ = [
     "expand_vars",
     "load_servers",
     "parse_server",
+    "project_servers",
 ]
 
 Scope = Literal["user", "project", "local", "session"]
@@ -241,6 +243,8 @@ def read_json(path: Path, *, fresh: bool = False) -> dict[str, Any] | None:
         return None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read: {exc}") from None
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or /dev/zero planted as .mcp.json would hang
+        raise ConfigError(f"{path}: not a regular file; it is not read")
     stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
     known = _READ.get(key)
     if known is not None and known[0] == stamp and not fresh:
@@ -304,6 +308,14 @@ def mcp_json_files(working_directory: Path) -> list[Path]:
     return [d / ".mcp.json" for d in reversed(chain)]
 
 
+def project_servers(working_directory: Path, home: Path) -> list[str]:
+    """Names of the servers the folder itself defines (``.mcp.json`` of it and its parents,
+    its ``.tron/settings.json``) that win over the user's own: what trusting the folder
+    would let run once approved. Never fails: an unreadable file defines nothing here."""
+    configs, _errors = load_servers(working_directory, ConfigFiles(home=home, claude_json=None))
+    return [c.name for c in configs if c.scope == "project"]
+
+
 def load_servers(
     working_directory: Path,
     files: ConfigFiles,
@@ -332,7 +344,10 @@ def load_servers(
     for path in mcp_json_files(wd):
         layers.append(_servers_of(read(path), "project", str(path), errors))
     tron_project = wd / ".tron" / "settings.json"
-    layers.append(_servers_of(read(tron_project), "project", str(tron_project), errors))
+    # In the folder holding the home (``~`` for ``~/.tron``) that file is the user's own,
+    # read above as such: it is not the folder speaking.
+    if os.path.realpath(tron_project) != os.path.realpath(files.home / "settings.json"):
+        layers.append(_servers_of(read(tron_project), "project", str(tron_project), errors))
     local = project_entry(claude, wd)
     layers.append(_servers_of(local, "local", f"{claude_source} (projects[{wd}])", errors))
     if extra:

@@ -36,6 +36,11 @@ __all__ = ["McpManager", "ServerView", "Usable", "server_json"]
 
 log = logging.getLogger("tron_server.mcp")
 
+_UNTRUSTED = (
+    "the folder is not trusted: its own servers do not run until you trust it "
+    "(trust.set, or `tron --trust`), then approve them"
+)
+
 
 @dataclass
 class ServerView:
@@ -152,28 +157,42 @@ class McpManager:
             if config.error:
                 views.append(ServerView(config, "failed", config.error))
                 continue
-            if approvals.is_switched_off(config):
-                views.append(ServerView(config, "disabled", "switched off for this folder"))
+            if config.needs_approval and trusted is None:
+                trusted = folder_trusted(wd, self.home)
+            blocked = self._blocked(config, approvals, trusted)
+            if blocked is not None:
+                # What may not run here does not keep running either: trust revoked or an
+                # approval taken back stops the server this folder had started.
+                self._stop_pooled(config, wd)
+                views.append(ServerView(config, *blocked))
                 continue
-            if config.needs_approval:
-                if trusted is None:
-                    trusted = folder_trusted(wd, self.home)
-                if not trusted:
-                    views.append(ServerView(config, "needs-approval", "the folder is not "
-                                            "trusted: its own servers do not run"))  # fmt: skip
-                    continue
-                decision = approvals.decision(config)
-                if decision == "rejected":
-                    views.append(ServerView(config, "disabled", "not approved for this folder"))
-                    continue
-                if decision == "pending":
-                    views.append(ServerView(config, "needs-approval", "a project server: "
-                                            "approve it with /mcp approve "
-                                            f"{config.name}"))  # fmt: skip
-                    continue
             connection = self._connection(config, wd, session_id)
             views.append(ServerView(config, connection.status, connection.error, connection))
         return views, errors
+
+    @staticmethod
+    def _blocked(
+        config: ServerConfig, approvals: Approvals, trusted: bool | None
+    ) -> tuple[str, str] | None:
+        """(status, reason) of a server that may not run here, or None."""
+        if approvals.is_switched_off(config):
+            return "disabled", "switched off for this folder"
+        if not config.needs_approval:
+            return None
+        if not trusted:  # before the approval: an untrusted folder's own keys do not count
+            return "needs-approval", _UNTRUSTED
+        decision = approvals.decision(config)
+        if decision == "rejected":
+            return "disabled", "not approved for this folder"
+        if decision == "pending":
+            return "needs-approval", f"a project server: approve it with /mcp approve {config.name}"
+        return None
+
+    def _stop_pooled(self, config: ServerConfig, wd: Path) -> None:
+        """Close this folder's connections to ``config``'s server, if any were started."""
+        root = str(Path(os.path.realpath(wd)))
+        for key in [k for k in self._pool if k[:2] == (root, config.name)]:
+            self._retire(self._pool.pop(key))
 
     def _connection(self, config: ServerConfig, wd: Path, session_id: str | None) -> Connection:
         root = Path(os.path.realpath(wd))
