@@ -86,6 +86,9 @@ class ClusterNode:
         self.serve_call: ServeCall | None = None
         #: Publishes a relayed notification to this server's clients.
         self.deliver: Deliver | None = None
+        #: Called when relayed notifications may have been missed (the listener lost its
+        #: connection): the app closes its clients' connections so that they resync.
+        self.on_gap: Callable[[str], None] | None = None
         self._others: dict[str, str] = {}
         self._held: set[str] = set()
         self._in_flight: dict[str, int] = {}
@@ -369,4 +372,13 @@ class ClusterNode:
                 self._others[session_id] = str(owner)
 
     def _reconnected(self) -> None:
+        """From the listener thread, once it listens again after losing its connection."""
         log.warning("the cluster listener reconnected: relayed notifications may be missing")
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._gap)
+
+    def _gap(self) -> None:
+        if self.on_gap is not None:
+            self.on_gap("this server may have missed notifications of other servers: "
+                        "reconnect, subscribe and sync")  # fmt: skip
