@@ -93,6 +93,9 @@ class ClusterNode:
         self._held: set[str] = set()
         self._in_flight: dict[str, int] = {}
         self._claiming: dict[str, asyncio.Future[Claim]] = {}
+        #: One lease operation at a time per session: a release queued when a run ended
+        #: must not delete the lease a new call claimed meanwhile.
+        self._lease_ops: dict[str, asyncio.Lock] = {}
         self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tg: anyio.abc.TaskGroup | None = None
@@ -145,7 +148,8 @@ class ClusterNode:
         future: asyncio.Future[Claim] = self._loop.create_future()
         self._claiming[session_id] = future
         try:
-            claim = await anyio.to_thread.run_sync(self.cluster.claim, session_id)
+            async with self._lease_op(session_id):
+                claim = await anyio.to_thread.run_sync(self.cluster.claim, session_id)
             if claim.owned:
                 self._held.add(session_id)
                 self._others.pop(session_id, None)
@@ -210,9 +214,22 @@ class ClusterNode:
         except Exception:
             log.warning("could not claim the lease of %s", session_id, exc_info=True)
 
+    @asynccontextmanager
+    async def _lease_op(self, session_id: str) -> AsyncIterator[None]:
+        lock = self._lease_ops.setdefault(session_id, asyncio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked() and self._lease_ops.get(session_id) is lock:
+                del self._lease_ops[session_id]
+
     async def _release(self, session_id: str) -> None:
         try:
-            await anyio.to_thread.run_sync(self.cluster.release, session_id)
+            async with self._lease_op(session_id):
+                if session_id in self._held or session_id in self._claiming:
+                    return  # claimed again since the session went idle: keep it
+                await anyio.to_thread.run_sync(self.cluster.release, session_id)
             self.cluster.send(BROADCAST, {"kind": "lease", "sessionId": session_id, "owner": None})
         except Exception:  # it lapses by itself within the lease time
             log.warning("could not release the lease of %s", session_id, exc_info=True)
