@@ -11,9 +11,9 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.interaction.conftest import make_server, server  # noqa: F401
+from tests.interaction.conftest import make_server  # noqa: F401
 from tests.mcp.servers import HttpServer, everything_entry, time_server
-from tests.server.conftest import llm, server_factory  # noqa: F401
+from tests.server.conftest import RunningServer, llm, server_factory  # noqa: F401
 from tests.server.scripted_llm import ScriptedLLM
 from tron_server.client import Notification, TronClient
 from tron_server.trust import TrustStore
@@ -22,6 +22,20 @@ from tron_server.trust import TrustStore
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+#: How long a run (and ``mcp.list``) waits for a server's first listing in these tests. The
+#: server's default, 10 s, is ample on an idle machine; under ``pytest -n 3`` on two loaded
+#: cores starting a server (node, or Python importing the SDK) has taken longer, and the run
+#: then goes on without its tools, as designed. A run waits only as long as the listing
+#: takes, so this costs nothing when the machine is idle.
+LIST_WAIT = 60.0
+
+
+@pytest.fixture
+def server(make_server: Callable[..., RunningServer]) -> RunningServer:  # noqa: F811
+    """A server on the scripted LLM in the default mode, patient with first listings."""
+    return make_server(mcp_list_wait=LIST_WAIT)
 
 
 @pytest.fixture(scope="session")
