@@ -184,6 +184,7 @@ class ClusterMachine(RuleBasedStateMachine):
     def kill(self, data: st.DataObject) -> None:
         victim = data.draw(st.sampled_from(self.live))
         victim.kill()
+        victim.start()  # back for the next example (or test) while this one goes on
         self.killed = True
         self.live = [s for s in self.live if s is not victim]
         self.clients.lost.add(victim.name)
