@@ -240,7 +240,9 @@ class _Reader:
                 continue
             word = self.read_word()
             follows = self.peek()
-            if follows in "<>" and self.peek(1) != "(" and _fd_prefix(word.raw):
+            # ``follows`` is "" at the end of the line, which ``in "<>"`` would accept:
+            # ``sleep 5`` read as ``sleep 5>`` lost its 5 and was uncertain.
+            if follows in ("<", ">") and self.peek(1) != "(" and _fd_prefix(word.raw):
                 parts.append(self.redirection(word.raw))
                 continue
             words.append(word)
