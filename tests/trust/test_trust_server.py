@@ -7,29 +7,17 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory, server_factory  # noqa: F401
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse, scripted_llm
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer, ServerFactory
 from tests.trust.hostile import DEFINES, EVENTS, Hostile, make_hostile
 from tron_server.client import RpcCallError, TronClient
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLM]:
-    async with scripted_llm() as scripted:
-        yield scripted
 
 
 @pytest.fixture
@@ -39,7 +27,7 @@ def hostile(tmp_path: Path) -> Hostile:
 
 @pytest.fixture
 def server(
-    server_factory: ServerFactory,  # noqa: F811
+    server_factory: ServerFactory,
     llm: ScriptedLLM,
     monkeypatch: pytest.MonkeyPatch,
 ) -> RunningServer:
