@@ -30,3 +30,7 @@ os.environ["CLAUDE_CONFIG_DIR"] = _CLAUDE_DIR
 # Servers the tests start (in this process or as children) never read the machine's
 # ~/.claude.json, whose MCP servers they would start: a test that wants one names its own.
 os.environ.setdefault("TRON_CLAUDE_JSON", "/nonexistent/tron-tests/.claude.json")
+# The provider SDKs' endpoint variables are honoured (a Claude Code user has
+# ANTHROPIC_BASE_URL set): a developer's must not send the tests' requests elsewhere.
+for _name in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+    os.environ.pop(_name, None)

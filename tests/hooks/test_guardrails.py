@@ -182,6 +182,26 @@ REFUSED = [
     "stdbuf -o L rm -rf /",
     "ionice -c 3 rm -rf /",
     "busybox rm -rf /",
+    # Issue 26 item 7: each once let through by a mutant of the splitter with every
+    # test green.
+    "FOO=1 rm -rf /",
+    "sudo -E rm -rf /",
+    "sudo nohup rm -rf /",
+    "{ rm -rf /; }",
+    'bash -x -c "rm -rf /"',
+    "rm -fR /",
+    "dd of=/dev/sda if=/dev/zero",
+    "chgrp -R x /",
+    "init 0",
+    "halt",
+    "poweroff",
+    # Quoting bash reads otherwise than a plain tokenizer.
+    "echo $'\\''; rm -rf / #'",
+    "'rm' -rf /",
+    "r\\m -rf /",
+    "env -i A=1 rm -rf /",
+    "ls | xargs -0 rm -rf /",
+    "x=1; (sudo -u root -- rm -rf /)",
 ]
 
 ALLOWED = [

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from tron_server.interaction import CallFacts, RuleSet, RuleSyntaxError, decide, parse_rule
 from tron_server.interaction._glob import compile_pattern
-from tron_server.interaction._shell import command_segments
 from tron_server.interaction.rules import suggest_rule
 
 WD = Path("/work/project")
@@ -133,16 +132,6 @@ def test_allow_rules_must_cover_every_command_of_the_line(
 ) -> None:
     ruleset = RuleSet(parse_rule(r, "allow") for r in rules)
     assert (ruleset.allowing(bash(command)) is not None) is allowed
-
-
-def test_shell_segments() -> None:
-    assert command_segments("a && b || c; d | e & f") == ["a", "b", "c", "d", "e", "f"]
-    assert command_segments("echo 'a && b'") == ["echo 'a && b'"]
-    assert command_segments('echo "x $(rm -rf y) z"') == ['echo "x $(rm -rf y) z"', "rm -rf y"]
-    assert command_segments("(cd a && make)") == ["cd a", "make"]
-    assert command_segments("cmd 2>&1 >out") == ["cmd 2>&1 >out"]
-    assert command_segments("echo `whoami`") == ["echo `whoami`", "whoami"]
-    assert command_segments("echo 'unclosed") == ["echo 'unclosed"]
 
 
 @pytest.mark.parametrize("text", ["", "  ", "Bash(", "Bash(x", "(x)", "1Bash", "Bash(x) y"])

@@ -11,7 +11,7 @@ from typing import Any
 import httpx2
 import openai
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 from pydantic import TypeAdapter
@@ -19,7 +19,7 @@ from pydantic import TypeAdapter
 from tests.llm._serve import mock_client
 from tests.llm.conftest import fixture_bytes
 from tests.llm.test_openai_chat_sdk import dropped_keys, json_values, materialize, requests, split
-from tron_events.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock
+from tron_events.messages import Message, NativeBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from tron_llm import Done, LLMError, LLMRequest, RetryPolicy
 from tron_llm.openai_responses import OpenAIResponsesProvider, is_reasoning_model
 
@@ -300,8 +300,33 @@ async def test_generated_streams_match_the_sdk(raw: bytes) -> None:
 PARAMS: TypeAdapter[Any] = TypeAdapter(ResponseCreateParamsStreaming)
 
 
+SIGNED = ThinkingBlock(thinking="plan", signature="gAAAAenc", provider="openai", item_id="rs_1")
+COMPACTION = NativeBlock(
+    provider="openai-responses",
+    data={"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAcmp"},
+)
+
+
+def _around(*assistant: Any) -> LLMRequest:
+    """A request whose history has one assistant message of ``assistant`` blocks."""
+    return LLMRequest(
+        model="gpt-5",
+        messages=[
+            Message(role="user", content=[TextBlock(text="hi")]),
+            Message(role="assistant", content=list(assistant)),
+            Message(role="user", content=[TextBlock(text="go on")]),
+        ],
+    )
+
+
+# Found by hypothesis (issue 27 item 15): signed reasoning then a compaction item.
+REASONING_THEN_COMPACTION = _around(SIGNED, COMPACTION)
+
+
 @settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests(["gpt-5", "o3", "gpt-4.1", "gpt-5.2-codex"]))
+@example(REASONING_THEN_COMPACTION)
+@example(_around(SIGNED, COMPACTION, TextBlock(text="done")))
 def test_request_bodies_are_valid_for_the_api(request: LLMRequest) -> None:
     body = OpenAIResponsesProvider(api_key="k").build_body(request)
     validated = materialize(PARAMS.validate_python(body))
@@ -327,7 +352,9 @@ def test_request_bodies_are_valid_for_the_api(request: LLMRequest) -> None:
             assert reasoning, "no reasoning items for a model that does not reason"
             assert set(item) == {"type", "id", "summary", "encrypted_content"}
             assert item["encrypted_content"]
-            # Replayed with the assistant item that followed it.
+            # Replayed with the output item it led to: the API rejects a reasoning
+            # item "provided without its required following item". A compaction
+            # item is not one (the compaction pass made it, not this reasoning).
             following = items[i + 1]
             assert following["type"] in ("reasoning", "function_call") or (
                 following["type"] == "message" and following["role"] == "assistant"
@@ -338,3 +365,33 @@ def test_request_bodies_are_valid_for_the_api(request: LLMRequest) -> None:
             assert item == {"type": "compaction", "encrypted_content": "gAAAAcmp"}
         elif item["type"] == "message":
             assert item["content"], "no empty messages"
+
+
+def test_reasoning_before_a_compaction_item_is_dropped_and_the_compaction_kept() -> None:
+    """Reasoning no message or function call follows cannot go back (issue 27 item
+    15); the compaction item, which carries the state before it, does."""
+    provider = OpenAIResponsesProvider(api_key="k")
+
+    def user(text: str) -> dict[str, Any]:
+        return {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": text}],
+        }
+
+    compaction = {"type": "compaction", "encrypted_content": "gAAAAcmp"}
+    reasoning = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "plan"}],
+        "encrypted_content": "gAAAAenc",
+    }
+    done = {"type": "message", "role": "assistant", "content": "done"}
+    cases = [
+        (REASONING_THEN_COMPACTION, [compaction]),
+        (_around(SIGNED, COMPACTION, TextBlock(text="done")), [compaction, done]),
+        # Reasoning followed by what it led to still goes, in its place.
+        (_around(COMPACTION, SIGNED, TextBlock(text="done")), [compaction, reasoning, done]),
+    ]
+    for request, assistant in cases:
+        assert provider.build_body(request)["input"] == [user("hi"), *assistant, user("go on")]

@@ -4,6 +4,7 @@ worktree with a turn on it, merged back with and without a conflict."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -185,3 +186,47 @@ async def test_a_worktree_outside_git_is_refused(server: RunningServer, tmp_path
         assert "not inside a git repository" in info.value.message
         sessions = await client.call("session.list", {})
         assert [s["id"] for s in sessions["sessions"]] == [sid]  # no fork was made
+
+
+async def test_a_rewind_through_a_folder_swapped_for_a_symlink_is_refused(
+    server: RunningServer, llm: ScriptedLLM, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 26 item 4: a rewind with files that would write through a folder someone
+    replaced by a symlink to elsewhere answers -32007 naming the file, writes nothing
+    there, and logs no error (no file was written, so none is rolled back)."""
+    project = tmp_path / "p"
+    (project / "sub").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    async with server.connect() as client:
+        sid = (await client.call("session.create", {"workingDirectory": str(project)}))["id"]
+        start = await head(client, sid)
+        script(llm, ToolUse("Write", {"file_path": "sub/a.txt", "content": "agent\n"}))
+        await turn(client, sid)
+        written = await head(client, sid)
+        await client.call(
+            "session.rewind", {"sessionId": sid, "eventId": start, "restoreFiles": True}
+        )
+        assert not (project / "sub" / "a.txt").exists()
+        # The folder is swapped for a symlink to a folder outside the project.
+        if (project / "sub").exists():
+            (project / "sub").rmdir()
+        (project / "sub").symlink_to(outside, target_is_directory=True)
+        before = await head(client, sid)
+        caplog.clear()
+        with caplog.at_level(logging.ERROR):
+            for force in (False, True):
+                with pytest.raises(RpcCallError) as info:
+                    await client.call(
+                        "session.rewind",
+                        {"sessionId": sid, "eventId": written, "restoreFiles": True,
+                         "force": force},
+                    )  # fmt: skip
+                error = info.value
+                assert error.code == -32007, (error.code, error.message)
+                assert error.data["reason"] == "refused"
+                assert str(project / "sub" / "a.txt") in error.message
+                assert str(project / "sub" / "a.txt") in error.data["files"]
+        assert list(outside.iterdir()) == []
+        assert (project / "sub").is_symlink() and await head(client, sid) == before
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

@@ -685,6 +685,12 @@ class Recorder(abc.ABC):
             (model, provider, session_id),
         )
 
+    def set_session_directory(self, cur: Cursor, session_id: str, directory: str) -> None:
+        cur.execute(
+            self.sql("UPDATE sessions SET working_directory = ? WHERE id = ?"),
+            (directory, session_id),
+        )
+
     def set_head(self, cur: Cursor, session_id: str, head_event_id: str, when: str) -> None:
         cur.execute(
             self.sql("UPDATE sessions SET head_event_id = ?, last_activity_at = ? WHERE id = ?"),

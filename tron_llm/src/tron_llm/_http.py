@@ -68,13 +68,19 @@ class HTTPProvider(ABC):
 
     ``api_key`` defaults to the first of ``api_key_env`` that is set (pass ``""`` for
     no key and no environment lookup). The key is kept
-    out of ``repr``, logs and error messages. Pass ``client`` to supply your own
-    ``httpx.AsyncClient`` (a proxy, a test transport); it is then yours to close.
+    out of ``repr``, logs and error messages. ``base_url`` defaults to the first of
+    ``base_url_env`` that is set (the variable the provider's own SDK reads, e.g.
+    ``ANTHROPIC_BASE_URL``), else ``default_base_url``. ``base_url_source`` and
+    ``api_key_source`` name where an explicit ``base_url``/``api_key`` came from (a
+    variable or an option): errors name it, so a user knows what to change. Pass
+    ``client`` to supply your own ``httpx.AsyncClient`` (a proxy, a test transport);
+    it is then yours to close.
     """
 
     name: ClassVar[str]
     default_base_url: ClassVar[str]
     api_key_env: ClassVar[tuple[str, ...]] = ()
+    base_url_env: ClassVar[tuple[str, ...]] = ()
     requires_api_key: bool = True
     """Whether a call without a key fails at once (an instance may switch it off, e.g.
     for a local OpenAI-compatible server)."""
@@ -90,13 +96,23 @@ class HTTPProvider(ABC):
         retry: RetryPolicy | None = None,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         headers: Mapping[str, str] | None = None,
+        base_url_source: str | None = None,
+        api_key_source: str | None = None,
     ) -> None:
         if api_key is None:
-            api_key = next((os.environ[n] for n in self.api_key_env if os.environ.get(n)), None)
+            api_key_source = _first_set(self.api_key_env)
+            api_key = os.environ[api_key_source] if api_key_source else None
         # "" means "no key" (a local server): nothing is read from the environment
         # and no auth header is sent.
         self._api_key = api_key or None
+        self._api_key_source = api_key_source
+        if base_url is None:
+            base_url_source = _first_set(self.base_url_env)
+            if base_url_source is not None:
+                base_url = self.base_url_from_env(os.environ[base_url_source])
         self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self.base_url_source = base_url_source if base_url else None
+        """The variable or option that set ``base_url`` (None: the default or unknown)."""
         self._own_client = client is None
         self._client = client or httpx.AsyncClient(timeout=timeout)
         self.retry = retry or RetryPolicy()
@@ -117,6 +133,11 @@ class HTTPProvider(ABC):
         await self.aclose()
 
     # --- what adapters provide -------------------------------------------------------
+
+    def base_url_from_env(self, value: str) -> str:
+        """The base URL for a value of one of ``base_url_env`` (as the provider's SDK
+        reads that variable; the same by default)."""
+        return value
 
     @abstractmethod
     def build_call(self, request: LLMRequest) -> HTTPCall:
@@ -172,12 +193,15 @@ class HTTPProvider(ABC):
             except LLMError as error:
                 failure = error
             except httpx.TimeoutException as exc:
-                failure = NetworkError(f"timed out: {type(exc).__name__}", provider=self.name)
+                failure = NetworkError(
+                    f"timed out: {self.endpoint}: {type(exc).__name__}", provider=self.name
+                )
             except httpx.HTTPError as exc:
                 # Transport errors, and also a body that fails to decode (a proxy's
                 # broken gzip): the stream must still end in an ErrorEvent.
                 failure = NetworkError(
-                    f"connection failed: {self._redact(str(exc)) or type(exc).__name__}",
+                    f"connection failed: {self.endpoint}: "
+                    f"{self._redact(str(exc)) or type(exc).__name__}",
                     provider=self.name,
                 )
             except Exception as exc:
@@ -215,6 +239,8 @@ class HTTPProvider(ABC):
         if self._api_key is None and self.requires_api_key:
             names = " or ".join(self.api_key_env) or "api_key"
             raise AuthenticationError(f"no API key: set {names}", provider=self.name)
+        if self._api_key is not None and not self._api_key.isascii():
+            raise AuthenticationError(self._non_ascii_key(self._api_key), provider=self.name)
         call = self.build_call(request)
         headers = {
             "content-type": "application/json",
@@ -233,15 +259,45 @@ class HTTPProvider(ABC):
         ) as response:
             if response.status_code >= 400:
                 body = await response.aread()
-                raise self.error_from_response(response.status_code, response.headers, body)
+                error = self.error_from_response(response.status_code, response.headers, body)
+                if response.status_code == 404 and self.base_url_source is not None:
+                    # A wrong endpoint usually answers 404: say which one and who set it.
+                    error.message = f"{error.message} ({self.endpoint})"
+                    error.args = (error.message,)
+                raise error
             async for sse in iter_sse(response.aiter_bytes()):
                 for event in parser.feed(sse):
                     yield event
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL and what set it, as errors name it:
+        ``http://127.0.0.1:18501 (ANTHROPIC_BASE_URL)``."""
+        if self.base_url_source is None:
+            return self.base_url
+        return f"{self.base_url} ({self.base_url_source})"
+
+    def _non_ascii_key(self, key: str) -> str:
+        # httpx would raise UnicodeEncodeError deep in the request; a pasted
+        # placeholder ("sk-ant-…") or a smart quote is the usual cause. The character
+        # and its position are named, never the key.
+        position, char = next((i, c) for i, c in enumerate(key) if not c.isascii())
+        where = f"in {self._api_key_source}" if self._api_key_source else "given"
+        return (
+            f"the API key {where} has a character that is not ASCII "
+            f"({char!r}, U+{ord(char):04X}, at position {position + 1} of {len(key)}): "
+            "an API key is plain ASCII; copy the key again"
+        )
 
     def _redact(self, text: str) -> str:
         if self._api_key and len(self._api_key) >= 6:
             text = text.replace(self._api_key, "***")
         return text
+
+
+def _first_set(names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` set to a non-empty value in the environment."""
+    return next((n for n in names if os.environ.get(n)), None)
 
 
 def _error_text(body: bytes) -> tuple[str, str | None]:

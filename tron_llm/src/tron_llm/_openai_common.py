@@ -264,13 +264,14 @@ class OpenAIHTTPProvider(HTTPProvider):
     """What the Chat Completions and Responses adapters share: OpenAI's endpoint and key,
     bearer auth, OpenAI-shaped error bodies, and the compatible-server rules.
 
-    Without ``base_url`` it talks to OpenAI and needs ``OPENAI_API_KEY``. With another
-    ``base_url`` (``http://localhost:11434/v1`` for Ollama) no key is required, and cost
-    is left unknown (a local model's price is not OpenAI's).
+    Without ``base_url`` (nor ``OPENAI_BASE_URL``) it talks to OpenAI and needs
+    ``OPENAI_API_KEY``. With another ``base_url`` (``http://localhost:11434/v1`` for
+    Ollama) no key is required, and cost is left unknown (a local model's price is not OpenAI's).
     """
 
     default_base_url: ClassVar[str] = OPENAI_BASE_URL
     api_key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+    base_url_env: ClassVar[tuple[str, ...]] = ("OPENAI_BASE_URL",)
 
     def __init__(
         self,
@@ -281,6 +282,8 @@ class OpenAIHTTPProvider(HTTPProvider):
         retry: RetryPolicy | None = None,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         headers: Mapping[str, str] | None = None,
+        base_url_source: str | None = None,
+        api_key_source: str | None = None,
     ) -> None:
         super().__init__(
             api_key=api_key,
@@ -289,6 +292,8 @@ class OpenAIHTTPProvider(HTTPProvider):
             retry=retry,
             timeout=timeout,
             headers=headers,
+            base_url_source=base_url_source,
+            api_key_source=api_key_source,
         )
         self.is_openai = is_openai_host(self.base_url)
         self.price_provider = "openai" if self.is_openai else None

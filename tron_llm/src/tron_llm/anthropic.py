@@ -125,6 +125,7 @@ class AnthropicProvider(HTTPProvider):
     name = "anthropic"
     default_base_url = "https://api.anthropic.com"
     api_key_env = ("ANTHROPIC_API_KEY",)
+    base_url_env = ("ANTHROPIC_BASE_URL",)
     requires_api_key = True
     price_provider = "anthropic"
 

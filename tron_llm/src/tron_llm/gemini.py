@@ -670,8 +670,18 @@ class GeminiProvider(HTTPProvider):
     name: ClassVar[str] = PROVIDER
     default_base_url: ClassVar[str] = "https://generativelanguage.googleapis.com/v1beta"
     api_key_env: ClassVar[tuple[str, ...]] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    base_url_env: ClassVar[tuple[str, ...]] = ("GOOGLE_GEMINI_BASE_URL",)
     requires_api_key = True
     price_provider = PROVIDER
+
+    def base_url_from_env(self, value: str) -> str:
+        """``GOOGLE_GEMINI_BASE_URL`` is the root without the API version, as Google's
+        SDK reads it (``https://generativelanguage.googleapis.com``): ``/v1beta`` is
+        added unless the path already ends in a version."""
+        value = value.rstrip("/")
+        if re.search(r"/v\d+(?:alpha|beta)?$", value):
+            return value
+        return value + "/v1beta"
 
     def build_call(self, request: LLMRequest) -> HTTPCall:
         """``POST /models/{model}:streamGenerateContent?alt=sse`` with the JSON body."""

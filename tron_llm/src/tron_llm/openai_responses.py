@@ -19,7 +19,9 @@ Request mapping:
   ``item_id`` and ``encrypted_content`` in ``signature``) is replayed as the same
   reasoning item (id, summary, encrypted content), in its place before the item that
   followed it. Thinking from another provider is sent as assistant text; OpenAI
-  reasoning that cannot be replayed (no encrypted content) is dropped;
+  reasoning that cannot be replayed (no encrypted content), or that no message or
+  function call follows (an aborted turn, reasoning before a compaction item), is
+  dropped;
 - the reasoning level becomes ``reasoning: {effort, summary: "auto"}``
   (``xhigh`` → ``high`` except on models documented to accept it);
 - stop sequences: the Responses API has none, so they are not sent.
@@ -242,12 +244,36 @@ def _assistant_items(
                 flush_text()
                 items.append(item)
     flush_text()
-    # A reasoning item must be followed by the output item it led to, or the API
-    # rejects the input ("provided without its required following item"). An aborted
-    # turn can end in reasoning: that reasoning is dropped.
-    while items and items[-1]["type"] == "reasoning":
-        items.pop()
-    return items
+    return _answered_reasoning(items)
+
+
+#: The output items reasoning leads to: what the API wants after a reasoning item.
+_REASONING_LEADS_TO = frozenset({"message", "function_call"})
+
+
+def _answered_reasoning(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` without the reasoning the model's output does not follow.
+
+    A reasoning item must be followed by the output item it led to (a message or a
+    function call; a run of reasoning items by the one their last led to), or the API
+    rejects the input ("provided without its required following item"). An aborted
+    turn can end in reasoning, and a ``compaction`` item is not an output of the
+    reasoning before it: the compaction pass made it and it carries forward the
+    state before it, reasoning included (OpenAI's compaction guide: items before the
+    latest compaction item may be dropped). Such reasoning is dropped, the rest kept
+    in order.
+    """
+    out: list[dict[str, Any]] = []
+    run: list[dict[str, Any]] = []  # reasoning waiting for what follows it
+    for item in items:
+        if item["type"] == "reasoning":
+            run.append(item)
+            continue
+        if item["type"] in _REASONING_LEADS_TO:
+            out.extend(run)
+        run = []
+        out.append(item)
+    return out
 
 
 def _replayable_native(block: NativeBlock) -> dict[str, Any] | None:

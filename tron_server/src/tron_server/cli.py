@@ -76,7 +76,8 @@ environment:
     GEMINI_API_KEY or GOOGLE_API_KEY  google (Gemini)
     TRON_OPENAI_COMPATIBLE_API_KEY    openai-compatible, when its server wants one (OpenRouter)
   provider endpoints (base URLs):
-    TRON_ANTHROPIC_BASE_URL, TRON_OPENAI_BASE_URL, TRON_GOOGLE_BASE_URL,
+    TRON_ANTHROPIC_BASE_URL, TRON_OPENAI_BASE_URL, TRON_GOOGLE_BASE_URL, else the
+    SDKs' ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL;
     TRON_OPENAI_COMPATIBLE_BASE_URL   (required for openai-compatible: Ollama, vLLM …)
   defaults for new sessions:
     TRON_DEFAULT_PROVIDER (anthropic), TRON_DEFAULT_MODEL (claude-sonnet-4-5)

@@ -2,7 +2,10 @@
 
 One adapter (and so one HTTP connection pool) per (provider, base URL), made on
 first use: the model is a request field, not a property of the adapter. API keys
-come from the provider's environment variable unless given here.
+come from the provider's environment variable unless given here. An endpoint not set
+in the settings (``TRON_ANTHROPIC_BASE_URL`` …) is the provider SDK's own variable
+(``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``), read by the
+adapter; errors name the variable that set the endpoint that failed.
 """
 
 from __future__ import annotations
@@ -15,6 +18,16 @@ from tron_llm.registry import create_provider
 from .settings import Settings
 
 __all__ = ["ProviderFactory", "provider_factory"]
+
+
+#: The settings field of each provider's endpoint.
+_BASE_URL_FIELDS = {
+    "anthropic": "anthropic_base_url",
+    "openai": "openai_base_url",
+    "openai-responses": "openai_base_url",
+    "google": "google_base_url",
+    "openai-compatible": "openai_compatible_base_url",
+}
 
 
 class ProviderFactory:
@@ -37,15 +50,11 @@ class ProviderFactory:
         self._cache: dict[tuple[str, str | None], Provider] = {}
 
     def base_url_for(self, provider: str) -> str | None:
-        """The endpoint override from the settings for ``provider`` (None: its default)."""
-        s = self.settings
-        return {
-            "anthropic": s.anthropic_base_url,
-            "openai": s.openai_base_url,
-            "openai-responses": s.openai_base_url,
-            "google": s.google_base_url,
-            "openai-compatible": s.openai_compatible_base_url,
-        }.get(provider)
+        """The endpoint override from the settings for ``provider`` (None: the adapter's
+        own variable, else its default)."""
+        field = _BASE_URL_FIELDS.get(provider)
+        value: str | None = getattr(self.settings, field) if field else None
+        return value
 
     def __call__(self, provider: str, model: str) -> Provider:
         """The adapter for ``provider`` (``model`` does not matter to the adapter).
@@ -56,10 +65,20 @@ class ProviderFactory:
         cached = self._cache.get(key)
         if cached is None:
             api_key = self._keys.get(provider)
+            key_source = None
             if api_key is None and provider == "openai-compatible":
                 api_key = self.settings.openai_compatible_api_key
+                key_source = "TRON_OPENAI_COMPATIBLE_API_KEY"
+            field = _BASE_URL_FIELDS.get(provider)
             cached = self._cache[key] = create_provider(
-                provider, api_key=api_key, base_url=base_url, retry=self._retry
+                provider,
+                api_key=api_key,
+                base_url=base_url,
+                retry=self._retry,
+                # The settings' endpoints come from TRON_<FIELD> (tron-server has no
+                # option for them): the name a user looks for in their shell.
+                base_url_source=f"TRON_{field.upper()}" if base_url and field else None,
+                api_key_source=key_source if api_key else None,
             )
         return cached
 

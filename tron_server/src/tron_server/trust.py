@@ -17,9 +17,18 @@ Rules:
   when trust is set and when it is looked up: a symlink to an untrusted folder is
   untrusted, wherever the link lies.
 - Trust is **inherited by subfolders**: the nearest recorded ancestor (the folder itself
-  included) decides. Setting or revoking trust holds for the whole subtree (what was
-  recorded below goes); an entry ``"trusted": false`` is recorded only where a revoke has
-  to override an ancestor's trust.
+  included) decides.
+- A **git worktree Tron made** for a session (``<home>/worktrees/<name>``, see
+  :mod:`tron_server.workspace.worktrees`) holds a checkout of a repository that lives
+  elsewhere: with no decision recorded for the worktree itself, a folder in it is
+  judged as the same folder of the repository's main checkout (trusting or revoking the
+  repository holds for its worktrees). Only a worktree git links both ways is taken as
+  one: its ``.git`` file names a folder of the repository's ``.git/worktrees/``, and that
+  folder's ``gitdir`` names the worktree back (what ``git worktree add`` writes; a file
+  planted in the worktree cannot claim another repository's trust).
+- Setting or revoking trust holds for the whole subtree (what was recorded below goes);
+  an entry ``"trusted": false`` is recorded only where a revoke has to override an
+  ancestor's (or the repository's) trust.
 - Writes are atomic (a temporary file renamed over the old one) and serialized between
   processes by ``flock`` on ``<home>/trust.json.lock``: two servers trusting different
   folders at once both keep theirs.
@@ -46,6 +55,7 @@ from pathlib import Path
 
 __all__ = [
     "TRUST_FILE",
+    "WORKTREES_FOLDER",
     "TrustEntry",
     "TrustError",
     "TrustStore",
@@ -57,6 +67,8 @@ __all__ = [
 log = logging.getLogger("tron_server.trust")
 
 TRUST_FILE = "trust.json"
+#: Where Tron makes a session's git worktrees, below the home.
+WORKTREES_FOLDER = "worktrees"
 _VERSION = 1
 #: Folders below ``.claude/`` or ``.tron/`` whose files configure the agent.
 _CONFIG_SUBFOLDERS = frozenset({"commands", "agents", "hooks"})
@@ -150,12 +162,42 @@ class TrustStore:
         entries = self._entries_or_nothing()
         if not entries:
             return None
-        folder = real_folder(path)
+        return self._decision(entries, real_folder(path))
+
+    def _decision(self, entries: dict[Path, TrustEntry], folder: Path) -> TrustEntry | None:
+        """The decision of ``entries`` that covers the real path ``folder``."""
+        origin = self._worktree_origin(folder)
         for candidate in (folder, *folder.parents):
             entry = entries.get(candidate)
             if entry is not None:
                 return entry
+            if origin is not None and candidate == origin[0]:
+                # Nothing recorded within the worktree: its repository's decision.
+                main = origin[1] / folder.relative_to(origin[0])
+                for inherited in (main, *main.parents):
+                    entry = entries.get(inherited)
+                    if entry is not None:
+                        return entry
         return None
+
+    def _worktree_origin(self, folder: Path) -> tuple[Path, Path] | None:
+        """(the worktree's top, its repository's main checkout) when ``folder`` lies in
+        a worktree under ``<home>/worktrees`` that git links both ways; else None."""
+        root = real_folder(self.home / WORKTREES_FOLDER)
+        if not folder.is_relative_to(root) or folder == root:
+            return None
+        top = root / folder.relative_to(root).parts[0]
+        gitdir = _gitdir_of(top)
+        if gitdir is None:
+            return None
+        back = _small_text(gitdir / "gitdir")
+        if back is None or real_folder(back) != real_folder(top / ".git"):
+            return None
+        common_ref = _small_text(gitdir / "commondir")
+        common = real_folder(gitdir / common_ref) if common_ref else gitdir.parent.parent
+        if common.name != ".git" or gitdir.parent != common / "worktrees":
+            return None
+        return top, common.parent
 
     def entries(self) -> list[TrustEntry]:
         """Every recorded decision, by folder."""
@@ -251,7 +293,7 @@ class TrustStore:
             entries = {
                 p: e for p, e in self._read().items() if p != folder and folder not in p.parents
             }
-            inherited = next((entries[p] for p in folder.parents if p in entries), None)
+            inherited = self._decision(entries, folder)
             if trusted or (inherited is not None and inherited.trusted):
                 entries[folder] = TrustEntry(folder, trusted, _now())
             self._write(entries)
@@ -303,6 +345,34 @@ class TrustStore:
             with contextlib.suppress(OSError):
                 tmp.unlink()
             raise TrustError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+
+def _small_text(path: Path, limit: int = 4096) -> str | None:
+    """The stripped text of a small regular file (git's link files), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        return None
+    return data.decode("utf-8", "replace").strip() or None
+
+
+def _gitdir_of(worktree: Path) -> Path | None:
+    """The folder a worktree's ``.git`` file names (``gitdir: PATH``), resolved."""
+    text = _small_text(worktree / ".git")
+    if text is None or not text.startswith("gitdir:"):
+        return None
+    named = text.removeprefix("gitdir:").strip()
+    return real_folder(worktree / named) if named else None
 
 
 def _now() -> str:

@@ -427,6 +427,15 @@ class Orchestrator:
         agent may be running (signature of ``HookEngine``'s ``record``)."""
         await self._writer(session_id).record(event_type, payload)
 
+    def defer_event(self, session_id: str, event_type: str, payload: dict[str, Any]) -> bool:
+        """Record an event with the session's next commit while a loop runs it (False:
+        none runs; record it now). The run commits what is left at its end."""
+        run = self._runs.get(session_id)
+        if run is None or run.current is None or run.current.ended or not run.writer.running:
+            return False
+        run.writer.defer(event_type, payload)
+        return True
+
     async def append_event(
         self, session_id: str, event_type: str, payload: dict[str, Any]
     ) -> Event:

@@ -5,7 +5,13 @@ Where they live (``home`` is Tron's home, ``~/.tron`` by default)::
 
     ~/.claude/skills/<folder>/SKILL.md              scope "home" (Claude Code's user skills)
     <home>/skills/<folder>/SKILL.md                 scope "home" (wins over Claude Code's)
+    <working directory>/.claude/skills/<folder>/SKILL.md scope "project" (Claude Code's)
     <working directory>/.tron/skills/<folder>/SKILL.md   scope "project" (wins over home by name)
+
+A skill is text for the model: loading one returns its SKILL.md and lists its files;
+nothing in it runs, and no front matter key (``allowed-tools`` …) changes what a tool
+may do. So a project's skills are read whether or not the folder is trusted
+(:mod:`tron_server.trust`), as its ``CLAUDE.md`` is.
 
 ``SKILL.md`` may start with a front matter block of simple ``key: value`` lines::
 
@@ -169,8 +175,10 @@ def discover_skills(home: Path, working_directory: Path) -> list[Skill]:
     for root in (claude_user_dir() / "skills", home.expanduser() / "skills"):
         for skill in _scan(root, "home"):
             by_name[skill.name] = skill
-    for skill in _scan(working_directory / ".tron" / "skills", "project"):
-        by_name[skill.name] = skill
+    # Claude Code's project skills, then the project's own (ours win on a clash).
+    for folder in (".claude", ".tron"):
+        for skill in _scan(working_directory / folder / "skills", "project"):
+            by_name[skill.name] = skill
     return [by_name[name] for name in sorted(by_name)]
 
 

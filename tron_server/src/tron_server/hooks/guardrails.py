@@ -18,13 +18,14 @@ What it checks
   This hook gives the model the refusal before the tool runs; the tools enforce the same
   policy again at the moment they write (:func:`path_policy` hands it to them), through the
   folder handle they resolved, so nothing can change between the check and the write.
-- **Bash** (``command``): the command is split like a shell would (quotes respected, ``;``,
-  ``&&``, ``||``, ``|``, subshells, ``sudo``/``env`` wrappers, ``sh -c "…"`` and ``eval``
-  looked into) and each simple command is checked against a short list of rules, each with a
-  name (``DEFAULT_BASH_RULES``): recursive ``rm`` of ``/`` or the home directory, ``mkfs``,
-  ``dd`` onto a disk device, a redirection onto a disk device, recursive ``chmod``/``chown``
-  of ``/``, a fork bomb, and ``shutdown``/``reboot``/``halt``/``poweroff``. Quoted text is
-  data (``echo "rm -rf /"`` passes) and ordinary cleanups (``rm -rf ./build``) pass.
+- **Bash** (``command``): the command is split as bash reads it (:mod:`tron_server.shell`:
+  every kind of quote, ``;``, ``&&``, ``||``, ``|``, subshells, groups, ``sudo``/``env``/
+  ``timeout``/``nohup`` wrappers, ``sh -c "…"`` and ``eval`` looked into) and each command
+  is checked against a short list of rules, each with a name (``DEFAULT_BASH_RULES``):
+  recursive ``rm`` of ``/`` or the home directory, ``mkfs``, ``dd`` onto a disk device, a
+  redirection onto a disk device, recursive ``chmod``/``chown`` of ``/``, a fork bomb, and
+  ``shutdown``/``reboot``/``halt``/``poweroff``. Quoted text is data (``echo "rm -rf /"``
+  passes) and ordinary cleanups (``rm -rf ./build``) pass.
   ``guardrails.deniedBashPatterns`` adds regular expressions searched in the raw command.
 
 Configuration (``settings.json``, see :mod:`tron_server.hooks.settings`)::
@@ -44,12 +45,12 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import PathPolicy, settings_files
+from ..shell import split
 from ..trust import TRUST_FILE, claude_user_dir
 from .base import HookContext, HookDecision, HookEngine
 from .settings import GuardrailSettings, HookSettingsError
@@ -76,27 +77,7 @@ _DISK = re.compile(
 _FORK_BOMB = re.compile(
     r"(?P<f>[\w:]+)\s*\(\s*\)\s*\{\s*(?P=f)\s*\|\s*(?P=f)\s*&\s*\}\s*;\s*(?P=f)"
 )
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", "(", ")", "$(", "`", "{", "}", "\n"})
-_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "1>", "2>"})
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
-_KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "time", "fi"})
-#: Commands that run the command after them: name -> (its options that take a value,
-#: how many operands come before the command: ``timeout 5 rm …``).
-_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "sudo": (frozenset({"-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-D"}), 0),
-    "doas": (frozenset({"-u", "-C"}), 0),
-    "nohup": (frozenset(), 0),
-    "command": (frozenset(), 0),
-    "exec": (frozenset({"-a"}), 0),
-    "builtin": (frozenset(), 0),
-    "env": (frozenset({"-u", "-C"}), 0),
-    "nice": (frozenset({"-n"}), 0),
-    "timeout": (frozenset({"-s", "-k"}), 1),
-    "setsid": (frozenset(), 0),
-    "stdbuf": (frozenset({"-i", "-o", "-e"}), 0),
-    "ionice": (frozenset({"-c", "-n", "-p"}), 0),
-    "busybox": (frozenset(), 0),
-}
+_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "1>", "2>", "1>>", "2>>"})
 _ROOT_TARGETS = frozenset({"/", "/*", "/.", "/.."})
 _HOME_TARGETS = frozenset({"~", "~/*", "$HOME", "$HOME/*", "${HOME}", "${HOME}/*", "~/."})
 
@@ -206,70 +187,12 @@ DEFAULT_BASH_RULES: tuple[BashRule, ...] = (
 FORK_BOMB_RULE = "fork-bomb"
 
 
-def _tokens(command: str) -> list[str]:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:
-        # Unbalanced quotes: bash would refuse it too; fall back to a plain split so the
-        # rules still see the words.
-        return command.split()
-
-
-def _strip_wrappers(argv: list[str]) -> list[str]:
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        if tok in _KEYWORDS or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tok):
-            i += 1
-            continue
-        wrapper = _WRAPPERS.get(os.path.basename(tok))
-        if wrapper is not None:
-            with_value, operands = wrapper
-            i += 1
-            # Options of the wrapper (sudo -u root, nice -n 5, env -i, timeout -s KILL).
-            while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
-                i += 2 if argv[i] in with_value else 1
-            i += operands  # timeout's duration
-            continue
-        break
-    return argv[i:]
-
-
-def simple_commands(command: str, *, _depth: int = 0) -> list[list[str]]:
-    """Split a shell command into simple commands (argv lists), looking into
-    ``sh -c "…"``, ``eval …``, subshells and command substitutions."""
-    result: list[list[str]] = []
-    current: list[str] = []
-
-    def flush() -> None:
-        argv = _strip_wrappers([t.strip("`") for t in current if t.strip("`")])
-        current.clear()
-        if not argv:
-            return
-        result.append(argv)
-        if _depth >= 4:
-            return
-        name = _cmd_name(argv)
-        if name in _SHELLS:
-            for k, arg in enumerate(argv[1:-1], start=1):
-                if arg.startswith("-") and not arg.startswith("--") and "c" in arg:
-                    result.extend(simple_commands(argv[k + 1], _depth=_depth + 1))
-                    break
-        elif name == "eval":
-            result.extend(simple_commands(" ".join(argv[1:]), _depth=_depth + 1))
-
-    for tok in _tokens(command):
-        if tok in _SEPARATORS or (tok and set(tok) <= set(";&|()") and tok not in _REDIRECTS):
-            flush()
-        elif tok == "$":
-            continue  # the "$" of "$(": the substitution itself is checked
-        else:
-            current.append(tok)
-    flush()
-    return result
+def simple_commands(command: str) -> list[list[str]]:
+    """The simple commands of a shell line as argv lists, each followed by its
+    redirections (``[">", "/dev/sda"]``): :func:`tron_server.shell.split`'s commands, so
+    wrappers (``sudo``, ``env``, ``timeout``…), ``sh -c "…"``, ``eval``, groups, subshells
+    and substitutions are looked into, and quoting is bash's own (``$'…'`` too)."""
+    return [[*c.argv, *(t for r in c.redirects for t in r)] for c in split(command).commands]
 
 
 class Guardrails:

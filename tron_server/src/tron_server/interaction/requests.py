@@ -226,6 +226,10 @@ class Requests:
                 {"requestId": pending.request_id},
             )
         pending.answer = answer
+        # Known as ended at once, not only once ``interaction.resolved`` is written: a
+        # second answer racing this one (arriving while the run still records it) must
+        # get "already answered" from :meth:`check_open`, not look for a stopped turn.
+        self.remember(resolved_notification(pending.info, answer))
         pending.done.set()
 
     async def wait(
@@ -255,15 +259,27 @@ class Requests:
             with anyio.move_on_after(timeout if timeout else float("inf")):
                 await pending.done.wait()
         except BaseException:
-            self._live.pop(pending.request_id, None)
+            self._close(pending, Answer("aborted"), remember=not run.suspended)
             if not run.suspended:  # a suspended run's request stays pending in the events
                 with anyio.CancelScope(shield=True):
                     await self._resolve(run, info, Answer("aborted"))
             raise
-        self._live.pop(pending.request_id, None)
-        answer = pending.answer or Answer("timeout")
+        answer = self._close(pending, Answer("timeout"))
         await self._resolve(run, info, answer)
         return answer
+
+    def _close(
+        self, pending: PendingRequest, otherwise: Answer, *, remember: bool = True
+    ) -> Answer:
+        """End ``pending`` with no await between: its answer (``otherwise`` when none came),
+        remembered before it leaves the live requests, so an answer arriving while the
+        resolution is recorded is told how the request ended."""
+        if pending.answer is None:
+            pending.answer = otherwise
+            if remember:
+                self.remember(resolved_notification(pending.info, otherwise))
+        self._live.pop(pending.request_id, None)
+        return pending.answer
 
     async def _resolve(self, run: AgentRun, info: dict[str, Any], answer: Answer) -> None:
         try:

@@ -26,11 +26,15 @@ the rule's base folder: the working directory for ``x`` and ``./x``, the setting
 project for ``/x``, the home folder for ``~/x``, ``/`` for ``//x``. ``Read(...)`` rules also
 cover Grep and Glob (the folder they search).
 
-Bash rules know the shell's operators: a command line is split into the commands it runs
-(:func:`._shell.command_segments`). A ``deny`` or ``ask`` rule applies when it matches the
-whole line or any command in it; an ``allow`` rule set allows a line only when every command
-in it is allowed (``Bash(npm test:*)`` does not allow ``npm test && rm -rf x``), and a
-command that runs others inside it (``$(…)``, backticks) only by an exact rule.
+Bash rules know the shell: a command line is split into the commands it runs
+(:func:`tron_server.shell.split`, also those inside ``$(…)``, backticks, ``bash -c '…'``,
+``sudo``, ``env``, ``timeout``…). A ``deny`` or ``ask`` rule applies when it matches the
+whole line or any command in it (as written, without ``VAR=value`` prefixes, or unquoted);
+an ``allow`` rule set allows a line only when every command in it is allowed
+(``Bash(npm test:*)`` does not allow ``npm test && rm -rf x``), a command that runs others
+inside it (``$(…)``, backticks) only by an exact rule, and a line the splitter cannot read
+with certainty (``eval``, an unclosed quote, a ``$`` expansion in command position…) by no
+prefix or wildcard rule: only ``Bash`` itself or a rule naming the exact line allows it.
 """
 
 from __future__ import annotations
@@ -44,8 +48,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from ..shell import split
 from ._glob import PathPattern, compile_pattern
-from ._shell import command_segments, has_substitution
 from .modes import EDIT_TOOLS, PATH_TOOLS, READ_TOOLS
 
 __all__ = [
@@ -285,7 +289,7 @@ class RuleSet:
             return None
         texts: Sequence[str | None] = [None]
         if call.tool == "Bash":
-            texts = [call.command, *command_segments(call.command)]
+            texts = [call.command, *split(call.command).texts()]
         for rule in rules:
             if any(rule.matches(call, t, by_name=True) for t in texts):
                 return rule
@@ -313,13 +317,14 @@ class RuleSet:
         bare = next((r for r in rules if r.specifier is None), None)
         if bare is not None:
             return bare
-        segments = command_segments(call.command)
-        if not segments:
+        found = split(call.command)
+        if found.uncertain is not None or not found.commands:
             return None
         chosen: Rule | None = None
-        for segment in segments:
+        for command in found.commands:
+            segment = command.text
             candidates = [r for r in rules if r.matches(call, segment)]
-            if has_substitution(segment):  # it runs more than it says: exact rules only
+            if command.substitution:  # it runs more than it says: exact rules only
                 candidates = [r for r in candidates if r.specifier == segment]
             if not candidates:
                 return None
@@ -342,10 +347,11 @@ def suggest_rule(tool: str, tool_input: Mapping[str, Any]) -> str:
     for the rest of the session, as Claude Code offers), else the tool name."""
     if tool == "Bash":
         command = str(tool_input.get("command") or "")
-        segments = command_segments(command)
-        if len(segments) != 1 or has_substitution(segments[0]):
+        found = split(command)
+        only = found.commands[0] if len(found.commands) == 1 else None
+        if found.uncertain or only is None or only.substitution or only.text != only.bare:
             return f"Bash({' '.join(command.split())})"
-        words = segments[0].split(" ")
+        words = only.text.split(" ")
         keep = words[:1]
         if len(words) > 1 and re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*", words[1]):
             keep = words[:2]

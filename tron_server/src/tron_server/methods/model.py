@@ -14,6 +14,7 @@ from ..rpc import MethodRegistry, NoParams, Params, RpcContext
 from ..settings import Settings
 from .session import known_provider
 from .system import _PROVIDER_KEYS as PROVIDER_KEYS
+from .system import provider_endpoint
 
 
 class ModelSwitchParams(Params):
@@ -30,7 +31,7 @@ def provider_status(settings: Settings) -> list[dict[str, Any]]:
     out = []
     for name, (env_keys, url_field) in PROVIDER_KEYS.items():
         key = next((k for k in env_keys if os.environ.get(k)), None)
-        endpoint = getattr(settings, url_field)
+        endpoint = provider_endpoint(settings, name)
         option = "--" + url_field.replace("_", "-")
         if env_keys:
             hint = f"set {' or '.join(env_keys)} in tron-server's environment"

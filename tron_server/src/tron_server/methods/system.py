@@ -23,11 +23,22 @@ _PROVIDER_KEYS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
+def provider_endpoint(settings: Settings, provider: str) -> str | None:
+    """The endpoint ``provider`` is pointed at: the settings' (``TRON_*_BASE_URL``),
+    else the provider SDK's variable (``ANTHROPIC_BASE_URL`` …); None: its default."""
+    from tron_llm.registry import base_url_variables
+
+    url: str | None = getattr(settings, _PROVIDER_KEYS[provider][1])
+    if url:
+        return url
+    return next((os.environ[n] for n in base_url_variables(provider) if os.environ.get(n)), None)
+
+
 def configured_providers(settings: Settings) -> list[str]:
     """Provider ids that have an API key in the environment or a configured endpoint."""
     out = []
-    for name, (env_keys, url_field) in _PROVIDER_KEYS.items():
-        if any(os.environ.get(k) for k in env_keys) or getattr(settings, url_field):
+    for name, (env_keys, _) in _PROVIDER_KEYS.items():
+        if any(os.environ.get(k) for k in env_keys) or provider_endpoint(settings, name):
             out.append(name)
     return out
 
@@ -77,4 +88,4 @@ def register(registry: MethodRegistry) -> None:
         return {"url": url, "path": f"{parts.path}?{parts.query}"}
 
 
-__all__ = ["configured_providers", "register"]
+__all__ = ["configured_providers", "provider_endpoint", "register"]

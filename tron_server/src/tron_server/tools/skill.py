@@ -1,6 +1,7 @@
 """Skill: load a skill's instructions (its SKILL.md) into the conversation on demand.
 
-Skills are discovered at call time from ``<home>/skills`` and ``<working directory>/.tron/skills``
+Skills are discovered at call time from ``<home>/skills``, ``~/.claude/skills`` and the
+working directory's ``.claude/skills`` and ``.tron/skills``
 (see :mod:`tron_server.context.skills`), so a skill added during a session is available at
 once. A successful load is recorded as ``skill.added`` ``{name, path, scope, toolCallId}``.
 """

@@ -35,6 +35,7 @@ from tron_events import (
 from tron_events.files import file_diff
 
 from ..paths import PathPolicy
+from ..trust import WORKTREES_FOLDER
 from .disk import OnDisk
 from .errors import FileProblem, FilesConflict, MergeConflict, NotAGitRepository, WorkspaceError
 from .recorder import DEFAULT_MAX_FILE_BYTES, CommandWatch, Content, FileRecorder
@@ -87,7 +88,8 @@ class Workspace:
             watch_commands=watch_commands,
             max_files=max_files,
         )
-        self.worktrees = Worktrees(store, home / "worktrees")
+        # Where trust looks for them too: a worktree is judged as its repository.
+        self.worktrees = Worktrees(store, home / WORKTREES_FOLDER)
         self._locks: dict[str, anyio.Lock] = {}
 
     def _lock(self, session_id: str) -> anyio.Lock:

@@ -96,15 +96,21 @@ def blocked(path: str) -> bool:
     file or a symlink. Recorded paths have no symlinks on the way (they are resolved),
     so ``path`` is then not there: it reads as absent, and what is in the way, being a
     change too, goes first when restoring."""
+    return blocker_of(path) is not None
+
+
+def blocker_of(path: str) -> str | None:
+    """The file or symlink standing where a folder on the way to ``path`` should be
+    (the nearest existing entry on the way), or None (see :func:`blocked`)."""
     for parent in Path(path).parents:
         try:
             info = os.lstat(parent)
         except FileNotFoundError:
             continue
         except OSError:
-            return False
-        return not st.S_ISDIR(info.st_mode)
-    return False
+            return None
+        return None if st.S_ISDIR(info.st_mode) else str(parent)
+    return None
 
 
 def read_entry(policy: PathPolicy, path: str, limit: int) -> OnDisk:

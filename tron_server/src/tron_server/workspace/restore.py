@@ -50,7 +50,7 @@ from ..trust import is_configuration_file
 from .disk import (
     OnDisk,
     apply_state,
-    blocked,
+    blocker_of,
     holds_files,
     prune_empty_folders,
     read_entry,
@@ -130,7 +130,11 @@ def check_files(
     for t in changes:
         try:
             disk = read_entry(policy, t.path, limit)
-            if not blocked(t.path):  # else a file in the way goes first: checked then
+            blocker = blocker_of(t.path)
+            # A file in the way that this restore removes goes first: checked then. One
+            # that stays (a folder swapped for a symlink) is what a write goes through:
+            # checked now, so the policy refuses it before anything is written.
+            if blocker is None or (t.after is not None and blocker not in going):
                 with policy.resolve(t.path, follow_last=False) as entry:
                     policy.check_write(entry)
         except PathRefused as exc:
@@ -208,9 +212,17 @@ def _apply(
                     "kept (try again)",
                     reason="changed_meanwhile",
                 )
-            done.append(t.path)
             data = contents.get(t.after.hash) if t.after is not None else None
-            apply_state(policy, t.path, t.after, data)
+            try:
+                done.append(t.path)
+                apply_state(policy, t.path, t.after, data)
+            except PathRefused as exc:  # refused before writing: nothing to put back
+                done.pop()
+                raise WorkspaceError(
+                    f"the session's path policy refuses writing: {exc}",
+                    reason="refused",
+                    files=[t.path],
+                ) from None
             if t.after is None and Path(t.path).is_relative_to(stop):
                 prune_empty_folders(t.path, stop)
     except BaseException:
