@@ -18,7 +18,9 @@ intermediate process so the maxima do not mix). The older code runs from a
 (``PYTHONPATH`` puts its sources first).
 
 RSS per line is ``(peak - peak of importing a 10-line transcript) / lines``:
-the constant (interpreter, imports, SQLite) taken out.
+the constant (interpreter, imports) taken out; "slope" is the growth from the
+previous size, per added line (SQLite's page cache, up to 32 MB, fills while the
+database grows to about 100 MB, so the slope beyond 100k lines is the importer's).
 """
 
 from __future__ import annotations
@@ -168,6 +170,7 @@ def main() -> None:
             contenders = {"before": _code_env(old), **contenders}
         try:
             rows: dict[str, dict[int, dict[str, Any]]] = {name: {} for name in contenders}
+            previous = {name: (0, 0.0) for name in contenders}
             for lines in [10, *args.lines]:
                 transcript = folder / f"{lines}" / f"{SESSION}.jsonl"
                 transcript.parent.mkdir()
@@ -179,11 +182,15 @@ def main() -> None:
                     db.unlink()
                     rows[name][lines] = data
                     base = rows[name][10]["rss_mb"]
-                    per_line = (data["rss_mb"] - base) * 1024 * 1024 / written if lines > 10 else 0
+                    mb = 1024 * 1024
+                    per_line = (data["rss_mb"] - base) * mb / written if lines > 10 else 0
+                    done, rss = previous[name]
+                    slope = (data["rss_mb"] - rss) * mb / (written - done) if lines > 10 else 0
+                    previous[name] = (written, data["rss_mb"])
                     print(
                         f"{name:>6} {written:>9,} lines {size / 1e6:8.1f} MB: peak RSS "
                         f"{data['rss_mb']:7.1f} MB, {per_line:7.0f} B/line above the 10-line "
-                        f"run, {data['seconds']:7.1f} s",
+                        f"run, slope {slope:6.0f} B/line, {data['seconds']:7.1f} s",
                         flush=True,
                     )
                 transcript.unlink()

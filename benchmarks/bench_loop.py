@@ -55,6 +55,9 @@ class Marks:
     def __init__(self) -> None:
         self.tool_end: list[float] = []
         self.stream_start: list[float] = []
+        self.tool_end_cpu: list[float] = []
+        self.stream_start_cpu: list[float] = []
+        self.store_cpu: list[float] = []
         self.commit_start: list[float] = []
         self.commit_end: list[float] = []
         self.steps: dict[str, float] = {}
@@ -69,6 +72,9 @@ class Marks:
     def clear(self) -> None:
         self.tool_end.clear()
         self.stream_start.clear()
+        self.tool_end_cpu.clear()
+        self.stream_start_cpu.clear()
+        self.store_cpu.clear()
         self.commit_start.clear()
         self.commit_end.clear()
         self.steps.clear()
@@ -134,11 +140,33 @@ def instrument() -> Marks:
              "SessionWriter.append_many_and_state",
              before=lambda: m.commit_start.append(time.perf_counter()),
              after=lambda: m.commit_end.append(time.perf_counter()))  # fmt: skip
-    wrap(m, tools.ToolRegistry, "execute", "ToolRegistry.execute",
-         after=lambda: m.tool_end.append(time.perf_counter()))  # fmt: skip
+
+    def tool_end() -> None:
+        m.tool_end.append(time.perf_counter())
+        m.tool_end_cpu.append(time.thread_time())
+
+    def stream_start() -> None:
+        m.stream_start.append(time.perf_counter())
+        m.stream_start_cpu.append(time.thread_time())
+
+    wrap(m, tools.ToolRegistry, "execute", "ToolRegistry.execute", after=tool_end)
     wrap(m, tools.ToolRegistry, "specs", "ToolRegistry.specs")
-    wrap(m, turn.AgentRun, "_stream", "AgentRun._stream (model)",
-         before=lambda: m.stream_start.append(time.perf_counter()))  # fmt: skip
+    wrap(m, turn.AgentRun, "_stream", "AgentRun._stream (model)", before=stream_start)
+    # The store's own CPU in its worker threads (what the loop thread waits for).
+    from tron_events import EventStore
+
+    for name in ("append", "append_many", "get_state_at_head", "get_ancestors", "get_session"):
+        fn = getattr(EventStore, name)
+
+        def cpu(*a: Any, __fn: Any = fn, **k: Any) -> Any:
+            t0 = time.thread_time()
+            try:
+                return __fn(*a, **k)
+            finally:
+                if m.on:
+                    m.store_cpu.append(time.thread_time() - t0)
+
+        setattr(EventStore, name, functools.wraps(fn)(cpu))
     for name in ("_record_result", "_turn_end", "_system_prompt", "_before_turn"):
         if hasattr(turn.AgentRun, name):
             wrap(m, turn.AgentRun, name, f"AgentRun.{name}")
@@ -252,7 +280,14 @@ async def main(args: argparse.Namespace) -> None:
                         row["state_to_stream_ms"] = med(
                             [(marks.stream_start[i + 1] - ce[i + 1]) * 1000 for i in range(n)]
                         )
+                    loop_cpu = [
+                        (marks.stream_start_cpu[i + 1] - marks.tool_end_cpu[i]) * 1000
+                        for i in range(n)
+                    ]
                     row |= {
+                        "loop_thread_cpu_ms": med(loop_cpu),
+                        # every store call of the message (the tool's own steps too)
+                        "store_cpu_ms_per_step": sum(marks.store_cpu) / max(n, 1) * 1000,
                         "tool_end_to_stream_ms": med(to_stream),
                         "tool_end_to_request_ms": med(to_request),
                         "round_trip_ms": med(trip),

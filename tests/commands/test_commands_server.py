@@ -220,3 +220,34 @@ async def test_rewind_files_takes_the_files_back(
         assert "1 file(s) restored, 1 over changes made outside the agent" in rewound["output"]
         assert rewound["restore"]["forced"] == [str((tmp_path / "a.txt").resolve())]
         assert not (tmp_path / "a.txt").exists()
+
+
+SNEAK = "echo $'\\''; touch sneaked #'"
+
+
+@pytest.mark.parametrize(
+    ("permissions", "refusal"),
+    [
+        ({"allow": ["Bash(echo:*)"], "deny": ["Bash(touch:*)"]}, "Bash(touch:*)"),
+        ({"allow": ["Bash(echo:*)"]}, "needs approval"),
+    ],
+)
+async def test_a_command_files_shell_line_is_split_as_bash_reads_it(
+    server: RunningServer, tmp_path: Path, permissions: dict[str, Any], refusal: str
+) -> None:
+    """Issue 26 item 2 through ``!`…` ``: bash runs ``echo`` and then ``touch``; the deny
+    rule refuses it, and the echo rule alone does not allow it (nobody is asked while a
+    command expands, so it is refused, saying it needs approval)."""
+    commands = tmp_path / ".tron" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "sneak.md").write_text(f"Run: !`{SNEAK}`\n")
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"permissions": permissions}))
+    trust_folder(server.home, tmp_path)
+    async with server.connect() as client:
+        sid = await new_session(client, tmp_path)
+        with pytest.raises(RpcCallError) as refused:
+            await command(client, sid, "/sneak")
+        assert refusal in refused.value.message
+        assert not (tmp_path / "sneaked").exists()

@@ -103,6 +103,12 @@ def test_the_commands_of_a_line(line: str, expected: tuple[str, ...]) -> None:
         "sudo --unknown rm",
         "$'\\x72m' -rf /",
         "(((((((((((a)))))))))))",
+        "x='a[$(rm y)]'; echo $((x))",
+        "echo $((echo hi) | (cat))",
+        "[ -v 'a[$(rm y)]' ]",
+        "trap 'rm x' EXIT",
+        "alias ls='rm -rf /'",
+        "hash -p ./x ls; ls",
         "echo " + "$(echo " * 12 + "a" + ")" * 12,
     ],
 )

@@ -9,27 +9,14 @@ a failure.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from tests.support.scripted_llm import Response, Text
 from tests.terminal.conftest import TronEnv
-from tests.terminal.tmux import Tmux, require_tmux
+from tests.terminal.tmux import Tmux
 
 ELSEWHERE = "/nonexistent/laptop/home/dev/parser"
 ASKED = "This session's folder is not here"
-
-
-@pytest.fixture(scope="module")
-def tmux(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tmux]:
-    require_tmux()
-    server = Tmux(tmp_path_factory.mktemp("tmux") / "socket")
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 def imported(env: TronEnv) -> Any:

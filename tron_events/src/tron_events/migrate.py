@@ -426,7 +426,9 @@ def describe_difference(diff: Any) -> str:
 
 def _include_name(name: str | None, type_: str, parent_names: Any) -> bool:
     if type_ == "table" and name is not None:
-        return not name.startswith(("events_fts", "events_search")) and name != "alembic_version"
+        # The search tables and the cluster's (PostgreSQL only, outside the models).
+        skipped = ("alembic_version", "session_leases", "cluster_messages")
+        return not name.startswith(("events_fts", "events_search")) and name not in skipped
     return True
 
 

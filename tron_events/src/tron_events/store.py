@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -98,6 +99,16 @@ class EventDraft:
 
 
 _second: tuple[int, str] = (-1, "")
+
+
+def _malloc_trim() -> None:
+    """glibc's ``malloc_trim(0)``: free heap pages back to the system (a no-op elsewhere)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def now() -> str:
@@ -282,6 +293,17 @@ class EventStore:
         self._projections.forget(ids)
         for sid in ids:
             self._heads.pop(sid, None)
+        if ids:
+            # Off the caller's thread (a server's event loop): a connection busy with a
+            # long read would make it wait.
+            threading.Thread(target=self._release_memory, daemon=True).start()
+
+    def _release_memory(self) -> None:
+        """The connections' page caches, then the allocator's free memory, back to the
+        system (what is left of a resumed session once its caches are dropped;
+        ``benchmarks/RESULTS_peers.md``, memory)."""
+        self._rec.shrink_memory()
+        _malloc_trim()
 
     def __enter__(self) -> EventStore:
         return self

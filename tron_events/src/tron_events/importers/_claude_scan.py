@@ -15,6 +15,7 @@ old layout) only name lines of the same thread.
 
 from __future__ import annotations
 
+import contextlib
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +152,11 @@ class Index:
     ai_title: str | None = None
     #: (hash of leafUuid, summary) of ``summary`` records, in file order.
     summaries: list[tuple[int, str]] = field(default_factory=list)
+    #: The last summary naming a record of the file.
+    summary_title: str | None = None
+    #: Main-thread records naming another by ``messageId``/``leafUuid``: the lines
+    #: of that uuid.
+    named: dict[int, list[int]] = field(default_factory=dict)
     #: agentId -> tool-use id, as the records link them (first one wins).
     agents: dict[str, str] = field(default_factory=dict)
     main: Uuids = field(default_factory=Uuids)
@@ -213,7 +219,6 @@ class Index:
             self.key = array("q")
             self.tool_line = array("I")
             self.tool_id = array("q")
-            self.main.latest = IntMap()
 
     def line(self, line: int) -> Line:
         return Line(self.number[line], self.value(line))
@@ -234,6 +239,9 @@ def scan(path: Path, *, split_sidechains: bool) -> Index:
     ``split_sidechains`` (a main file), ``isSidechain`` records are inline
     sub-agents: threads of their own, grouped by their parent links."""
     index = Index(path)
+    with contextlib.suppress(OSError):
+        if path.stat().st_size < 1 << 32:
+            index.offset = array("I")  # 4 bytes a line where they suffice
     for number, offset, raw in iter_lines(path):
         value, problem = parse_line(path, number, raw)
         if value is None:
@@ -241,10 +249,31 @@ def scan(path: Path, *, split_sidechains: bool) -> Index:
             continue
         _add(index, number, offset, value, split_sidechains)
     check_lines(path, len(index), len(index.problems))
-    index.owner = array("i", [-1]) * len(index)
     if index.side:
         _group_sidechains(index)
+    _resolve_names(index)
+    index.owner = array("i", [-1]) * len(index)
     return index
+
+
+def _resolve_names(index: Index) -> None:
+    """Resolve what the main thread's uuid table is still needed for (the records a
+    ``messageId``/``leafUuid`` names, the summary giving the title), then drop it:
+    the largest table of the index, gone before units are grouped."""
+    main = index.main
+    for leaf, text in index.summaries:
+        if leaf and (leaf in main or any(leaf in uuids for _, uuids in index.runs)):
+            index.summary_title = text
+    for line in range(len(index)):
+        flags = index.flags[line]
+        if (
+            index.category[line] == OTHER
+            and index.key[line]
+            and not (flags & HAS_UUID and flags & PARENT_KEY)
+            and line not in index.side
+        ):
+            index.named[line] = main.lines_of(index.key[line])
+    main.latest = IntMap()
 
 
 def _add(index: Index, number: int, offset: int, value: dict[str, Any], split: bool) -> None:

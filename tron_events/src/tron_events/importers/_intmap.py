@@ -30,8 +30,8 @@ def stable_hash(text: str) -> int:
 _LOAD = 0.8
 
 
-class IntSet:
-    """A set of non-zero 64-bit integers (open addressing, linear probing)."""
+class _Table:
+    """Open addressing with linear probing over ``array`` columns; 0 marks a free slot."""
 
     __slots__ = ("_count", "_keys", "_size")
 
@@ -52,6 +52,21 @@ class IntSet:
                 return slot
             slot = slot + 1 if slot + 1 < size else 0
 
+    def _claim(self, slot: int, key: int) -> None:
+        self._keys[slot] = key
+        self._count += 1
+        if self._count > self._size * _LOAD:
+            self._grow()
+
+    def _grow(self) -> None:
+        raise NotImplementedError
+
+
+class IntSet(_Table):
+    """A set of non-zero 64-bit integers."""
+
+    __slots__ = ()
+
     def __contains__(self, key: int) -> bool:
         return self._keys[self._slot(key)] != 0
 
@@ -60,10 +75,7 @@ class IntSet:
         slot = self._slot(key)
         if self._keys[slot] != 0:
             return False
-        self._keys[slot] = key
-        self._count += 1
-        if self._count > self._size * _LOAD:
-            self._grow()
+        self._claim(slot, key)
         return True
 
     def _grow(self) -> None:
@@ -75,28 +87,14 @@ class IntSet:
                 self._keys[self._slot(key)] = key
 
 
-class IntMap:
-    """A map of non-zero 64-bit integers to 32-bit integers (open addressing)."""
+class IntMap(_Table):
+    """A map of non-zero 64-bit integers to 32-bit integers."""
 
-    __slots__ = ("_count", "_keys", "_size", "_values")
+    __slots__ = ("_values",)
 
     def __init__(self) -> None:
-        self._size = 16
-        self._keys = array("q", bytes(8 * self._size))
+        super().__init__()
         self._values = array("i", bytes(4 * self._size))
-        self._count = 0
-
-    def __len__(self) -> int:
-        return self._count
-
-    def _slot(self, key: int) -> int:
-        keys, size = self._keys, self._size
-        slot = key % size
-        while True:
-            found = keys[slot]
-            if found == key or found == 0:
-                return slot
-            slot = slot + 1 if slot + 1 < size else 0
 
     def get(self, key: int, default: int = -1) -> int:
         slot = self._slot(key)
@@ -106,16 +104,14 @@ class IntMap:
         slot = self._slot(key)
         self._values[slot] = value
         if self._keys[slot] == 0:
-            self._keys[slot] = key
-            self._count += 1
-            if self._count > self._size * _LOAD:
-                self._grow()
+            self._claim(slot, key)
 
     def setdefault(self, key: int, value: int) -> int:
         slot = self._slot(key)
         if self._keys[slot] != 0:
             return self._values[slot]
-        self[key] = value
+        self._values[slot] = value
+        self._claim(slot, key)
         return value
 
     def _grow(self) -> None:

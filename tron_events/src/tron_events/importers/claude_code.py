@@ -174,6 +174,12 @@ class _Thread:
         result_unit, result_line, result_entry = array("i"), array("I"), array("I")
         pending_meta = array("I")
         deferred: list[tuple[int, list[int]]] = []  # results of no known call yet
+
+        def answer(unit: int, line: int, entry: int) -> None:
+            result_unit.append(unit)
+            result_line.append(line)
+            result_entry.append(entry)
+
         for line in self.lines:
             category = index.category[line]
             if category == ASSISTANT:
@@ -196,9 +202,7 @@ class _Thread:
                     if target < 0:
                         unknown.append(entry)
                     else:
-                        result_unit.append(target)
-                        result_line.append(line)
-                        result_entry.append(entry)
+                        answer(target, line, entry)
                         answered = target if answered < 0 else answered
                 if not entries:
                     self._new(_PROMPT, line)
@@ -226,9 +230,7 @@ class _Thread:
                 if target < 0:
                     orphans.append(entry)
                 else:
-                    result_unit.append(target)
-                    result_line.append(line)
-                    result_entry.append(entry)
+                    answer(target, line, entry)
                     if owner[line] < 0:
                         owner[line] = target
             if orphans:
@@ -287,7 +289,10 @@ class _Thread:
             if index.flags[line] & HAS_UUID and index.flags[line] & PARENT_KEY:
                 found = self._ancestor_unit(line, ancestors)
             elif index.key[line]:
-                for candidate in self.uuids.lines_of(index.key[line]):
+                named = index.named.get(line)
+                for candidate in (
+                    named if named is not None else self.uuids.lines_of(index.key[line])
+                ):
                     if owner[candidate] >= 0:
                         found = owner[candidate]
             if found < 0:
@@ -785,11 +790,7 @@ class _Emitter:
 
 def _title(index: Index) -> str | None:
     """``custom-title``, else ``ai-title``, else the ``summary`` naming a record of the file."""
-    summary = None
-    for leaf, text in index.summaries:
-        if leaf and (leaf in index.main or any(leaf in uuids for _, uuids in index.runs)):
-            summary = text
-    return index.custom_title or index.ai_title or summary
+    return index.custom_title or index.ai_title or index.summary_title
 
 
 def _check_format(index: Index) -> None:

@@ -364,8 +364,7 @@ class AgentRun:
         self.recorded_since_call = []
 
     async def _run_message(self) -> RunResult:
-        state = await self.deps.store.get_state_at_head(self.session_id)
-        await self.writer.sync()
+        state = await self.writer.sync_state()
         self.working_directory = Path(state.working_directory)
         self.hooks = self.deps.hooks_for(self.working_directory)
         content = self.request.content

@@ -83,6 +83,16 @@ class SessionWriter:
             self.head = session.head_event_id
             return self.head
 
+    async def sync_state(self) -> SessionState:
+        """:meth:`sync` with the session's state at its head (one read: the state knows
+        the head), for a run that needs both."""
+        async with self._lock:
+            if self._deferred:
+                await self._commit([], self.head)
+            state = await self.store.get_state_at_head(self.session_id)
+            self.head = state.head_event_id
+            return state
+
     async def append(self, type: str, payload: Mapping[str, Any]) -> Event:
         """Append ``type`` on top of the head this writer last saw."""
         async with self._lock:

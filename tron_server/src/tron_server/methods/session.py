@@ -246,6 +246,8 @@ def register(registry: MethodRegistry) -> None:
         store = ctx.services.store
         assert store is not None
         details = await session_details(store, await store.get_session(p.session_id))
+        # Running here or on another server of the database (docs/deploy.md).
+        details["busy"] = ctx.services.runtime.is_busy(p.session_id)
         if ctx.services.interaction is not None:  # the permission mode (issue 19)
             details["permissionMode"] = await ctx.services.interaction.mode(p.session_id)
         return details
@@ -287,7 +289,11 @@ def register(registry: MethodRegistry) -> None:
         sessions = await store.list_sessions(
             workspace_id=workspace_id, status=p.status, limit=p.limit
         )
-        return {"sessions": await titled_list(store, sessions)}
+        listed = await titled_list(store, sessions)
+        runtime = ctx.services.runtime
+        for item in listed:
+            item["busy"] = runtime.is_busy(item["id"])
+        return {"sessions": listed}
 
     @registry.method(
         "session.fork", SessionForkParams, description="A new session continuing from an event."

@@ -283,9 +283,7 @@ class _Reader:
             elif c == "$":
                 self.dollar(word, value, quoted=False)
             elif c == "`":
-                begin = self.i
-                self.backtick(word, quoted=False)
-                value.append(s[begin : self.i])
+                self.backtick(word, value, quoted=False)
             else:
                 if c in "*?" or (c == "~" and self.i == start):
                     word.dynamic = True
@@ -297,6 +295,10 @@ class _Reader:
                 self.i += 1
         word.raw = s[start : self.i]
         word.value = "".join(value)
+        if "[" in word.value and ("$(" in word.value or "`" in word.value):
+            # bash evaluates an array subscript as arithmetic wherever a name is taken
+            # (``x='a[$(rm y)]'; echo $((x))``, ``test -v``, ``printf -v``): it would run.
+            self.out.doubt("a subscript holding a command substitution")
         return word
 
     def double_quoted(self, word: Word, value: list[str]) -> None:
@@ -318,9 +320,7 @@ class _Reader:
             elif c == "$":
                 self.dollar(word, value, quoted=True)
             elif c == "`":
-                begin = self.i
-                self.backtick(word, quoted=True)
-                value.append(s[begin : self.i])
+                self.backtick(word, value, quoted=True)
             else:
                 value.append(c)
                 self.i += 1
@@ -398,13 +398,12 @@ class _Reader:
         end = s.find("))", self.i + 3)
         inner = s[self.i + 3 : end] if end > 0 else ""
         word.dynamic = True
-        if end < 0 or not _ARITHMETIC.fullmatch(inner) or "$(" in inner:
+        if end < 0 or not _ARITHMETIC.fullmatch(inner) or "$(" in inner or not _nested(inner):
+            # ``$((a) | (b))`` is a command substitution to bash: find those commands.
             self.out.doubt("an arithmetic expansion this reader cannot read")
             self.i += 2
-            self.substitution(word)  # bash may read it as $( ( … ) ): find those commands
+            self.substitution(word)
             return
-        if inner.count("(") != inner.count(")"):
-            self.out.doubt("an arithmetic expansion this reader cannot read")
         self.i = end + 2
 
     def substitution(self, word: Word) -> None:
@@ -418,8 +417,10 @@ class _Reader:
         self.read_list(")")
         self.depth -= 1
 
-    def backtick(self, word: Word, *, quoted: bool) -> None:
+    def backtick(self, word: Word, value: list[str], *, quoted: bool) -> None:
+        """A backtick substitution: its commands; its text, as written, into ``value``."""
         s = self.s
+        begin = self.i
         word.dynamic = word.substitution = True
         j = self.i + 1
         inner: list[str] = []
@@ -443,12 +444,23 @@ class _Reader:
         if j >= len(s):
             self.out.doubt("an unclosed backtick")
         self.i = j + 1
+        value.append(s[begin : self.i])
         self.nested("".join(inner))
 
 
 def _fd_prefix(raw: str) -> bool:
     """Whether a word right before ``<``/``>`` is its file descriptor (``2>``, ``{fd}>``)."""
     return raw.isdigit() or re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}", raw) is not None
+
+
+def _nested(text: str) -> bool:
+    """Whether the parentheses of ``text`` pair up in order (none closes before it opens)."""
+    depth = 0
+    for c in text:
+        depth += (c == "(") - (c == ")")
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def _closing_brace(s: str, start: int) -> int:

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Mutation testing of the guards (issue 26 item 7), one module at a time, against the
+# tests that reach it only. Not run in CI: a module takes minutes to tens of minutes.
+#
+#   benchmarks/mutation.sh MODULE [JOBS]      MODULE: rules | paths | guardrails | shell
+#   benchmarks/mutation.sh MODULE results     list the survivors of the last run
+#   benchmarks/mutation.sh MODULE show NAME   the diff of one mutant
+#
+# mutmut wants the code under ./src and the tests under ./tests of the folder it runs in;
+# the workspace keeps tron_server under tron_server/src. So each module gets a scratch
+# folder .mutation/MODULE (ignored by git) with `src` and `tests` linked to the real ones
+# and a pyproject.toml holding that module's [tool.mutmut] section: mutmut copies both
+# into .mutation/MODULE/mutants and imports tron_server from there. Each mutant then runs
+# only the selected tests that call the function it mutates (mutmut's own stats).
+# Results are in benchmarks/RESULTS_mutation.md.
+set -euo pipefail
+
+module=${1:?usage: benchmarks/mutation.sh rules|paths|guardrails|shell [JOBS|results|show NAME]}
+action=${2:-2}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+
+case "$module" in
+rules)
+    mutate='src/tron_server/interaction/rules.py'
+    tests="tests/interaction/test_rules.py tests/interaction/test_bash_rules.py"
+    tests+=" tests/interaction/test_web_rules.py tests/interaction/test_rules_pins.py"
+    ;;
+paths)
+    mutate='src/tron_server/paths.py'
+    tests="tests/tools/test_paths.py tests/tools/test_paths_pins.py"
+    ;;
+guardrails)
+    mutate='src/tron_server/hooks/guardrails.py'
+    tests="tests/hooks/test_guardrails.py tests/hooks/test_guardrails_pins.py"
+    ;;
+shell)
+    mutate='src/tron_server/shell/*.py'
+    tests="tests/shell"
+    ;;
+*)
+    echo "unknown module $module: rules, paths, guardrails or shell" >&2
+    exit 2
+    ;;
+esac
+
+# The selection as a TOML list, of the files that exist (the pins may not, on an old tree).
+selection=""
+for test in $tests; do
+    [ -e "$repo/$test" ] && selection+="${selection:+, }\"$test\""
+done
+
+scratch="$repo/.mutation/$module"
+mkdir -p "$scratch"
+ln -sfn "$repo/tron_server/src" "$scratch/src"
+ln -sfn "$repo/tests" "$scratch/tests"
+cat >"$scratch/pyproject.toml" <<EOF
+# Written by benchmarks/mutation.sh; edit the script, not this file.
+[tool.mutmut]
+source_paths = ["src"]
+only_mutate = ["$mutate"]
+pytest_add_cli_args_test_selection = [$selection]
+# No xdist (mutmut forks its own workers), a fixed test order.
+pytest_add_cli_args = ["-p", "no:randomly", "-p", "no:cacheprovider", "-q"]
+# A mutant that loops is killed after 15 times the tests' clean duration plus 5 s.
+timeout_constant = 5.0
+
+[tool.pytest.ini_options]
+addopts = "-ra --strict-markers"
+timeout = 300
+markers = [
+    "postgres: needs the local PostgreSQL service",
+    "slow: multi-process and crash tests",
+]
+EOF
+
+# The mutants are made anew from the sources each run: an old copy would hide an edit.
+mutmut() { (cd "$scratch" && uv run --project "$repo" --group mutation mutmut "$@"); }
+case "$action" in
+results) mutmut results ;;
+show) mutmut show "${3:?mutant name}" ;;
+*)
+    rm -rf "$scratch/mutants"
+    mutmut run --max-children "$action"
+    mutmut results
+    ;;
+esac
