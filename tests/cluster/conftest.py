@@ -26,8 +26,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests import pg
-from tests.server.scripted_llm import ScriptedLLM, scripted_llm_thread
+from tests.support import pg
+from tests.support.scripted_llm import ScriptedLLM, scripted_llm_thread
 from tron_server.client import TronClient
 
 LEASE_SECONDS = 2.0

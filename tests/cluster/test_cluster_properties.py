@@ -31,7 +31,7 @@ from hypothesis.stateful import (
 )
 
 from tests.cluster.conftest import TOKEN, Server, Servers
-from tests.server.scripted_llm import Response, Text, ToolUse
+from tests.support.scripted_llm import Response, Text, ToolUse
 from tron_server.client import ConnectionLost, RpcCallError, TronClient
 
 T = TypeVar("T")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests import pg
+from tests.support import pg
 
 pytestmark = pytest.mark.skipif(pg.unavailable_reason() is not None,
                                 reason=str(pg.unavailable_reason()))  # fmt: skip
