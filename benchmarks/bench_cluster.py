@@ -40,9 +40,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests import pg  # noqa: E402
 from tests.cluster.conftest import TOKEN, Server, start_servers  # noqa: E402
-from tests.server.scripted_llm import Response, Text, scripted_llm_thread  # noqa: E402
+from tests.support import pg  # noqa: E402
+from tests.support.scripted_llm import Response, Text, scripted_llm_thread  # noqa: E402
 from tron_server.client import TronClient  # noqa: E402
 
 REPLY = " ".join(f"word{i}" for i in range(12))
