@@ -5,6 +5,7 @@ commit (``--before REV``, default ``HEAD~`` of the import streaming change).
     uv run python benchmarks/bench_import.py                     # 10k and 100k lines
     uv run python benchmarks/bench_import.py --lines 10000 100000 1000000
     uv run python benchmarks/bench_import.py --before none       # this checkout only
+    uv run python benchmarks/bench_import.py --lines --line-mb 30 60   # one big line
 
 Each transcript is generated (one Claude Code session, written the way Claude
 Code 2.1 writes one: a prompt, an API response split over thinking/text/tool_use
@@ -141,10 +142,25 @@ def _code_env(source_root: Path | None) -> dict[str, str]:
     return env
 
 
+def _with_big_result(path: Path, mb: int) -> None:
+    """Make the first tool result of ``path`` ``mb`` MB long (one line that size)."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    for n, raw in enumerate(lines):
+        record = orjson.loads(raw)
+        if record.get("toolUseResult"):
+            record["message"]["content"][0]["content"] = "x" * (mb << 20)
+            lines[n] = orjson.dumps(record) + b"\n"
+            break
+    path.write_bytes(b"".join(lines))
+
+
+def _command(transcript: Path, db: Path) -> list[str]:
+    return [sys.executable, "-c", "import sys; from tron_events.cli import main; sys.exit(main())",
+            "import", "--from", "claude-code", str(transcript), "-d", str(db)]  # fmt: skip
+
+
 def _import(transcript: Path, db: Path, env: dict[str, str]) -> dict[str, Any]:
-    command = [sys.executable, "-c", "from tron_events.cli import main; main()",
-               "import", "--from", "claude-code", str(transcript), "-d", str(db)]  # fmt: skip
-    data = _measure(command, env)
+    data = _measure(_command(transcript, db), env)
     if data["rc"] != 0:
         raise SystemExit(f"import failed ({data['rc']}): {data['err'] or data['out']}")
     return data
@@ -152,7 +168,9 @@ def _import(transcript: Path, db: Path, env: dict[str, str]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--lines", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--lines", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--line-mb", type=int, nargs="*", default=[],
+                        help="also: 10 turns, one tool result this many MB long")  # fmt: skip
     parser.add_argument("--before", default="dbd99cd",
                         help="the commit to compare with ('none': this checkout only)")  # fmt: skip
     args = parser.parse_args()
@@ -171,7 +189,7 @@ def main() -> None:
         try:
             rows: dict[str, dict[int, dict[str, Any]]] = {name: {} for name in contenders}
             previous = {name: (0, 0.0) for name in contenders}
-            for lines in [10, *args.lines]:
+            for lines in [10, *args.lines] if args.lines else []:
                 transcript = folder / f"{lines}" / f"{SESSION}.jsonl"
                 transcript.parent.mkdir()
                 written = generate(transcript, lines)
@@ -191,6 +209,22 @@ def main() -> None:
                         f"{name:>6} {written:>9,} lines {size / 1e6:8.1f} MB: peak RSS "
                         f"{data['rss_mb']:7.1f} MB, {per_line:7.0f} B/line above the 10-line "
                         f"run, slope {slope:6.0f} B/line, {data['seconds']:7.1f} s",
+                        flush=True,
+                    )
+                transcript.unlink()
+            for mb in args.line_mb:
+                transcript = folder / f"big{mb}" / f"{SESSION}.jsonl"
+                transcript.parent.mkdir()
+                generate(transcript, 100)
+                _with_big_result(transcript, mb)
+                for name, env in contenders.items():
+                    db = folder / f"{name}-big{mb}.db"
+                    data = _measure(_command(transcript, db), env)
+                    db.unlink(missing_ok=True)
+                    outcome = "imported" if data["rc"] == 0 else f"exit {data['rc']}"
+                    print(
+                        f"{name:>6} one {mb} MB line: peak RSS {data['rss_mb']:7.1f} MB, "
+                        f"{outcome}: {(data['err'] or data['out']).strip().splitlines()[0][:110]}",
                         flush=True,
                     )
                 transcript.unlink()

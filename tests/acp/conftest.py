@@ -37,8 +37,8 @@ from acp.schema import (
 )
 
 from tests.acp.schema import Checker
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import ScriptedLLM, scripted_llm_thread
+from tests.support.scripted_llm import ScriptedLLM, scripted_llm_thread
+from tests.support.server import RunningServer
 from tron_server.server_record import new_record, write_server_record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -289,8 +289,3 @@ def env(acp_env: AcpEnv) -> AcpEnv:
         llm._position = len(llm.script)
         llm._served_of_current = 0
     return acp_env
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"

@@ -19,7 +19,7 @@ import pytest
 
 from tron_events import EventStore
 from tron_events.cli import main
-from tron_events.importers import IMPORTERS, LineTooLongError, _jsonl
+from tron_events.importers import IMPORTERS, LineTooLongError, _builder, _jsonl
 
 SESSION = "0b0e8a52-7c1e-4f3a-9d6b-2a4c6e8f0a1b"
 OTHER = "1c1f9b63-8d2f-4a4b-8e7c-3b5d7f9a1b2c"
@@ -174,16 +174,47 @@ def _peak_bytes(path: Path) -> int:
         tracemalloc.stop()
 
 
-def test_the_claude_code_importer_does_not_hold_the_file(tmp_path: Path) -> None:
+def test_the_claude_code_importer_does_not_hold_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Four times the lines, nearly the same peak: what grows with the file is a
     small index per line (about 100 bytes), not the lines or the events (the old
     reader kept every line parsed, about 5 KB of memory per line here)."""
     small = _transcript(tmp_path / "a" / f"{SESSION}.jsonl", 100)
     large = _transcript(tmp_path / "b" / f"{SESSION}.jsonl", 400)
     lines = 400 * 5 - 100 * 5
+    # Both sessions past the events a builder keeps before writing them out.
+    monkeypatch.setattr(_builder, "SPILL_AFTER", 50)
     for _ in IMPORTERS["claude-code"](_transcript(tmp_path / "c" / f"{SESSION}.jsonl", 5)):
         pass  # the first import also loads modules and builds validators: not measured
     small_peak = _peak_bytes(small)
     large_peak = _peak_bytes(large)
     growth = large_peak - small_peak
     assert growth < lines * 300, (small_peak, large_peak, growth / lines)
+
+
+def test_a_spilling_builder_gives_back_every_event_in_order(tmp_path: Path) -> None:
+    """Past SPILL_AFTER events a Claude Code session's events wait in a temporary
+    file (below it, in memory: a transcript may have a thousand short forks); the
+    records are the same either way."""
+    from tron_events.importers._builder import SPILL_AFTER, ImportStream, SessionBuilder
+
+    def build(spill: bool, events: int) -> tuple[list[dict[str, Any]], bool]:
+        stream = ImportStream("claude-code", str(tmp_path))
+        builder = SessionBuilder(
+            stream, key="k", working_directory="/tmp/w", millis=1_767_225_600_000, spill=spill
+        )
+        for n in range(events):
+            builder.add("message.user", {"content": f"m{n}", "turn": n + 1}, key=f"u{n}")
+        builder.add("message.user", {"content": "again", "turn": 1}, key="u0")  # key used twice
+        on_disk = builder._spill is not None
+        return list(builder.records()), on_disk
+
+    for events in (SPILL_AFTER - 2, SPILL_AFTER * 2 + 7):
+        kept, kept_on_disk = build(False, events)
+        spilled, spilled_on_disk = build(True, events)
+        assert spilled == kept and not kept_on_disk
+        assert spilled_on_disk == (events + 1 >= SPILL_AFTER)
+        assert [r["sequence"] for r in spilled if r.get("kind") == "event"] == list(
+            range(events + 2)
+        )

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from tests.server.scripted_llm import Response, Text, scripted_llm_thread
 from tests.server.test_cli import ServerProcess, free_port
+from tests.support.scripted_llm import Response, Text, scripted_llm_thread
 from tron_server.logging import REDACTED, JsonFormatter, Redactor, TextFormatter
 from tron_server.security import COOKIE_NAME
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.agent.test_subagents import Routes, result_text, task, tool_results
 from tests.server.test_memory import mserver, new_session
-from tests.server.test_subagents import Routes, result_text, task, tool_results
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
 from tron_events import EventStore
 from tron_events.importers import IMPORTERS
 from tron_events.transfer import import_records

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.server.scripted_llm import Response, Text
+from tests.support.scripted_llm import Response, Text
 from tests.terminal.conftest import TronEnv
 from tests.terminal.tmux import Tmux
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import PurePath
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -32,6 +32,9 @@ from ._time import format_millis, to_millis
 __all__ = ["ImportStream", "Point", "SessionBuilder"]
 
 Record = dict[str, Any]
+
+#: Events a spilling builder keeps in memory before it moves them to a file.
+SPILL_AFTER = 1_000
 
 
 def _generator() -> str:
@@ -118,9 +121,10 @@ class SessionBuilder:
     ``key`` names the session in its source (e.g. ``claude-code:<uuid>``); every
     id derives from it and the keys given to :meth:`add`, so a re-import gives
     the same ids. ``millis`` is the session's start in milliseconds since the epoch.
-    With ``spill``, events are written to a temporary file as they are added
-    (``events`` stays empty) and read back by :meth:`records`: a session of a
-    million events costs its builder a few bytes per event, not its events.
+    With ``spill``, once a session has :data:`SPILL_AFTER` events they are written
+    to a temporary file as they are added (``events`` stays empty) and read back by
+    :meth:`records`: a session of a million events costs its builder a few bytes
+    per event, not its events (and the temporary file about their JSON's size).
     """
 
     def __init__(
@@ -151,8 +155,10 @@ class SessionBuilder:
         self.last_millis = millis
         self.root_id = "evt_" + stable_uuid7(f"{key}:root", millis)
         self.events: list[Record] = []
-        # Closed when its events are read back (records) or dropped (discard).
-        self._spill = tempfile.TemporaryFile(prefix="tron-import-") if spill else None  # noqa: SIM115
+        self._spills = spill
+        #: The events written out so far, once there are more than SPILL_AFTER (closed
+        #: when read back by records, or dropped by discard).
+        self._spill: IO[bytes] | None = None
         self.event_count = 0
         self._content = False
         self.notices: list[str] = []
@@ -255,6 +261,12 @@ class SessionBuilder:
             self._spill.write(orjson.dumps(record) + b"\n")
         else:
             self.events.append(record)
+            if self._spills and len(self.events) >= SPILL_AFTER:
+                # Small sessions (most forks) stay in memory: a file each would run
+                # out of file descriptors in a transcript with a thousand rewinds.
+                self._spill = tempfile.TemporaryFile(prefix="tron-import-")  # noqa: SIM115
+                self._spill.writelines(orjson.dumps(e) + b"\n" for e in self.events)
+                self.events = []
         self._content = self._content or type != "metadata.import"
         self.head = event_id
         self.head_depth = depth
@@ -333,13 +345,12 @@ class SessionBuilder:
 
     def _events(self) -> Iterator[Record]:
         spill, self._spill = self._spill, None
-        if spill is None:
-            yield from self.events
-            return
-        with spill:
-            spill.seek(0)
-            for raw in spill:
-                yield orjson.loads(raw)
+        if spill is not None:
+            with spill:
+                spill.seek(0)
+                for raw in spill:
+                    yield orjson.loads(raw)
+        yield from self.events
 
     def discard(self) -> None:
         """Drop the events (a session that will not be imported)."""

@@ -143,7 +143,8 @@ class Index:
     tool_block: array[int] = field(default_factory=lambda: array("I"))
     #: Skipped lines, and why.
     problems: list[str] = field(default_factory=list)
-    #: The first lines parsed (to guess the format of a file that is not this one).
+    #: The first lines parsed, while no line is a Claude Code record (to guess the
+    #: format of a file that is not a transcript).
     head: list[Line] = field(default_factory=list)
     recognised: int = 0
     session_id: str | None = None
@@ -222,6 +223,10 @@ class Index:
 
     def line(self, line: int) -> Line:
         return Line(self.number[line], self.value(line))
+
+    def forget(self) -> None:
+        """Drop the record kept from the last read."""
+        self._cache = None
 
     def close(self) -> None:
         if self._handle is not None:
@@ -350,12 +355,13 @@ def _tool(index: Index, line: int, use_id: int, place: int) -> None:
 def _facts(index: Index, number: int, value: dict[str, Any]) -> None:
     """What the file says as a whole: its format, session, agent, title, links."""
     kind = value.get("type")
-    if len(index.head) < 50:
-        index.head.append(Line(number, value))
     if kind in TREE_TYPES | KNOWN_OTHER and (
         "uuid" in value or "sessionId" in value or kind in KNOWN_OTHER
     ):
         index.recognised += 1
+        index.head.clear()  # a transcript: no format to guess (and no large line kept)
+    elif not index.recognised and len(index.head) < 50:
+        index.head.append(Line(number, value))
     if index.session_id is None and isinstance(value.get("sessionId"), str) and value["sessionId"]:
         index.session_id = value["sessionId"]
     if index.agent_id is None and isinstance(value.get("agentId"), str) and value["agentId"]:

@@ -882,6 +882,7 @@ def _file_records(
     )
     try:
         sessions = emitter.sessions()
+        index.forget()  # the last record read (it may be a large one) is not needed now
         main = sessions[0]
         for message in index.problems:
             main.notice(message)
@@ -991,6 +992,7 @@ def _child_records(
         parent_session_id=parent.id,
     )
     sessions = emitter.sessions()
+    thread.index.forget()
     if use_id is None and key.split(":agent:")[-1].startswith("acompact"):
         sessions[0].notice(
             "the transcript of a compaction run of Claude Code (no tool call started it): "
