@@ -7,7 +7,7 @@ import pytest
 from acp import text_block
 
 from tests.acp.conftest import AcpEnv
-from tests.server.scripted_llm import Response, Text
+from tests.support.scripted_llm import Response, Text
 from tests.trust.hostile import DEFINES, Hostile, make_hostile
 from tron_server.trust import TrustStore
 
@@ -46,6 +46,13 @@ async def test_an_untrusted_folder_is_asked_about_and_a_refusal_keeps_it_inert(
         other = (await conn.new_session(cwd=str(folder.root))).session_id
         env.llm.add(Response([Text("Third.")]))
         await conn.prompt(session_id=other, prompt=[text_block("third")])
+        assert len(editor.permissions) == 1
+    # A new connection resuming the session asks again (the folder is still untrusted).
+    env.llm.add(Response([Text("Resumed.")]))
+    async with env.editor() as (conn, editor, _process):
+        await conn.resume_session(session_id=sid, cwd=str(folder.root))
+        editor.choices = ["without"]
+        await conn.prompt(session_id=sid, prompt=[text_block("back")])
         assert len(editor.permissions) == 1
     assert folder.marked() == {}
     assert TrustStore(env.server.home).is_trusted(folder.root) is None

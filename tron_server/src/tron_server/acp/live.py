@@ -99,6 +99,10 @@ class Editor(Protocol):
     ) -> Any: ...
 
 
+def _is_text(block: ToolContent) -> bool:
+    return block.type == "content" and getattr(block.content, "type", None) == "text"
+
+
 @dataclass
 class _Call:
     name: str
@@ -239,7 +243,10 @@ class PromptRun:
             call.name, call.arguments, data.get("content"), self.cwd, is_error=failed
         )
         if call.feed is not None and self.terminals is not None:
-            # The terminal shows the output and the viewer exits with the command's status.
+            # The terminal shows the output and the viewer exits with the command's status;
+            # a call that failed without output (rejected, not started) shows why.
+            if failed and call.feed.total == 0:
+                call.feed.write("".join(b.content.text for b in content if _is_text(b)))
             self.terminals.close(call.feed, exit_status(data.get("content"), is_error=failed))
             content = [*self.terminals.content(call.feed)]
         await self.send(
