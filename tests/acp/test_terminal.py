@@ -3,6 +3,7 @@ the editor's terminal runs only the viewer that shows its output."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Any
 
@@ -95,3 +96,21 @@ async def test_a_rejected_call_shows_why_in_its_terminal(env: AcpEnv) -> None:
     assert "denied" in terminal.output.lower()
     assert terminal.process.returncode == 1
     assert not marker.exists()
+
+
+async def test_cancel_mid_command_ends_the_terminal_too(env: AcpEnv) -> None:
+    project = env.project("terminal-cancel")
+    env.llm.add(Response([ToolUse("Bash", {"command": "echo started; sleep 120"})]))
+    async with env.editor(terminal=True) as (conn, editor, _process):
+        sid = (await conn.new_session(cwd=str(project))).session_id
+        editor.choices = ["allow"]
+        prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("sleep")]))
+        await editor.wait_for(lambda: any("started" in t.output for t in editor.terminals.values()))
+        await conn.cancel(session_id=sid)
+        assert (await asyncio.wait_for(prompt, 60)).stop_reason == "cancelled"
+        [(terminal_id, terminal)] = editor.terminals.items()
+        await editor.wait_for(lambda: editor.released == [terminal_id])
+        assert terminal.process.returncode not in (None, 0)
+        assert editor.of("tool_call_update", sid)[-1].status == "failed"
+    [result] = env.store("get_events", sid, types=["tool.result"])
+    assert result.payload.get("interrupted") is True
