@@ -187,7 +187,7 @@ def med(xs: list[float]) -> float:
 async def main(args: argparse.Namespace) -> None:
     import uvicorn
 
-    from tests.server.scripted_llm import Response, Text, ToolUse
+    from tests.support.scripted_llm import Response, Text, ToolUse
     from tron_server.app import create_app, uvicorn_options
     from tron_server.client import TronClient
     from tron_server.settings import Settings

@@ -13,7 +13,7 @@ import pytest
 
 from tests.acp.conftest import AcpEnv, zed_command
 from tests.acp.schema import ts_sdk
-from tests.server.scripted_llm import Response, Text, ToolUse
+from tests.support.scripted_llm import Response, Text, ToolUse
 
 
 def test_typescript_sdk_client(env: AcpEnv) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.browser.conftest import browser_engine, need_chromium
 from tests.browser.site import Site
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tron_server.browser import _procs
 
 pytestmark = pytest.mark.anyio

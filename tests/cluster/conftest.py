@@ -26,8 +26,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests import pg
-from tests.server.scripted_llm import ScriptedLLM, scripted_llm_thread
+from tests.support import pg
+from tests.support.scripted_llm import ScriptedLLM, scripted_llm_thread
 from tron_server.client import TronClient
 
 LEASE_SECONDS = 2.0
@@ -65,7 +65,8 @@ class Server:
             stdout=subprocess.DEVNULL, stderr=log, env=self.env,
         )  # fmt: skip
 
-    def wait_ready(self, timeout: float = 60) -> None:
+    def wait_ready(self, timeout: float = 180) -> None:
+        """Until /health answers (a start takes seconds; on a loaded machine, a minute)."""
         assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

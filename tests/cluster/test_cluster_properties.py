@@ -31,7 +31,7 @@ from hypothesis.stateful import (
 )
 
 from tests.cluster.conftest import TOKEN, Server, Servers
-from tests.server.scripted_llm import Response, Text, ToolUse
+from tests.support.scripted_llm import Response, Text, ToolUse
 from tron_server.client import ConnectionLost, RpcCallError, TronClient
 
 T = TypeVar("T")
@@ -184,6 +184,7 @@ class ClusterMachine(RuleBasedStateMachine):
     def kill(self, data: st.DataObject) -> None:
         victim = data.draw(st.sampled_from(self.live))
         victim.kill()
+        victim.start()  # back for the next example (or test) while this one goes on
         self.killed = True
         self.live = [s for s in self.live if s is not victim]
         self.clients.lost.add(victim.name)

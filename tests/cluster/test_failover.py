@@ -11,7 +11,7 @@ import pytest
 
 from tests.cluster.conftest import LEASE_SECONDS, Servers
 from tests.cluster.test_routing import wait_for
-from tests.server.scripted_llm import Response, Text, ToolUse
+from tests.support.scripted_llm import Response, Text, ToolUse
 from tron_server.client import RpcCallError
 from tron_server.cluster import TAKEOVER_RESULT
 
@@ -20,11 +20,6 @@ pytestmark = pytest.mark.anyio
 #: Lease time + a sweep + the slack of a loaded machine (docs/deploy.md: the bound with
 #: the default 6 s lease is 10 s).
 TAKEOVER_BOUND = LEASE_SECONDS + 8.0
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def test_kill_mid_tool_another_server_takes_over_and_the_session_goes_on(

@@ -15,11 +15,6 @@ from tron_server.cluster import TAKEOVER_REASON, TAKEOVER_RESULT, close_interrup
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def open_turn(store: AsyncEventStore, *, requested: bool = False) -> str:
     """A session whose turn 1 called two tools: the first has its result, the second was
     running (or waiting for an approval) when its server died."""

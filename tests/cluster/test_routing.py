@@ -10,15 +10,10 @@ import anyio
 import pytest
 
 from tests.cluster.conftest import Servers
-from tests.server.scripted_llm import Response, Text, ToolUse
+from tests.support.scripted_llm import Response, Text, ToolUse
 from tron_server.client import RpcCallError
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def wait_for(stream: Any, method: str, timeout: float = 20) -> Any:

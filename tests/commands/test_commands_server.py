@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import trust_folder
-from tests.interaction.conftest import complete, new_session, of_type, types, wait_for
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text
+from tests.support.rpc import complete, new_session, of_type, types, wait_for
+from tests.support.scripted_llm import Response, ScriptedLLM, Text
+from tests.support.server import RunningServer
+from tests.support.trust import trust_folder
 from tron_server.client import RpcCallError, TronClient
 
 pytestmark = pytest.mark.anyio
@@ -198,7 +198,7 @@ async def test_refused_inclusions_and_unknown_commands(
 async def test_rewind_files_takes_the_files_back(
     server: RunningServer, llm: ScriptedLLM, tmp_path: Path
 ) -> None:
-    from tests.server.scripted_llm import ToolUse
+    from tests.support.scripted_llm import ToolUse
 
     llm.add(
         Response([Text("Writing."), ToolUse("Write", {"file_path": "a.txt", "content": "new\n"})]),

@@ -362,7 +362,7 @@ def test_the_pg_dump_command_names_the_database_never_its_password(
 def test_the_printed_pg_dump_command_backs_up_the_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest
 ) -> None:
-    from tests import pg
+    from tests.support import pg
 
     with pg.fresh_database(template=request.getfixturevalue("pg_template")) as url:
         populated(url)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests import pg
+from tests.support import pg
 
 pytestmark = pytest.mark.skipif(pg.unavailable_reason() is not None,
                                 reason=str(pg.unavailable_reason()))  # fmt: skip
@@ -116,3 +116,32 @@ def test_messages_arrive_in_order_once_large_ones_through_the_table(pg_url: str)
     finally:
         for node in (a, b, c):
             node.close()
+
+
+def test_a_listener_that_lost_its_connection_says_so_and_listens_again(pg_url: str) -> None:
+    import psycopg
+
+    from tron_events.cluster import BROADCAST, Cluster
+
+    a, b = Cluster(pg_url, "a"), Cluster(pg_url, "b")
+    got: list[dict[str, Any]] = []
+    gaps = threading.Event()
+    try:
+        b.start(got.append, on_reconnect=gaps.set)
+        a.start(lambda body: None)
+        conninfo = b.conninfo
+        with psycopg.connect(conninfo, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                "AND query LIKE 'LISTEN%%'"
+            )
+        assert gaps.wait(15)  # the server then makes its clients resync
+        deadline = time.monotonic() + 15
+        while not got and time.monotonic() < deadline:
+            a.send(BROADCAST, {"after": True})
+            time.sleep(0.3)
+        assert got and got[0]["after"] is True
+    finally:
+        a.close()
+        b.close()

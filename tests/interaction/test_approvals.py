@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import trust_folder
-from tests.interaction.conftest import complete, new_session, of_type, respond, wait_for
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.rpc import complete, new_session, of_type, respond, wait_for
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
+from tests.support.trust import trust_folder
 from tron_server.client import NotificationStream, RpcCallError, TronClient
 
 pytestmark = pytest.mark.anyio

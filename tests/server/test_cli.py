@@ -299,7 +299,7 @@ def test_listening_is_said_once_it_accepts_and_a_second_server_breaks_nothing(
 def test_two_servers_on_one_home_clients_find_the_one_that_runs(tmp_path: Path) -> None:
     """Two servers of one home share a PostgreSQL database (on SQLite the second refuses
     to start, see above)."""
-    from tests import pg
+    from tests.support import pg
     from tron_server.client import TronClient
     from tron_server.server_record import read_server_record
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import ScriptedLLM, scripted_llm_thread
+from tests.support.scripted_llm import ScriptedLLM, scripted_llm_thread
+from tests.support.server import RunningServer
 
 TRON = [sys.executable, "-m", "tron_server.terminal"]
 

@@ -175,7 +175,10 @@ def _cmdline(pid: int) -> str:
 async def _none_left_but_the_idle_waiter(before: set[tuple[int, int]]) -> None:
     """Wait until no child this test started runs, apart from the pool's idle waiter (read
     at every look: the pool refills after each start). Children that were there before
-    the test (a server thread's, another test's) are not this test's to judge."""
+    the test are not this test's to judge: in the whole suite (one process, or an xdist
+    worker) another test's may still run, e.g. the MCP servers of
+    tests/trust/test_trust_terminal.py's module server, children of the test process for
+    30-50 s; waiting for those made this test time out."""
     left: list[_proctree._Proc] = []
     with anyio.move_on_after(20):
         while True:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
-from tests.server.scripted_llm import Response, Text, ToolUse, Usage
+from tests.support.scripted_llm import Response, Text, ToolUse, Usage
 from tests.web.conftest import WebEnv, new_page, open_session, shot
 
 LONG_TITLE = "Refactor the payment module so that refunds and chargebacks share one ledger"

@@ -253,6 +253,7 @@ def join_cluster(services: Services, hub: Hub, dispatcher: Dispatcher) -> Cluste
 
     node.serve_call = serve_call
     node.deliver = hub.deliver
+    node.on_gap = hub.close_subscribers
     hub.relay = node.relay
     return node
 

@@ -116,6 +116,13 @@ class Hub:
         for conn in list(self.connections):
             conn.close_soon(code, reason)
 
+    def close_subscribers(self, reason: str) -> None:
+        """Close every connection that follows a session (it may have missed relayed
+        notifications): its client reconnects, subscribes and syncs."""
+        for conn in list(self.connections):
+            if conn.subscriptions:
+                conn.close_soon(CLOSE_INTERNAL, reason)
+
     # -- subscriptions --------------------------------------------------
 
     def subscribers(self, session_id: str) -> frozenset[Connection]:

@@ -86,10 +86,16 @@ class ClusterNode:
         self.serve_call: ServeCall | None = None
         #: Publishes a relayed notification to this server's clients.
         self.deliver: Deliver | None = None
+        #: Called when relayed notifications may have been missed (the listener lost its
+        #: connection): the app closes its clients' connections so that they resync.
+        self.on_gap: Callable[[str], None] | None = None
         self._others: dict[str, str] = {}
         self._held: set[str] = set()
         self._in_flight: dict[str, int] = {}
         self._claiming: dict[str, asyncio.Future[Claim]] = {}
+        #: One lease operation at a time per session: a release queued when a run ended
+        #: must not delete the lease a new call claimed meanwhile.
+        self._lease_ops: dict[str, asyncio.Lock] = {}
         self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tg: anyio.abc.TaskGroup | None = None
@@ -142,7 +148,8 @@ class ClusterNode:
         future: asyncio.Future[Claim] = self._loop.create_future()
         self._claiming[session_id] = future
         try:
-            claim = await anyio.to_thread.run_sync(self.cluster.claim, session_id)
+            async with self._lease_op(session_id):
+                claim = await anyio.to_thread.run_sync(self.cluster.claim, session_id)
             if claim.owned:
                 self._held.add(session_id)
                 self._others.pop(session_id, None)
@@ -207,9 +214,22 @@ class ClusterNode:
         except Exception:
             log.warning("could not claim the lease of %s", session_id, exc_info=True)
 
+    @asynccontextmanager
+    async def _lease_op(self, session_id: str) -> AsyncIterator[None]:
+        lock = self._lease_ops.setdefault(session_id, asyncio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked() and self._lease_ops.get(session_id) is lock:
+                del self._lease_ops[session_id]
+
     async def _release(self, session_id: str) -> None:
         try:
-            await anyio.to_thread.run_sync(self.cluster.release, session_id)
+            async with self._lease_op(session_id):
+                if session_id in self._held or session_id in self._claiming:
+                    return  # claimed again since the session went idle: keep it
+                await anyio.to_thread.run_sync(self.cluster.release, session_id)
             self.cluster.send(BROADCAST, {"kind": "lease", "sessionId": session_id, "owner": None})
         except Exception:  # it lapses by itself within the lease time
             log.warning("could not release the lease of %s", session_id, exc_info=True)
@@ -369,4 +389,13 @@ class ClusterNode:
                 self._others[session_id] = str(owner)
 
     def _reconnected(self) -> None:
+        """From the listener thread, once it listens again after losing its connection."""
         log.warning("the cluster listener reconnected: relayed notifications may be missing")
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._gap)
+
+    def _gap(self) -> None:
+        if self.on_gap is not None:
+            self.on_gap("this server may have missed notifications of other servers: "
+                        "reconnect, subscribe and sync")  # fmt: skip

@@ -36,6 +36,12 @@ LEADING = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "d
 UNREAD = frozenset({"case", "esac", "for", "select", "function", "coproc", "[["})
 _BRACKET = re.compile(r"\[[^\s;&|<>()]*\]")
 _BRACES = re.compile(r"\{[^\s;&|<>()]*(,|\.\.)[^\s;&|<>()]*\}")
+#: Reserved words that open a compound command, those that continue one (and what must
+#: be open for them), and those that close one.
+_OPENS = frozenset({"if", "while", "until", "{"})
+_NEEDS = {"then": ("if", "elif"), "elif": ("then",), "else": ("then",), "fi": ("then", "else"),
+          "do": ("while", "until"), "done": ("do",), "}": ("{",)}  # fmt: skip
+_CLOSES = frozenset({"fi", "done", "}"})
 _ARITHMETIC = re.compile(r"[\w\s+\-*/%<>=!&|^~?:,()\[\]$#]*")
 _HEX = {"x": "[0-9A-Fa-f]{0,2}", "u": "[0-9A-Fa-f]{0,4}", "U": "[0-9A-Fa-f]{0,8}"}
 _ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
@@ -91,6 +97,7 @@ class _Reader:
         self.out = out
         self.depth = depth
         self.heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, strip tabs, expands)
+        self.open: list[str] = []  # the compound commands open in the current list
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -122,7 +129,17 @@ class _Reader:
 
     def read_list(self, end: str | None) -> None:
         """Commands until the end of the text, or the ``)`` closing a subshell or a
-        ``$(`` / ``<(`` / ``>(`` when ``end`` is ``")"``."""
+        ``$(`` / ``<(`` / ``>(`` when ``end`` is ``")"``; the reserved words in it must
+        pair up (``if``…``then``…``fi``, ``while``…``do``…``done``, ``{``…``}``)."""
+        outer, self.open = self.open, []
+        try:
+            self._read_list(end)
+        finally:
+            if self.open:
+                self.out.doubt(f"{self.open[-1]} without its end")
+            self.open = outer
+
+    def _read_list(self, end: str | None) -> None:
         while True:
             self.blanks()
             if self.i >= len(self.s):
@@ -193,6 +210,7 @@ class _Reader:
     def read_command(self) -> None:
         words: list[Word] = []
         parts: list[Word | Redirect] = []
+        subshell = False
         while True:
             self.blanks()
             if self.i >= len(self.s):
@@ -211,6 +229,7 @@ class _Reader:
                 # defines a function; anything else here is a syntax error.
                 if not all(w.raw in LEADING for w in words):
                     self.out.doubt("a function definition or a ( inside a command")
+                subshell = True
                 self.i += 1
                 self.depth += 1
                 self.read_list(")")
@@ -221,13 +240,37 @@ class _Reader:
                 continue
             word = self.read_word()
             follows = self.peek()
-            if follows in "<>" and self.peek(1) != "(" and _fd_prefix(word.raw):
+            # ``follows`` is "" at the end of the line, which ``in "<>"`` would accept:
+            # ``sleep 5`` read as ``sleep 5>`` lost its 5 and was uncertain.
+            if follows in ("<", ">") and self.peek(1) != "(" and _fd_prefix(word.raw):
                 parts.append(self.redirection(word.raw))
                 continue
             words.append(word)
             parts.append(word)
+        self.reserved(words, subshell)
         if words or parts:
             self.out.commands.append(Simple(words, parts))
+
+    def reserved(self, words: list[Word], subshell: bool) -> None:
+        """Follow the reserved words that start a command: each must stand where bash
+        takes it (``fi`` closes an ``if`` after its ``then``…), else the line is a
+        syntax error to bash, and uncertain here."""
+        k = 0
+        while k < len(words) and words[k].raw in LEADING:
+            word = words[k].raw
+            top = self.open[-1] if self.open else ""
+            needs = _NEEDS.get(word)
+            if needs is not None and top not in needs:
+                self.out.doubt(f"{word} out of place")
+            elif word in _CLOSES:
+                self.open.pop()
+            elif needs is not None:
+                self.open[-1] = word
+            elif word in _OPENS:
+                self.open.append(word)
+            k += 1
+        if k and k == len(words) and words[k - 1].raw in ("!", "time") and not subshell:
+            self.out.doubt(f"{words[k - 1].raw} without a command")
 
     def redirection(self, prefix: str) -> Redirect:
         start = self.i

@@ -156,13 +156,13 @@ def _add(
         return
     if inner.implicit is not None:
         found.append(Command(inner.implicit, inner.implicit, (inner.implicit,)))
-    if inner.words:
+    for wrapped in [inner.words, *inner.also] if inner.words else []:
         k = 0
-        while k < len(inner.words) and ASSIGNMENT.match(inner.words[k].raw):
+        while k < len(wrapped) and ASSIGNMENT.match(wrapped[k].raw):
             k += 1  # env NAME=value cmd
-        rest = inner.words[k:]
+        rest = wrapped[k:]
         if rest:
-            text = _join(list(inner.words))
+            text = _join(list(wrapped))
             _add(rest, text, _join(list(rest)), reading, found, depth + 1, redirects)
     if inner.script is not None:
         _script(inner.script, reading, found, depth + 1)

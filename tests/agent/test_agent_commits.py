@@ -12,14 +12,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from tests.server.scripted_llm import Response, Text, ToolUse, Usage
-from tests.server.test_agent_harness import Harness, assert_event_order, h
+from tests.agent.harness import Harness, assert_event_order
+from tests.support.scripted_llm import Response, Text, ToolUse, Usage
 from tron_server.agent import compaction
 from tron_server.agent.turn import AgentRun
 from tron_server.hooks.base import HookContext, HookDecision
 from tron_server.tools.base import Tool, ToolContext, ToolResult
-
-__all__ = ["h"]
 
 pytestmark = pytest.mark.anyio
 
