@@ -90,3 +90,19 @@ async def test_a_folder_without_configuration_is_not_asked_about(env: AcpEnv) ->
         sid = (await conn.new_session(cwd=str(project))).session_id
         await conn.prompt(session_id=sid, prompt=[text_block("hi")])
         assert editor.permissions == []
+
+
+async def test_a_cancelled_question_cancels_the_prompt_and_comes_again(env: AcpEnv) -> None:
+    folder = hostile(env, "trust-cancelled")
+    env.llm.add(Response([Text("Now.")]))
+    async with env.editor() as (conn, editor, _process):
+        sid = (await conn.new_session(cwd=str(folder.root))).session_id
+        editor.choices = [None]  # the editor cancels (as it does when its prompt is cancelled)
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("hi")])
+        assert answer.stop_reason == "cancelled"
+        assert env.store("get_events", sid, types=["message.user"]) == []  # nothing was sent
+        editor.choices = ["without"]
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("hi again")])
+        assert answer.stop_reason == "end_turn"
+        assert len(editor.permissions) == 2
+    assert folder.marked() == {}

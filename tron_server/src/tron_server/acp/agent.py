@@ -110,6 +110,15 @@ class OpenSession:
     untrusted: dict[str, Any] | None = None
 
 
+def _not_busy(session: OpenSession) -> None:
+    if session.prompt is not None:
+        raise RequestError(
+            -32603,
+            "a prompt is already running in this session: "
+            "cancel it (session/cancel) or wait for its answer",
+        )
+
+
 def _encode_cursor(offset: int) -> str:
     return base64.urlsafe_b64encode(f"tron:{offset}".encode()).decode()
 
@@ -575,12 +584,7 @@ class TronAgent:
         self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
     ) -> PromptResponse:
         session = self._session(session_id)
-        if session.prompt is not None:
-            raise RequestError(
-                -32603,
-                "a prompt is already running in this session: "
-                "cancel it (session/cancel) or wait for its answer",
-            )
+        _not_busy(session)
         try:
             blocks = to_tron(prompt)
         except UnsupportedContent as exc:
@@ -594,6 +598,7 @@ class TronAgent:
             tron = await self.link.client()
         except TerminalError as exc:
             raise RequestError(-32603, exc.message) from None
+        _not_busy(session)  # again: another prompt may have started while this one waited
         run = PromptRun(session_id, session.cwd, self.editor, tron, self.terminals)
         session.prompt = run
         try:
