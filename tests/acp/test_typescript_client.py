@@ -9,6 +9,8 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,27 +19,33 @@ from tests.acp.schema import ts_sdk
 from tests.support.scripted_llm import Response, Text, ToolUse
 
 
-def test_typescript_sdk_client(env: AcpEnv) -> None:
+def run_client(env: AcpEnv, script: str, project: Path) -> dict[str, Any]:
+    """Run one of the TypeScript SDK client scripts against ``tron acp`` (started as Zed
+    starts it) in ``project``; what it saw (skipped when the SDK cannot be installed)."""
     package, why = ts_sdk()
     if package is None:
         pytest.skip(why)
     node = shutil.which("node")
     assert node is not None
+    command, args, extra = zed_command()
+    environment = {**os.environ, **extra, "TRON_HOME": str(env.server.home),
+                   "ACP_SDK": str(package)}  # fmt: skip
+    done = subprocess.run(
+        [node, os.path.join(os.path.dirname(__file__), script), str(project), command, *args],
+        capture_output=True, text=True, timeout=180, env=environment,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen: dict[str, Any] = json.loads(done.stdout)
+    return seen
+
+
+def test_typescript_sdk_client(env: AcpEnv) -> None:
     project = env.project("typescript")
     env.llm.add(
         Response([Text("Writing."), ToolUse("Write", {"file_path": "out.txt", "content": "hi\n"})]),
         Response([Text("Written.")]),
     )
-    command, args, extra = zed_command()
-    script = os.path.join(os.path.dirname(__file__), "ts_client.mjs")
-    environment = {**os.environ, **extra, "TRON_HOME": str(env.server.home),
-                   "ACP_SDK": str(package)}  # fmt: skip
-    done = subprocess.run(
-        [node, script, str(project), command, *args],
-        capture_output=True, text=True, timeout=180, env=environment,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout)
+    seen = run_client(env, "ts_client.mjs", project)
     assert seen["init"]["agentCapabilities"]["loadSession"] is True
     assert seen["answer"] == {"stopReason": "end_turn"}
     assert (project / "out.txt").read_text() == "hi\n"
@@ -56,27 +64,13 @@ def test_typescript_sdk_client(env: AcpEnv) -> None:
 
 def test_typescript_sdk_client_with_a_terminal(env: AcpEnv) -> None:
     """Bash output in the terminal of a client on the TypeScript SDK."""
-    package, why = ts_sdk()
-    if package is None:
-        pytest.skip(why)
-    node = shutil.which("node")
-    assert node is not None
     project = env.project("typescript-terminal")
     marker = project / "ran.txt"
     env.llm.add(
         Response([ToolUse("Bash", {"command": f"echo from-tron; echo x >> '{marker}'; exit 2"})]),
         Response([Text("Ran.")]),
     )
-    command, args, extra = zed_command()
-    script = os.path.join(os.path.dirname(__file__), "ts_terminal_client.mjs")
-    environment = {**os.environ, **extra, "TRON_HOME": str(env.server.home),
-                   "ACP_SDK": str(package)}  # fmt: skip
-    done = subprocess.run(
-        [node, script, str(project), command, *args],
-        capture_output=True, text=True, timeout=180, env=environment,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout)
+    seen = run_client(env, "ts_terminal_client.mjs", project)
     assert seen["answer"] == {"stopReason": "end_turn"}
     [(terminal_id, terminal)] = seen["terminals"].items()
     assert terminal["output"] == "from-tron\n" and terminal["exitCode"] == 2

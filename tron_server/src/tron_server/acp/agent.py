@@ -16,6 +16,10 @@ editor opens is the same session everywhere (``tron -c``, the web chat, ``tron-d
 | ``session/cancel`` | ``agent.abort`` |
 | ``session/set_mode`` | ``session.setMode`` (Tron's permission modes) |
 | ``session/set_config_option`` | ``model.switch`` (config option ``model``) |
+
+A session opened in an untrusted folder that defines configuration asks whether to trust
+it before its first prompt (``trust.get`` / ``trust.set``, :mod:`.trust`); where the
+editor has terminals, Bash output is shown in one (:mod:`.terminals`).
 """
 
 from __future__ import annotations

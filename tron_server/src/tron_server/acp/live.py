@@ -7,8 +7,9 @@ Tron notification → ACP update:
   ``agent_thought_chunk``;
 - ``agent.tool_start`` → ``tool_call`` (``in_progress``; kind, title, absolute locations,
   an Edit's or a Write's diff); ``agent.tool_output`` → ``tool_call_update`` with the
-  output so far; ``agent.tool_end`` → ``tool_call_update`` ``completed`` / ``failed`` with
-  the result (a successful edit: its diff), and a TodoWrite's list as a ``plan``;
+  output so far (a Bash call, where the editor has terminals: the terminal of
+  :mod:`.terminals` instead); ``agent.tool_end`` → ``tool_call_update`` ``completed`` /
+  ``failed`` with the result (a successful edit: its diff), and a TodoWrite's list as a ``plan``;
 - ``agent.approval`` / ``agent.question`` (of the session or of its sub-agents) →
   ``session/request_permission`` (:mod:`.permissions`), answered with ``agent.respond``;
 - ``agent.complete`` ends the prompt: its ``stopReason`` mapped by :func:`stop_reason`.
