@@ -346,6 +346,7 @@ def test_a_task_call_is_a_sub_agent_card(env: TronEnv) -> None:
         card = app.chat.transcript.query_one(ToolCard)
         assert card.plain.startswith("✓ Task  scan files")
         assert "sub-agent sess_" in card.plain and "child result: 3 files" in card.plain
+
         def with_child() -> bool:  # an earlier refresh may have counted the parent alone
             total = app.chat.model and app.chat.model.session.get("totalWithChildren")
             return isinstance(total, dict) and total.get("sessions") == 2
