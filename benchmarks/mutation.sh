@@ -5,6 +5,8 @@
 #   benchmarks/mutation.sh MODULE [JOBS]      MODULE: rules | paths | guardrails | shell
 #   benchmarks/mutation.sh MODULE results     list the survivors of the last run
 #   benchmarks/mutation.sh MODULE show NAME   the diff of one mutant
+#   benchmarks/mutation.sh MODULE survivors [JOBS]   run again only the mutants that
+#       survived the last run (after adding tests; the source must be unchanged)
 #
 # mutmut wants the code under ./src and the tests under ./tests of the folder it runs in;
 # the workspace keeps tron_server under tron_server/src. So each module gets a scratch
@@ -78,6 +80,11 @@ mutmut() { (cd "$scratch" && uv run --project "$repo" --group mutation mutmut "$
 case "$action" in
 results) mutmut results ;;
 show) mutmut show "${3:?mutant name}" ;;
+survivors)
+    mapfile -t names < <(mutmut results | sed -n "s/^ *\\([^ ]*\\): \\(survived\\|no tests\\)$/\\1/p")
+    mutmut run --max-children "${3:-2}" "${names[@]}"
+    mutmut results
+    ;;
 *)
     rm -rf "$scratch/mutants"
     mutmut run --max-children "$action"

@@ -123,6 +123,15 @@ def test_unknown_rule_names_and_bad_patterns_are_configuration_errors(
     )
 
 
+def test_the_guardrails_keep_their_home_and_roots(
+    workdir: Path, home: Path, tmp_path: Path
+) -> None:
+    scratch = tmp_path / "scratch"
+    g = guard(workdir, home, allowed_write_paths=(str(scratch), "rel"))
+    assert g.home == home
+    assert g.allowed_roots == (workdir, scratch, workdir / "rel")
+
+
 def test_claude_codes_user_settings_are_protected(
     workdir: Path, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -213,7 +213,13 @@ def test_hooks_ask_and_allow() -> None:
 
 # -- properties --------------------------------------------------------------------------
 
-_word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=8)
+# Bash's reserved words are no commands: ``a && else`` is a syntax error that runs nothing,
+# so no rule about it says anything about the command around it.
+_RESERVED = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time"}
+_RESERVED |= {"case", "esac", "for", "select", "function", "coproc", "in"}
+_word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=8).filter(
+    lambda w: w not in _RESERVED
+)
 _names = st.lists(_word, min_size=1, max_size=4)
 
 
