@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text
 from tests.server.test_memory import (
     events_of,
     first_user_text,
@@ -20,6 +18,8 @@ from tests.server.test_memory import (
     new_session,
     work_and_end,
 )
+from tests.support.scripted_llm import Response, ScriptedLLM, Text
+from tests.support.server import RunningServer
 from tron_server.client import TronClient
 from tron_server.memory.loader import CHARS_PER_TOKEN, MAX_HANDOFFS, MEMORY_BUDGET_TOKENS
 
