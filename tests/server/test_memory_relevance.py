@@ -2,7 +2,8 @@
 and both backends: among several handoffs of the workspace (different topics, different
 ages, one made in a fork), the first prompt gets those :func:`relevant_handoffs` ranks
 first (search rank, then recency), at most ``MAX_HANDOFFS``, each whole or not at all
-within the budget (``memory/loader.py``)."""
+within the budget (``memory/loader.py``); a newer handoff's recency bonus outweighs an
+older one's small lead in search rank."""
 
 from __future__ import annotations
 
@@ -99,3 +100,33 @@ async def test_the_relevant_handoffs_come_first_then_the_recent_ones_within_the_
         assert "teal" not in text and "staging" not in text and "logging" not in text
         assert len(text) // CHARS_PER_TOKEN <= MEMORY_BUDGET_TOKENS
         assert loaded["payload"]["tokens"] <= loaded["payload"]["budgetTokens"]
+
+
+async def test_recency_outweighs_a_small_lead_in_search_rank(
+    mserver: RunningServer, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    async with mserver.connect() as client:
+        focused = await handoff_of(client, await work_and_end(
+            client, llm, project, "first",
+            topic("Quokka, quokka, quokka: the quokka lexer", "quokka done"),
+        ))  # fmt: skip
+        passing = await handoff_of(client, await work_and_end(
+            client, llm, project, "second",
+            topic("Renamed the build scripts, the config loader and one quokka test file, "
+                  "then tidied the release notes and the changelog", "tidy"),
+        ))  # fmt: skip
+        # The search ranks the older, focused handoff first …
+        hits = await client.call(
+            "memory.search", {"query": "quokka", "workingDirectory": str(project)}
+        )
+        ranked = [h["eventId"] for h in hits["hits"] if h["eventId"] in (focused, passing)]
+        assert ranked == [focused, passing]
+        # … but the newer one comes first: its recency bonus outweighs the second place
+        # (2 × 1/(1 + 0.25) + 1 against 2 × 1 + 1/2).
+        b = await new_session(client, project)
+        llm.add(Response([Text("On it.")]))
+        await client.send_message_and_wait(b, "quokka")
+        [loaded] = await events_of(client, b, "memory.loaded")
+        assert loaded["payload"]["handoffIds"] == [passing, focused]
