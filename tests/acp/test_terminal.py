@@ -3,6 +3,7 @@ the editor's terminal runs only the viewer that shows its output."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from acp import text_block
 
 from tests.acp.conftest import AcpEnv, Editor
-from tests.server.scripted_llm import Response, Text, ToolUse
+from tests.support.scripted_llm import Response, Text, ToolUse
 
 pytestmark = pytest.mark.anyio
 
@@ -26,10 +27,11 @@ async def run_bash(env: AcpEnv, name: str, command: str, **editor: Any) -> tuple
     project = env.project(name)
     env.llm.add(Response([ToolUse("Bash", {"command": command})]), Response([Text("Ran it.")]))
     refuse = editor.pop("refuse", False)
+    choice = editor.pop("choice", "allow")
     async with env.editor(**editor) as (conn, client, _process):
         client.refuse_terminals = refuse
         sid = (await conn.new_session(cwd=str(project))).session_id
-        client.choices = ["allow"]
+        client.choices = [choice]
         answer = await conn.prompt(session_id=sid, prompt=[text_block("run it")])
         assert answer.stop_reason == "end_turn"
         if client.terminals:
@@ -83,3 +85,32 @@ async def test_an_editor_that_cannot_make_the_terminal_gets_text(env: AcpEnv) ->
     assert start.content is None
     [block] = contents(editor.of("tool_call_update", sid)[-1])
     assert block["type"] == "content" and "still-shown" in block["content"]["text"]
+
+
+async def test_a_rejected_call_shows_why_in_its_terminal(env: AcpEnv) -> None:
+    marker = env.root / "terminal-rejected.txt"
+    command = f"echo x >> '{marker}'"
+    editor, sid = await run_bash(env, "rejected", command, terminal=True, choice="deny")
+    [terminal] = editor.terminals.values()
+    assert editor.of("tool_call_update", sid)[-1].status == "failed"
+    assert "denied" in terminal.output.lower()
+    assert terminal.process.returncode == 1
+    assert not marker.exists()
+
+
+async def test_cancel_mid_command_ends_the_terminal_too(env: AcpEnv) -> None:
+    project = env.project("terminal-cancel")
+    env.llm.add(Response([ToolUse("Bash", {"command": "echo started; sleep 120"})]))
+    async with env.editor(terminal=True) as (conn, editor, _process):
+        sid = (await conn.new_session(cwd=str(project))).session_id
+        editor.choices = ["allow"]
+        prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("sleep")]))
+        await editor.wait_for(lambda: any("started" in t.output for t in editor.terminals.values()))
+        await conn.cancel(session_id=sid)
+        assert (await asyncio.wait_for(prompt, 60)).stop_reason == "cancelled"
+        [(terminal_id, terminal)] = editor.terminals.items()
+        await editor.wait_for(lambda: editor.released == [terminal_id])
+        assert terminal.process.returncode not in (None, 0)
+        assert editor.of("tool_call_update", sid)[-1].status == "failed"
+    [result] = env.store("get_events", sid, types=["tool.result"])
+    assert result.payload.get("interrupted") is True

@@ -7,7 +7,7 @@ import pytest
 from acp import text_block
 
 from tests.acp.conftest import AcpEnv
-from tests.server.scripted_llm import Response, Text
+from tests.support.scripted_llm import Response, Text
 from tests.trust.hostile import DEFINES, Hostile, make_hostile
 from tron_server.trust import TrustStore
 
@@ -47,6 +47,13 @@ async def test_an_untrusted_folder_is_asked_about_and_a_refusal_keeps_it_inert(
         env.llm.add(Response([Text("Third.")]))
         await conn.prompt(session_id=other, prompt=[text_block("third")])
         assert len(editor.permissions) == 1
+    # A new connection resuming the session asks again (the folder is still untrusted).
+    env.llm.add(Response([Text("Resumed.")]))
+    async with env.editor() as (conn, editor, _process):
+        await conn.resume_session(session_id=sid, cwd=str(folder.root))
+        editor.choices = ["without"]
+        await conn.prompt(session_id=sid, prompt=[text_block("back")])
+        assert len(editor.permissions) == 1
     assert folder.marked() == {}
     assert TrustStore(env.server.home).is_trusted(folder.root) is None
 
@@ -83,3 +90,19 @@ async def test_a_folder_without_configuration_is_not_asked_about(env: AcpEnv) ->
         sid = (await conn.new_session(cwd=str(project))).session_id
         await conn.prompt(session_id=sid, prompt=[text_block("hi")])
         assert editor.permissions == []
+
+
+async def test_a_cancelled_question_cancels_the_prompt_and_comes_again(env: AcpEnv) -> None:
+    folder = hostile(env, "trust-cancelled")
+    env.llm.add(Response([Text("Now.")]))
+    async with env.editor() as (conn, editor, _process):
+        sid = (await conn.new_session(cwd=str(folder.root))).session_id
+        editor.choices = [None]  # the editor cancels (as it does when its prompt is cancelled)
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("hi")])
+        assert answer.stop_reason == "cancelled"
+        assert env.store("get_events", sid, types=["message.user"]) == []  # nothing was sent
+        editor.choices = ["without"]
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("hi again")])
+        assert answer.stop_reason == "end_turn"
+        assert len(editor.permissions) == 2
+    assert folder.marked() == {}

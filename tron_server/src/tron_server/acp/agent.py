@@ -16,6 +16,10 @@ editor opens is the same session everywhere (``tron -c``, the web chat, ``tron-d
 | ``session/cancel`` | ``agent.abort`` |
 | ``session/set_mode`` | ``session.setMode`` (Tron's permission modes) |
 | ``session/set_config_option`` | ``model.switch`` (config option ``model``) |
+
+A session opened in an untrusted folder that defines configuration asks whether to trust
+it before its first prompt (``trust.get`` / ``trust.set``, :mod:`.trust`); where the
+editor has terminals, Bash output is shown in one (:mod:`.terminals`).
 """
 
 from __future__ import annotations
@@ -108,6 +112,15 @@ class OpenSession:
     #: ``trust.get``'s answer while its folder, untrusted and defining configuration,
     #: is still to be asked about (at the first prompt: :mod:`.trust`).
     untrusted: dict[str, Any] | None = None
+
+
+def _not_busy(session: OpenSession) -> None:
+    if session.prompt is not None:
+        raise RequestError(
+            -32603,
+            "a prompt is already running in this session: "
+            "cancel it (session/cancel) or wait for its answer",
+        )
 
 
 def _encode_cursor(offset: int) -> str:
@@ -575,12 +588,7 @@ class TronAgent:
         self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
     ) -> PromptResponse:
         session = self._session(session_id)
-        if session.prompt is not None:
-            raise RequestError(
-                -32603,
-                "a prompt is already running in this session: "
-                "cancel it (session/cancel) or wait for its answer",
-            )
+        _not_busy(session)
         try:
             blocks = to_tron(prompt)
         except UnsupportedContent as exc:
@@ -594,6 +602,7 @@ class TronAgent:
             tron = await self.link.client()
         except TerminalError as exc:
             raise RequestError(-32603, exc.message) from None
+        _not_busy(session)  # again: another prompt may have started while this one waited
         run = PromptRun(session_id, session.cwd, self.editor, tron, self.terminals)
         session.prompt = run
         try:

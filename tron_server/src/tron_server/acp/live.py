@@ -7,8 +7,9 @@ Tron notification → ACP update:
   ``agent_thought_chunk``;
 - ``agent.tool_start`` → ``tool_call`` (``in_progress``; kind, title, absolute locations,
   an Edit's or a Write's diff); ``agent.tool_output`` → ``tool_call_update`` with the
-  output so far; ``agent.tool_end`` → ``tool_call_update`` ``completed`` / ``failed`` with
-  the result (a successful edit: its diff), and a TodoWrite's list as a ``plan``;
+  output so far (a Bash call, where the editor has terminals: the terminal of
+  :mod:`.terminals` instead); ``agent.tool_end`` → ``tool_call_update`` ``completed`` /
+  ``failed`` with the result (a successful edit: its diff), and a TodoWrite's list as a ``plan``;
 - ``agent.approval`` / ``agent.question`` (of the session or of its sub-agents) →
   ``session/request_permission`` (:mod:`.permissions`), answered with ``agent.respond``;
 - ``agent.complete`` ends the prompt: its ``stopReason`` mapped by :func:`stop_reason`.
@@ -97,6 +98,10 @@ class Editor(Protocol):
         options: list[PermissionOption],
         **kwargs: Any,
     ) -> Any: ...
+
+
+def _is_text(block: ToolContent) -> bool:
+    return block.type == "content" and getattr(block.content, "type", None) == "text"
 
 
 @dataclass
@@ -239,7 +244,10 @@ class PromptRun:
             call.name, call.arguments, data.get("content"), self.cwd, is_error=failed
         )
         if call.feed is not None and self.terminals is not None:
-            # The terminal shows the output and the viewer exits with the command's status.
+            # The terminal shows the output and the viewer exits with the command's status;
+            # a call that failed without output (rejected, not started) shows why.
+            if failed and call.feed.total == 0:
+                call.feed.write("".join(b.content.text for b in content if _is_text(b)))
             self.terminals.close(call.feed, exit_status(data.get("content"), is_error=failed))
             content = [*self.terminals.content(call.feed)]
         await self.send(

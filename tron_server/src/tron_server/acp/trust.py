@@ -37,6 +37,7 @@ from acp.schema import (
 )
 
 from ..terminal.trust import defined_items
+from .live import Editor
 from .toolcalls import text_content
 
 log = logging.getLogger("tron_server.acp")
@@ -48,20 +49,6 @@ OPTIONS = [
     PermissionOption(option_id=WITHOUT, name="Continue without its settings", kind="reject_once"),
 ]
 _ids = itertools.count(1)
-
-
-class Editor(Protocol):
-    """What the question uses of the ACP client."""
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
-
-    async def request_permission(
-        self,
-        session_id: str,
-        tool_call: ToolCallUpdate,
-        options: list[PermissionOption],
-        **kwargs: Any,
-    ) -> Any: ...
 
 
 class Call(Protocol):
