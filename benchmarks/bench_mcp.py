@@ -56,7 +56,7 @@ from bench_server import (  # noqa: E402
 )
 
 from tests.mcp.servers import everything_entry  # noqa: E402
-from tests.server.scripted_llm import Response, Text, ToolUse  # noqa: E402
+from tests.support.scripted_llm import Response, Text, ToolUse  # noqa: E402
 from tron_server.trust import TrustStore  # noqa: E402
 
 _ids = itertools.count(1)

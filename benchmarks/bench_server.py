@@ -12,7 +12,7 @@ Every subcommand takes ``--help`` (``--rounds``, sizes, ``--profile DIR``, ``--j
 The server is the real one, started as a subprocess exactly as a user starts it
 (``python -m tron_server --home <temp> --port <free port>``; default log level,
 SQLite under the temp home), and stopped with SIGINT. Clients connect with the
-token from ``<home>/server-token``. The scripted LLM (``tests/server/scripted_llm.py``,
+token from ``<home>/server-token``. The scripted LLM (``tests/support/scripted_llm.py``,
 the Anthropic SSE wire format) runs in this benchmark process; the clients of
 ``fanout`` and ``turn`` run in a third process so that neither the server's nor
 the LLM's event loop queues behind them. Times are ``time.perf_counter``, which
@@ -96,7 +96,7 @@ for _p in (str(ROOT), str(BENCH_DIR)):
 if TYPE_CHECKING:
     from websockets.asyncio.client import ClientConnection
 
-    from tests.server.scripted_llm import ScriptedLLM
+    from tests.support.scripted_llm import ScriptedLLM
     from tron_events import EventStore
 
 SCRIPT = str(Path(__file__).resolve())
@@ -272,7 +272,7 @@ class LLMTimes:
 
 
 def timed_llm_class() -> type[ScriptedLLM]:
-    from tests.server.scripted_llm import ScriptedLLM
+    from tests.support.scripted_llm import ScriptedLLM
 
     class TimedLLM(ScriptedLLM):
         """The scripted LLM, noting when each text delta and each request's end went out."""
@@ -1041,7 +1041,7 @@ def latencies(times: LLMTimes, path: Path, chunks: int, clients: int) -> list[fl
 
 
 async def bench_fanout(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    from tests.server.scripted_llm import Response, Text
+    from tests.support.scripted_llm import Response, Text
     from tron_server.client import TronClient
 
     rounds = args.fanout_rounds if args.cmd == "all" else args.rounds
@@ -1223,7 +1223,7 @@ async def append_floor(url: str, workdir: Path, turns: int, reads: bool) -> list
 
 async def adapter_floor(llm: ScriptedLLM, times: LLMTimes, turns: int) -> list[float]:
     """The Anthropic adapter alone against the same LLM: its time minus the LLM's."""
-    from tests.server.scripted_llm import Response, Text
+    from tests.support.scripted_llm import Response, Text
     from tron_events.messages import Message, TextBlock
     from tron_llm import Done, LLMRequest
     from tron_llm.registry import create_provider
@@ -1270,7 +1270,7 @@ def tool_specs_times(home: Path, turns: int) -> list[float]:
 
 
 async def bench_turn(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    from tests.server.scripted_llm import Response, Text
+    from tests.support.scripted_llm import Response, Text
     from tron_server.client import TronClient
 
     names = ["tron", "append_floor", "store_work", "adapter", "tool_specs"]
@@ -1477,7 +1477,7 @@ async def bench_breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, Any]
 
     import uvicorn
 
-    from tests.server.scripted_llm import Response, Text
+    from tests.support.scripted_llm import Response, Text
     from tron_server.app import create_app, uvicorn_options
     from tron_server.client import TronClient
     from tron_server.settings import Settings

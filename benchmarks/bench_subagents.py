@@ -68,7 +68,7 @@ from bench_server import (  # noqa: E402
     tron_server,
 )
 
-from tests.server.scripted_llm import Response, Text, ToolUse  # noqa: E402
+from tests.support.scripted_llm import Response, Text, ToolUse  # noqa: E402
 from tron_server.client import TronClient  # noqa: E402
 
 CHILDREN = 8
@@ -345,7 +345,7 @@ async def bench_parallel_on(
 
 
 async def bench_parallel(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    from tests import pg
+    from tests.support import pg
 
     results: dict[str, Any] = {}
     if "sqlite" in args.backends:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.scripted_llm import Response, Text, scripted_llm_thread
+from tests.support.scripted_llm import Response, Text, scripted_llm_thread
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,22 +19,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process
 from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     DeniedOutcome,
     FileSystemCapabilities,
     Implementation,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 
 from tests.acp.schema import Checker
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import ScriptedLLM, scripted_llm_thread
+from tests.support.scripted_llm import ScriptedLLM, scripted_llm_thread
+from tests.support.server import RunningServer
 from tron_server.server_record import new_record, write_server_record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +79,9 @@ class Editor:
         self.writes: list[tuple[str, str]] = []
         self.changed = asyncio.Event()
         self.asked = asyncio.Event()
+        self.terminals: dict[str, Terminal] = {}
+        self.released: list[str] = []
+        self.refuse_terminals = False  # terminal/create fails (an editor that cannot)
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
@@ -98,8 +105,6 @@ class Editor:
     ) -> ReadTextFileResponse:  # fmt: skip
         self.reads.append(path)
         if path not in self.buffers:
-            from acp import RequestError
-
             raise RequestError.resource_not_found(path)
         return ReadTextFileResponse(content=self.buffers[path])
 
@@ -109,6 +114,51 @@ class Editor:
         self.writes.append((path, content))
         self.buffers[path] = content
         return WriteTextFileResponse()
+
+    async def create_terminal(
+        self, session_id: str, command: str, args: list[str] | None = None, env: Any = None,
+        cwd: str | None = None, output_byte_limit: int | None = None, **kwargs: Any,
+    ) -> CreateTerminalResponse:  # fmt: skip
+        """Runs the command for real, as an editor's terminal does, collecting its output."""
+        if self.refuse_terminals:
+            raise RequestError.internal_error({"message": "no terminals here"})
+        process = await asyncio.create_subprocess_exec(
+            command, *(args or []), cwd=cwd, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        terminal = Terminal(command, list(args or []), process)
+        terminal.reader = asyncio.create_task(terminal.collect(self.changed))
+        terminal_id = f"term-{len(self.terminals) + 1}"
+        self.terminals[terminal_id] = terminal
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def terminal_output(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> TerminalOutputResponse:
+        terminal = self.terminals[terminal_id]
+        code = terminal.process.returncode
+        return TerminalOutputResponse(
+            output=terminal.output, truncated=False,
+            exit_status=None if code is None else TerminalExitStatus(exit_code=code),
+        )  # fmt: skip
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> WaitForTerminalExitResponse:
+        terminal = self.terminals[terminal_id]
+        assert terminal.reader is not None
+        await terminal.reader
+        return WaitForTerminalExitResponse(exit_code=await terminal.process.wait())
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> None:
+        process = self.terminals[terminal_id].process
+        if process.returncode is None:
+            process.kill()
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> None:
+        await self.kill_terminal(session_id, terminal_id)
+        self.released.append(terminal_id)
+        self.changed.set()
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -126,6 +176,25 @@ class Editor:
             while not predicate():
                 self.changed.clear()
                 await self.changed.wait()
+
+
+@dataclass
+class Terminal:
+    """A terminal the agent had the :class:`Editor` make: its process and its output."""
+
+    command: str
+    args: list[str]
+    process: asyncio.subprocess.Process
+    output: str = ""
+    reader: asyncio.Task[None] | None = None
+
+    async def collect(self, changed: asyncio.Event) -> None:
+        assert self.process.stdout is not None
+        while chunk := await self.process.stdout.read(4096):
+            self.output += chunk.decode()
+            changed.set()
+        await self.process.wait()
+        changed.set()
 
 
 @dataclass
@@ -148,10 +217,12 @@ class AcpEnv:
 
     @asynccontextmanager
     async def editor(
-        self, *, fs: bool = False, editor: Editor | None = None, initialize: bool = True
-    ) -> AsyncIterator[tuple[Any, Editor, Any]]:
+        self, *, fs: bool = False, terminal: bool = False, editor: Editor | None = None,
+        initialize: bool = True,
+    ) -> AsyncIterator[tuple[Any, Editor, Any]]:  # fmt: skip
         """``tron acp`` started as Zed starts it, connected to an :class:`Editor`;
-        initialized (with the fs capabilities when ``fs``) unless told not to."""
+        initialized (with the fs capabilities when ``fs``, the terminal capability when
+        ``terminal``) unless told not to."""
         command, args, env = zed_command()
         client = editor or Editor()
         environment = {**env, "TRON_HOME": str(self.server.home)}
@@ -171,13 +242,19 @@ class AcpEnv:
         ) as (conn, process):  # fmt: skip
             if initialize:
                 caps = ClientCapabilities(
-                    fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs)
+                    fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs),
+                    terminal=terminal,
                 )
                 await conn.initialize(
                     protocol_version=PROTOCOL_VERSION, client_capabilities=caps,
                     client_info=Implementation(name="tests", version="1"),
                 )  # fmt: skip
-            yield conn, client, process
+            try:
+                yield conn, client, process
+            finally:
+                for terminal in client.terminals.values():
+                    if terminal.process.returncode is None:
+                        terminal.process.kill()
         problems = checker.finish()
         assert not problems, "\n".join(problems)
         assert checker.checked > 0
@@ -212,8 +289,3 @@ def env(acp_env: AcpEnv) -> AcpEnv:
         llm._position = len(llm.script)
         llm._served_of_current = 0
     return acp_env
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"

@@ -52,6 +52,11 @@ PARAMS = {
     "session/request_permission": "RequestPermissionRequest",
     "fs/read_text_file": "ReadTextFileRequest",
     "fs/write_text_file": "WriteTextFileRequest",
+    "terminal/create": "CreateTerminalRequest",
+    "terminal/output": "TerminalOutputRequest",
+    "terminal/wait_for_exit": "WaitForTerminalExitRequest",
+    "terminal/kill": "KillTerminalRequest",
+    "terminal/release": "ReleaseTerminalRequest",
 }
 
 

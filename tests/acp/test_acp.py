@@ -18,7 +18,7 @@ from acp.helpers import embedded_text_resource, image_block, resource_block, res
 from acp.schema import ClientCapabilities, Implementation
 
 from tests.acp.conftest import AcpEnv, Editor
-from tests.server.scripted_llm import Response, Text, Thinking, ToolUse
+from tests.support.scripted_llm import Response, Text, Thinking, ToolUse
 
 pytestmark = pytest.mark.anyio
 
@@ -410,7 +410,7 @@ async def test_errors_are_acp_errors_with_messages(env: AcpEnv) -> None:
             await conn.prompt(session_id=sid, prompt=[audio_block("AAAA", "audio/wav")])
         assert audio.value.code == -32602 and "audio" in str(audio.value)
         # A failed turn: an error with the provider's message.
-        from tests.server.scripted_llm import error_response
+        from tests.support.scripted_llm import error_response
 
         env.llm.add(error_response(400, "invalid_request_error", "prompt is too long"))
         with pytest.raises(RequestError) as failed:
@@ -490,7 +490,7 @@ async def test_no_provider_key_offers_an_auth_method_that_says_what_to_set(
     """A server with no provider configured: initialize offers one auth method naming the
     variables, and authenticate answers auth_required until one is set."""
     from tests.acp.conftest import AcpEnv as Env
-    from tests.server.conftest import RunningServer
+    from tests.support.server import RunningServer
     from tron_server.server_record import new_record, write_server_record
 
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):

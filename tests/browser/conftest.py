@@ -13,15 +13,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.browser.site import Site
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import ScriptedLLM, scripted_llm
+from tests.support.scripted_llm import ScriptedLLM
+from tests.support.server import RunningServer
 
 CHROMIUM = os.environ.get("TRON_CHROMIUM", "/usr/bin/chromium")
 
@@ -50,20 +50,9 @@ def need_chromium() -> None:
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def site() -> Iterator[Site]:
     with Site() as s:
         yield s
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLM]:
-    async with scripted_llm() as served:
-        yield served
 
 
 def write_rules(home: Path, **rules: list[str]) -> None:

@@ -5,10 +5,11 @@ Pages: ``/form`` (a search form → ``/result?q=…``), ``/links`` (→ ``/page2
 (a list JavaScript fills in after a moment), ``/console`` (logs an error and throws),
 ``/redirect`` (→ ``/final``), ``/redirect-away`` (→ the same server named ``localhost``,
 another host for the permission rules), ``/large`` (about 300 KB of paragraphs),
-``/latin1`` (windows-1252, declared in the header), ``/sjis`` (Shift_JIS, declared only in
-a ``<meta>``), ``/set-cookie?v=…`` and ``/cookies``, ``/slow`` (answers only when
-``release()`` is called: a navigation that hangs), ``/download`` (an attachment),
-``/doc.md`` (plain text), ``/image.png`` (binary). ``hits`` lists the paths requested.
+``/tall`` (little text, 2,400 px high), ``/latin1`` (windows-1252, declared in the
+header), ``/sjis`` (Shift_JIS, declared only in a ``<meta>``), ``/set-cookie?v=…`` and
+``/cookies``, ``/slow`` (answers only when ``release()`` is called: a navigation that
+hangs), ``/download`` (an attachment), ``/doc.md`` (plain text), ``/image.png``
+(binary). ``hits`` lists the paths requested.
 """
 
 from __future__ import annotations
@@ -119,6 +120,11 @@ class Site:
             status, body, headers = 302, b"", {"Location": f"{self.other}/page2"}
         elif path == "/final":
             body = _page("Final", "<h1>Landed after a redirect</h1>")
+        elif path == "/tall":
+            body = _page("Tall", (
+                "<h1>Top of the tall page</h1><div style='height:2400px'></div>"
+                "<p>Bottom of the tall page</p>"
+            ))  # fmt: skip
         elif path == "/large":
             body = _page("Large", "<h1>Large</h1>" + "".join(
                 PARAGRAPH.format(n=n) for n in range(2500)

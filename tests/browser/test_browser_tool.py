@@ -3,6 +3,7 @@ through local pages, working from snapshots and refs as a real model does."""
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from tests.browser.conftest import browser_engine, need_chromium
 from tests.browser.site import Site
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tron_server.browser import _procs
 
 pytestmark = pytest.mark.anyio
@@ -301,3 +302,86 @@ async def test_a_sub_agent_browses_in_a_context_of_its_own_and_shutdown_closes_a
     with anyio.fail_after(15):
         while _alive(chromium + drivers):
             await anyio.sleep(0.1)
+
+
+def jpeg_size(data: bytes) -> tuple[int, int]:
+    """A JPEG's (width, height), read from its start-of-frame marker."""
+    i = 2
+    while i + 9 < len(data):
+        if data[i] != 0xFF:
+            raise AssertionError(f"not a JPEG marker at byte {i}")
+        marker, length = data[i + 1], int.from_bytes(data[i + 2 : i + 4], "big")
+        if marker in (0xC0, 0xC1, 0xC2):
+            height = int.from_bytes(data[i + 5 : i + 7], "big")
+            return int.from_bytes(data[i + 7 : i + 9], "big"), height
+        i += 2 + length
+    raise AssertionError("no start-of-frame marker in the JPEG")
+
+
+async def test_press_select_back_wait_full_page_screenshot_and_close(
+    site: Site, llm: ScriptedLLM, make_server: Any, tmp_path: Path
+) -> None:
+    need_chromium()
+    server = make_server(llm, allow=["Browser(domain:127.0.0.1)"])
+    engine = browser_engine(server)
+    at_close: dict[str, Any] = {}
+
+    def close(body: dict[str, Any]) -> Response:
+        at_close["chromium"] = engine.processes()
+        at_close["pid"] = engine.browser_pid
+        return browse(action="close")
+
+    def after_close(body: dict[str, Any]) -> Response:
+        at_close["running"] = engine.running
+        at_close["alive"] = _alive(at_close["chromium"])
+        return browse(action="navigate", url=f"{site.base}/page2")
+
+    llm.add(
+        browse(action="navigate", url=f"{site.base}/form"),
+        browse_ref("select", 'combobox "Colour"', values=["blue"]),
+        browse_ref("type", 'textbox "Query"', text="pressed"),
+        browse(action="press", key="Enter"),
+        browse(action="back"),
+        browse(action="wait", timeMs=300),
+        browse(action="navigate", url=f"{site.base}/tall"),
+        browse(action="screenshot", fullPage=True),
+        close,
+        after_close,
+        Response([Text("Done.")]),
+    )
+    async with server.connect() as client:
+        sid = await new_session(client, tmp_path)
+        seen = await run_message(client, sid, "use every action")
+        assert seen[-1].data["stopReason"] == "end_turn"
+        ends = [n.data for n in seen if n.method == "agent.tool_end"]
+        assert [e["isError"] for e in ends] == [False] * 10, ends
+        saw = [last_result_text(llm.requests[i]) for i in range(1, 11)]
+
+        # select: the option chosen shows in the snapshot that follows.
+        assert "Selected b in" in saw[1]
+        colour = saw[1][saw[1].index('combobox "Colour"') :]
+        assert re.search(r'option "blue" \[selected\]', colour), saw[1]
+        # press: Enter in the field submits the form, with the selected colour.
+        assert "Pressed Enter." in saw[3] and "You searched: pressed" in saw[3]
+        assert "/result?q=pressed&c=b" in saw[3] and "colour b" in saw[3]
+        # back: the form again.
+        assert "Went back." in saw[4] and f"{site.base}/form" in saw[4]
+        assert 'textbox "Query"' in saw[4] and "You searched" not in saw[4]
+        # wait {timeMs}: waited about that long, on the same page.
+        waited = re.search(r"Waited (\d+\.\d) s\.", saw[5])
+        assert waited and 0.3 <= float(waited.group(1)) < 5, saw[5]
+        # screenshot {fullPage}: taller than the viewport (800 px), up to the cap.
+        [result] = [b for b in llm.requests[8]["messages"][-1]["content"]
+                    if b["type"] == "tool_result"]  # fmt: skip
+        [image] = [p for p in result["content"] if p["type"] == "image"]
+        width, height = jpeg_size(base64.b64decode(image["source"]["data"]))
+        assert width == 1280 and height > 2400, (width, height)
+        assert f"(1280×{height}, JPEG" in saw[7]
+        # close: Chromium is gone before the next action; that one starts a fresh browser.
+        assert "Closed the browser." in saw[8]
+        assert at_close["chromium"] and at_close["running"] is False
+        assert at_close["alive"] == [], at_close
+        assert "Welcome to page two" in saw[9]
+        assert engine.running and engine.browser_pid != at_close["pid"]
+        await client.call("session.end", {"sessionId": sid})
+        assert not engine.running

@@ -12,7 +12,7 @@ import httpcore
 import pytest
 
 from tests.browser.site import Site
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tron_server.browser.urls import UrlVerdict
 from tron_server.tools._guarded_http import AddressRefused, GuardedBackend
 from tron_server.tools.base import ToolContext, ToolRegistry, ToolResult

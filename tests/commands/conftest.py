@@ -1,7 +1,14 @@
-"""The interaction tests' server fixtures (a real server on the scripted LLM)."""
+"""The commands tests run on a server in the default permission mode (``make_server``)."""
 
 from __future__ import annotations
 
-from tests.interaction.conftest import anyio_backend, llm, make_server, server, server_factory
+from collections.abc import Callable
 
-__all__ = ["anyio_backend", "llm", "make_server", "server", "server_factory"]
+import pytest
+
+from tests.support.server import RunningServer
+
+
+@pytest.fixture
+def server(make_server: Callable[..., RunningServer]) -> RunningServer:
+    return make_server()

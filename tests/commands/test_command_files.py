@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import trust_folder
+from tests.support.trust import trust_folder
 from tron_server.commands import discover_commands, parse_command, resolve
 from tron_server.commands.expand import substitute
 from tron_server.commands.files import split_tools

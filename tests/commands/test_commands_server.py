@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import trust_folder
-from tests.interaction.conftest import complete, new_session, of_type, types, wait_for
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text
+from tests.support.rpc import complete, new_session, of_type, types, wait_for
+from tests.support.scripted_llm import Response, ScriptedLLM, Text
+from tests.support.server import RunningServer
+from tests.support.trust import trust_folder
 from tron_server.client import RpcCallError, TronClient
 
 pytestmark = pytest.mark.anyio
@@ -198,7 +198,7 @@ async def test_refused_inclusions_and_unknown_commands(
 async def test_rewind_files_takes_the_files_back(
     server: RunningServer, llm: ScriptedLLM, tmp_path: Path
 ) -> None:
-    from tests.server.scripted_llm import ToolUse
+    from tests.support.scripted_llm import ToolUse
 
     llm.add(
         Response([Text("Writing."), ToolUse("Write", {"file_path": "a.txt", "content": "new\n"})]),
@@ -220,3 +220,34 @@ async def test_rewind_files_takes_the_files_back(
         assert "1 file(s) restored, 1 over changes made outside the agent" in rewound["output"]
         assert rewound["restore"]["forced"] == [str((tmp_path / "a.txt").resolve())]
         assert not (tmp_path / "a.txt").exists()
+
+
+SNEAK = "echo $'\\''; touch sneaked #'"
+
+
+@pytest.mark.parametrize(
+    ("permissions", "refusal"),
+    [
+        ({"allow": ["Bash(echo:*)"], "deny": ["Bash(touch:*)"]}, "Bash(touch:*)"),
+        ({"allow": ["Bash(echo:*)"]}, "needs approval"),
+    ],
+)
+async def test_a_command_files_shell_line_is_split_as_bash_reads_it(
+    server: RunningServer, tmp_path: Path, permissions: dict[str, Any], refusal: str
+) -> None:
+    """Issue 26 item 2 through ``!`…` ``: bash runs ``echo`` and then ``touch``; the deny
+    rule refuses it, and the echo rule alone does not allow it (nobody is asked while a
+    command expands, so it is refused, saying it needs approval)."""
+    commands = tmp_path / ".tron" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "sneak.md").write_text(f"Run: !`{SNEAK}`\n")
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"permissions": permissions}))
+    trust_folder(server.home, tmp_path)
+    async with server.connect() as client:
+        sid = await new_session(client, tmp_path)
+        with pytest.raises(RpcCallError) as refused:
+            await command(client, sid, "/sneak")
+        assert refusal in refused.value.message
+        assert not (tmp_path / "sneaked").exists()

@@ -1,4 +1,4 @@
-"""Fixtures for the tron_events tests (the ``store`` fixture is in tests/conftest.py)."""
+"""Fixtures for the tron_events tests (``store`` is in tests/support/fixtures.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests import pg
-from tests.conftest import BACKENDS, _postgres_reason
+from tests.support import pg
+from tests.support.stores import BACKENDS, skip_without_postgres
 from tron_events import EventStore
 
 # How many examples the reconstruction property runs: the issue asks for at least
@@ -26,9 +26,7 @@ def shared_store(request: pytest.FixtureRequest) -> Iterator[EventStore]:
     a workspace of their own, so that they share it in any order."""
     with contextlib.ExitStack() as stack:
         if request.param == "postgres":
-            reason = _postgres_reason()
-            if reason:
-                pytest.skip(f"PostgreSQL tests skipped: {reason}")
+            skip_without_postgres()
             template = request.getfixturevalue("pg_template")
             url = stack.enter_context(pg.fresh_database(template=template))
         else:

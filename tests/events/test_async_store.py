@@ -44,6 +44,19 @@ async def test_async_methods_mirror_the_store(store: EventStore) -> None:
         await a.get_session(s.id)
 
 
+async def test_append_many_and_state_is_the_append_then_the_state(store: EventStore) -> None:
+    a = AsyncEventStore(store)
+    s = await a.create_session(working_directory="/a", model="m", provider="p")
+    await a.get_state_at_head(s.id)  # a live projection to go on from
+    drafts = [{"type": "message.user", "payload": {"content": "hi", "turn": 1}},
+              {"type": "stream.turn_start", "payload": {"turn": 1}}]  # fmt: skip
+    events, state = await a.append_many_and_state(s.id, drafts, expected_head=s.root_event_id)
+    assert [e.type for e in events] == ["message.user", "stream.turn_start"]
+    assert state.head_event_id == events[-1].id
+    assert state == await a.get_state_at_head(s.id)
+    assert [m.role for m in state.messages] == ["user"]
+
+
 async def test_concurrent_async_writers_serialize(store: EventStore) -> None:
     a = AsyncEventStore(store)
     s = await a.create_session(working_directory="/a", model="m", provider="p")

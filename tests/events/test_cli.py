@@ -362,7 +362,7 @@ def test_the_pg_dump_command_names_the_database_never_its_password(
 def test_the_printed_pg_dump_command_backs_up_the_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest
 ) -> None:
-    from tests import pg
+    from tests.support import pg
 
     with pg.fresh_database(template=request.getfixturevalue("pg_template")) as url:
         populated(url)
@@ -398,9 +398,11 @@ def test_the_backup_is_no_more_readable_than_the_database(
     [backup] = tmp_path.glob("private.db.pre-downgrade-*")
     assert f"backup written: {backup}" in capsys.readouterr().err
     # Every file written for the database: the copy (one file, no WAL beside it), the
-    # export (replacing a file that was readable by all), the lock, the WAL and SHM.
+    # export (replacing a file that was readable by all), the WAL and SHM; the
+    # migration's lock file is gone.
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
-    assert {backup.name, "export.jsonl", "private.db.migrate.lock"} <= set(modes)
+    assert {backup.name, "export.jsonl"} <= set(modes)
+    assert "private.db.migrate.lock" not in modes
     assert not any(name.startswith(backup.name + "-") for name in modes), modes
     assert set(modes.values()) == {0o600}, modes
     conn = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
@@ -421,7 +423,7 @@ def test_a_new_database_is_user_only_whatever_the_umask(
             modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in made}
     finally:
         os.umask(old)
-    assert {"x.db", "x.db-wal", "x.db-shm", "x.db.migrate.lock"} == set(modes), modes
+    assert {"x.db", "x.db-wal", "x.db-shm"} == set(modes), modes  # no lock file left
     assert set(modes.values()) == {0o600}, modes
     for folder in (tmp_path / "new", db.parent):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700

@@ -1,6 +1,7 @@
 """Properties of the importers' tree handling.
 
 * ``plan_branches`` on any parent links (missing, pointing later, self, cycles):
+  the same plan from its flat-array form ``plan_branches_indexed``, and
   every node in exactly one session, each session a parent chain, forks from an
   earlier session's node, the main line through the node written last.
 * Generated Claude Code transcripts — responses split over records with parallel
@@ -24,10 +25,24 @@ from hypothesis import strategies as st
 
 from tests.events._importers import Stream
 from tron_events.importers import IMPORTERS
-from tron_events.importers._tree import plan_branches, repair_parents
+from tron_events.importers._tree import plan_branches, plan_branches_indexed, repair_parents
 from tron_events.validate import validate_history
 
 EXAMPLES = {"ci": 40, "dev": 500}.get(os.environ.get("HYPOTHESIS_PROFILE", "ci"), 40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_flat_plan_is_the_plan(data: st.DataObject) -> None:
+    """``plan_branches_indexed`` (arrays, for transcripts of a million records) plans
+    exactly what ``plan_branches`` does, on any parent links."""
+    n = data.draw(st.integers(1, 30), label="nodes")
+    links = [data.draw(st.integers(-2, n + 1), label=f"parent of {node}") for node in range(n)]
+    expected = plan_branches(list(range(n)), dict(enumerate(links)))
+    flat = plan_branches_indexed(links)
+    assert [(f if f >= 0 else None, list(nodes)) for f, nodes in flat] == [
+        (b.fork_from, b.nodes) for b in expected
+    ]
 
 
 @settings(max_examples=150, deadline=None)

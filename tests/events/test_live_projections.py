@@ -164,3 +164,33 @@ def test_the_cache_is_bounded_and_dropped(store: EventStore) -> None:
     for sid in sessions:  # still right once rebuilt
         state = store.get_state_at_head(sid)
         assert state == build_state(store.get_ancestors(state.head_event_id))
+
+
+def test_dropping_a_sessions_caches_releases_the_connections_memory(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What stays of a resumed session once its caches are dropped is the connections'
+    page caches: they are shrunk too, off the caller's thread (benchmarks/
+    bench_resume_memory.py), and the store reads on as before."""
+    import threading
+
+    s = store.create_session(working_directory="/w", model="m", provider="anthropic")
+    for i in range(20):
+        store.append(s.id, "message.user", {"content": "x" * 1000, "turn": i})
+    before = store.get_state_at_head(s.id)
+    released = threading.Event()
+    shrink = store.recorder.shrink_memory
+    callers: list[threading.Thread] = []
+
+    def spy() -> None:
+        callers.append(threading.current_thread())
+        shrink()
+        released.set()
+
+    monkeypatch.setattr(store.recorder, "shrink_memory", spy)
+    store.drop_caches([s.id])
+    assert released.wait(20)
+    assert callers[0] is not threading.current_thread()
+    assert store.get_state_at_head(s.id) == before
+    store.drop_caches([])  # nothing dropped: nothing to release
+    assert len(callers) == 1

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import make_url
+from tests.support.stores import make_url
 from tron_events import EventStore, InvalidPayload
 from tron_events.messages import TextBlock
 from tron_events.transfer import export_jsonl, import_jsonl

@@ -19,8 +19,8 @@ import psycopg
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from tests import pg
 from tests.events._workers import append_shared, assert_linear
+from tests.support import pg
 from tron_events import EventIdConflict, EventStore, migrate
 from tron_events._pg_conninfo import conninfo_from_url
 from tron_events._postgres import MAX_INDEXED_CHARS

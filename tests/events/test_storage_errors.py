@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from tests import pg
 from tests.events.test_store import snapshot
+from tests.support import pg
 from tron_events import EventStore
 from tron_events.errors import (
     DatabaseReadOnly,

@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.conftest import make_url
 from tests.events._transfer_helpers import rows_of
+from tests.support.stores import make_url
 from tron_events import EventStore
 from tron_events.transfer import (
     ExportFormatError,

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import make_url
 from tests.events._transfer_helpers import rows_of
+from tests.support.stores import make_url
 from tron_events import EventStore, SessionNotActive
 from tron_events.transfer import export_jsonl, import_jsonl
 

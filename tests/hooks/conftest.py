@@ -1,28 +1,16 @@
-"""Fixtures for the hooks/context tests: a real SQLite event store and a recorder on it."""
+"""Fixtures for the hooks/context tests: a session on the real event store (``astore``:
+SQLite and PostgreSQL, tests/support/fixtures.py) and a recorder on it."""
 
 from __future__ import annotations
 
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-# The scripted LLM and a server on it (tests/server's fixtures), for the tests here that
-# run a server.
-from tests.conftest import trust_folder
-from tests.server.conftest import llm, server, server_factory  # noqa: F401
+from tests.support.trust import trust_folder
 from tron_events import AsyncEventStore, Session
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[AsyncEventStore]:
-    s = await AsyncEventStore.open(f"sqlite:///{tmp_path / 'hooks.db'}")
-    try:
-        yield s
-    finally:
-        await s.aclose()
 
 
 @pytest.fixture
@@ -46,8 +34,8 @@ def trusted(home: Path, workdir: Path) -> None:
 
 
 @pytest.fixture
-async def session(store: AsyncEventStore, workdir: Path) -> Session:
-    return await store.create_session(working_directory=str(workdir), model="m", provider="p")
+async def session(astore: AsyncEventStore, workdir: Path) -> Session:
+    return await astore.create_session(working_directory=str(workdir), model="m", provider="p")
 
 
 class StoreRecorder:
@@ -68,8 +56,8 @@ class StoreRecorder:
 
 
 @pytest.fixture
-def recorder(store: AsyncEventStore) -> StoreRecorder:
-    return StoreRecorder(store)
+def recorder(astore: AsyncEventStore) -> StoreRecorder:
+    return StoreRecorder(astore)
 
 
 def write_script(path: Path, body: str) -> Path:

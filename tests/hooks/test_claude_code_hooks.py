@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import trust_folder
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
+from tests.support.trust import trust_folder
 from tron_server.client import TronClient
 
 pytestmark = pytest.mark.anyio
 
-MODE = "bypassPermissions"  # the test server's default mode (tests/server/conftest.py)
+MODE = "bypassPermissions"  # the test server's default mode (tests/support/fixtures.py)
 
 LOG_SCRIPT = """#!{python}
 import json, os, sys
@@ -51,11 +51,6 @@ if os.path.exists(answer + ".exit2"):
     sys.stderr.write(open(answer + ".exit2").read())
     sys.exit(2)
 """
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 class Project:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.conftest import trust_folder
+from tests.support.trust import trust_folder
 from tron_server.hooks import Guardrails, GuardrailSettings, HookContext, build_hook_engine
 from tron_server.hooks.guardrails import _FORK_BOMB
 

@@ -16,19 +16,14 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import trust_folder
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
+from tests.support.trust import trust_folder
 from tron_server.client import TronClient
 
 pytestmark = pytest.mark.anyio
 
 LIFECYCLE = ("SessionStart", "SessionEnd", "Stop", "SubagentStop")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The transcripts hooks read (``transcript_path``) and ``hook.context`` in the history.
 
-A real SQLite store. The transcript must read like Claude Code's (``type``, ``message``,
+The real store on both backends. The transcript must read like Claude Code's (``type``, ``message``,
 ``uuid``/``parentUuid`` chained), follow the session's path (appending what is new,
 rewritten after a rewind, a fork's starting in its source), and stay private. A
 ``hook.context`` must become user text where it stands, in a history every provider takes.
@@ -63,10 +63,10 @@ async def converse(store: AsyncEventStore, session: Session) -> dict[str, str]:
 
 
 async def test_a_transcript_reads_like_claude_codes_and_follows_the_session(
-    store: AsyncEventStore, session: Session, home: Path
+    astore: AsyncEventStore, session: Session, home: Path
 ) -> None:
-    transcripts = Transcripts(store, home / "transcripts")
-    ids = await converse(store, session)
+    transcripts = Transcripts(astore, home / "transcripts")
+    ids = await converse(astore, session)
     path = await transcripts.update(session.id)
     assert path == home / "transcripts" / f"{session.id}.jsonl"
     assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
@@ -89,15 +89,15 @@ async def test_a_transcript_reads_like_claude_codes_and_follows_the_session(
 
     # New events are appended to what is there (the bytes before stay as they were).
     before = path.read_bytes()
-    await add(store, session.id, "message.user", content="and b.txt?", turn=3)
+    await add(astore, session.id, "message.user", content="and b.txt?", turn=3)
     assert (await transcripts.update(session.id)) == path
     assert path.read_bytes().startswith(before)
     assert texts(read(path))[-1] == ("user", "and b.txt?")
     assert read(path)[-1]["parentUuid"] == ids["reply"]
 
     # A rewind: the file is the new path, written again.
-    await store.rewind(session.id, ids["call"])
-    await add(store, session.id, "message.user", content="never mind", turn=2)
+    await astore.rewind(session.id, ids["call"])
+    await add(astore, session.id, "message.user", content="never mind", turn=2)
     assert texts(read(await transcripts.update(session.id))) == [
         ("user", "read a.txt"), ("assistant", "Let me look."), ("user", "never mind"),
     ]  # fmt: skip
@@ -105,8 +105,8 @@ async def test_a_transcript_reads_like_claude_codes_and_follows_the_session(
     # A file removed meanwhile is written again; a fork's starts in its source session.
     path.unlink()
     assert len(read(await transcripts.update(session.id))) == 3
-    fork = (await store.fork(ids["prompt"])).session
-    await add(store, fork.id, "message.assistant", content=[{"type": "text", "text": "Forked."}],
+    fork = (await astore.fork(ids["prompt"])).session
+    await add(astore, fork.id, "message.assistant", content=[{"type": "text", "text": "Forked."}],
               turn=1)  # fmt: skip
     forked = read(await transcripts.update(fork.id))
     assert texts(forked) == [("user", "read a.txt"), ("assistant", "Forked.")]
@@ -114,14 +114,14 @@ async def test_a_transcript_reads_like_claude_codes_and_follows_the_session(
 
 
 async def test_hook_context_is_user_text_where_it_stands_in_a_valid_history(
-    store: AsyncEventStore, session: Session
+    astore: AsyncEventStore, session: Session
 ) -> None:
     sid = session.id
-    await add(store, sid, "hook.context", hookEvent="SessionStart", content="uses uv",
+    await add(astore, sid, "hook.context", hookEvent="SessionStart", content="uses uv",
               source="startup")  # fmt: skip
-    await converse(store, session)
-    await add(store, sid, "hook.context", hookEvent="Stop", content="Stop hook feedback:\ntests?")
-    messages = (await store.get_state_at_head(sid)).messages
+    await converse(astore, session)
+    await add(astore, sid, "hook.context", hookEvent="Stop", content="Stop hook feedback:\ntests?")
+    messages = (await astore.get_state_at_head(sid)).messages
     assert validate_history(messages) == []
     shape = [
         (m.role, [getattr(b, "text", None) or getattr(b, "tool_use_id", None) for b in m.content])
@@ -137,10 +137,10 @@ async def test_hook_context_is_user_text_where_it_stands_in_a_valid_history(
 
 
 async def test_memory_put_before_the_model_is_a_meta_user_record(
-    store: AsyncEventStore, session: Session, home: Path
+    astore: AsyncEventStore, session: Session, home: Path
 ) -> None:
-    await add(store, session.id, "memory.loaded", content="<memory>the ledger</memory>")
-    await add(store, session.id, "message.user", content="go on", turn=1)
-    records = read(await Transcripts(store, home / "transcripts").update(session.id))
+    await add(astore, session.id, "memory.loaded", content="<memory>the ledger</memory>")
+    await add(astore, session.id, "message.user", content="go on", turn=1)
+    records = read(await Transcripts(astore, home / "transcripts").update(session.id))
     assert texts(records) == [("user", "<memory>the ledger</memory>"), ("user", "go on")]
     assert records[0]["isMeta"] is True and "isMeta" not in records[1]

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import trust_folder
-from tests.interaction.conftest import complete, new_session, of_type, respond, wait_for
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.rpc import complete, new_session, of_type, respond, wait_for
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
+from tests.support.trust import trust_folder
 from tron_server.client import NotificationStream, RpcCallError, TronClient
 
 pytestmark = pytest.mark.anyio
@@ -498,3 +498,25 @@ async def test_allow_always_is_honoured_after_a_restart(
         events = await client.sync(sid)
         assert [e["type"] for e in events].count("interaction.requested") == 1
         assert (tmp_path / "b.txt").exists()
+
+
+@pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
+async def test_a_deny_rule_refuses_a_command_hidden_by_ansi_c_quoting(
+    make_server: Callable[..., RunningServer], llm: ScriptedLLM, tmp_path: Path, mode: str
+) -> None:
+    """Issue 26 item 2: bash reads ``$'\\''`` as one quote character, so this line runs
+    ``echo`` and then ``touch``; the deny rule sees the touch in every mode (with echo
+    allowed), and nothing is created."""
+    server = make_server(default_permission_mode=mode, allow_bypass_permissions=True)
+    settings(tmp_path, {"permissions": {"allow": ["Bash(echo:*)"], "deny": ["Bash(touch:*)"]}})
+    trust_folder(server.home, tmp_path)
+    line = "echo $'\\''; touch sneaked #'"
+    llm.add(Response([ToolUse("Bash", {"command": line}, id="t_sneak")]), Response([Text("ok")]))
+    async with server.connect() as client:
+        sid = await new_session(client, tmp_path)
+        stream = client.notifications(session_id=sid)
+        await client.call("agent.message", {"sessionId": sid, "content": "go"})
+        await complete(stream)
+        result = results_by_id(await client.sync(sid))["t_sneak"]
+        assert result["isError"] is True and "Bash(touch:*)" in result["content"]
+    assert not (tmp_path / "sneaked").exists()

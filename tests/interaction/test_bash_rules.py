@@ -64,6 +64,7 @@ DENIED_RM = [
     "eval 'rm -rf /'",
     "cat <(rm x)",
     "if true; then rm x; fi",
+    "find . -exec rm {} \\;",
 ]
 
 
@@ -123,3 +124,10 @@ def test_allow_rules_cover_every_command_or_nothing(
 )
 def test_the_suggested_rule_is_exact_unless_one_plain_command(command: str, suggested: str) -> None:
     assert suggest_rule("Bash", {"command": command}) == suggested
+
+
+def test_the_approval_says_why_a_line_is_uncertain() -> None:
+    verdict = decide(bash("eval echo hi"), mode="default", rules=rules(("Bash(echo:*)",)))
+    assert verdict.behavior == "ask" and "cannot be read with certainty: eval" in verdict.reason
+    plain = decide(bash("ls"), mode="default", rules=rules(("Bash(echo:*)",)))
+    assert plain.reason == "Bash needs your approval"

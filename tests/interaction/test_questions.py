@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.interaction.conftest import complete, new_session, of_type, respond, types, wait_for
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.rpc import complete, new_session, of_type, respond, types, wait_for
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
 from tron_server.client import RpcCallError
 
 pytestmark = pytest.mark.anyio

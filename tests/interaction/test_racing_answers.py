@@ -12,9 +12,9 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.interaction.conftest import complete, new_session, of_type, wait_for
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.rpc import complete, new_session, of_type, wait_for
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
 from tron_server.client import RpcCallError, TronClient
 
 pytestmark = pytest.mark.anyio

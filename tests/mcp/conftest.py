@@ -11,23 +11,24 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.interaction.conftest import make_server, server  # noqa: F401
-from tests.mcp.servers import HttpServer, everything_entry, time_server
-from tests.server.conftest import llm, server_factory  # noqa: F401
-from tests.server.scripted_llm import ScriptedLLM
+from tests.mcp.servers import HttpServer, time_server
+from tests.support.scripted_llm import ScriptedLLM
+from tests.support.server import RunningServer
 from tron_server.client import Notification, TronClient
 from tron_server.trust import TrustStore
 
+#: How long a run (and ``mcp.list``) waits for a server's first listing in these tests. The
+#: server's default, 10 s, is ample on an idle machine; under ``pytest -n 3`` on two loaded
+#: cores starting a server (node, or Python importing the SDK) has taken longer, and the run
+#: then goes on without its tools, as designed. A run waits only as long as the listing
+#: takes, so this costs nothing when the machine is idle.
+LIST_WAIT = 60.0
+
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="session")
-def everything() -> Path:
-    """server-everything's ``dist/index.js``."""
-    return everything_entry()
+def server(make_server: Callable[..., RunningServer]) -> RunningServer:
+    """A server on the scripted LLM in the default mode, patient with first listings."""
+    return make_server(mcp_list_wait=LIST_WAIT)
 
 
 @pytest.fixture(scope="session")
@@ -52,17 +53,6 @@ def everything_sse(everything: Path) -> Iterator[HttpServer]:
         yield http
     finally:
         http.stop()
-
-
-def stdio(entry: Path, *args: str, **extra: Any) -> dict[str, Any]:
-    """A ``.mcp.json`` entry running server-everything (or a node script) over stdio."""
-    return {"command": "node", "args": [str(entry), *args], **extra}
-
-
-def write_mcp_json(folder: Path, servers: dict[str, Any]) -> Path:
-    path = folder / ".mcp.json"
-    path.write_text(json.dumps({"mcpServers": servers}, indent=2))
-    return path
 
 
 def approve_all(home: Path) -> None:

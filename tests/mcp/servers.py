@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -168,3 +169,15 @@ def marker_server(marker: Path) -> dict[str, Any]:
 def started(marker: Path) -> list[int]:
     """Process ids of every start of a marker server (none: it never started)."""
     return [int(line) for line in marker.read_text().split()] if marker.exists() else []
+
+
+def stdio(entry: Path, *args: str, **extra: Any) -> dict[str, Any]:
+    """A ``.mcp.json`` entry running server-everything (or a node script) over stdio."""
+    return {"command": "node", "args": [str(entry), *args], **extra}
+
+
+def write_mcp_json(folder: Path, servers: dict[str, Any]) -> Path:
+    """``folder/.mcp.json`` declaring ``servers``."""
+    path = folder / ".mcp.json"
+    path.write_text(json.dumps({"mcpServers": servers}, indent=2))
+    return path

@@ -12,8 +12,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.mcp.conftest import stdio, trust, write_mcp_json
-from tests.server.conftest import RunningServer
+from tests.mcp.conftest import trust
+from tests.mcp.servers import stdio, write_mcp_json
+from tests.support.server import RunningServer
 
 pytestmark = pytest.mark.anyio
 

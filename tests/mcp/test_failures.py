@@ -12,10 +12,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.interaction.conftest import new_session, of_type
-from tests.mcp.conftest import approve_all, offered, run, stdio, trust, write_mcp_json
-from tests.server.conftest import ServerFactory
-from tests.server.scripted_llm import Response, ScriptedLLM, Text
+from tests.mcp.conftest import approve_all, offered, run, trust
+from tests.mcp.servers import stdio, write_mcp_json
+from tests.support.rpc import new_session, of_type
+from tests.support.scripted_llm import Response, ScriptedLLM, Text
+from tests.support.server import ServerFactory
 from tron_server.mcp import McpOptions, parse_server
 from tron_server.mcp.connection import Connection
 

@@ -16,11 +16,11 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.interaction.conftest import new_session, of_type
-from tests.mcp.conftest import offered, run, write_mcp_json
-from tests.mcp.servers import marker_server, started
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.mcp.conftest import offered, run
+from tests.mcp.servers import marker_server, started, write_mcp_json
+from tests.support.rpc import new_session, of_type
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
 from tron_server.client import TronClient
 
 pytestmark = pytest.mark.anyio

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.interaction.conftest import new_session, of_type
-from tests.mcp.conftest import approve_all, run, stdio, trust, write_mcp_json
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
-from tests.server.test_subagents import Routes, task, tool_names
+from tests.agent.test_subagents import Routes, task, tool_names
+from tests.mcp.conftest import approve_all, run, trust
+from tests.mcp.servers import stdio, write_mcp_json
+from tests.support.rpc import new_session, of_type
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
 
 pytestmark = pytest.mark.anyio
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.interaction.conftest import new_session, of_type
-from tests.mcp.conftest import approve_all, offered, run, stdio, trust, write_mcp_json
-from tests.mcp.servers import HttpServer
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.mcp.conftest import approve_all, offered, run, trust
+from tests.mcp.servers import HttpServer, stdio, write_mcp_json
+from tests.support.rpc import new_session, of_type
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
 
 pytestmark = pytest.mark.anyio
 

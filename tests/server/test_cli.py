@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -270,10 +271,13 @@ def test_listening_is_said_once_it_accepts_and_a_second_server_breaks_nothing(
         line = assert_one_clean_line(run_cli("--home", str(home), "--port", str(free_port()),
                                              "--rotate-token"))  # fmt: skip
         assert "stop it before rotating" in line
-        # A second server on another port of the same home runs, but leaves the record.
-        with running(home, free_port()) as third:
-            assert json.loads((home / "server.json").read_text())["pid"] == first.proc.pid
-            assert third.proc.poll() is None
+        # A second server on another port of the same home (the same SQLite file) refuses:
+        # SQLite serves one server; PostgreSQL several (issue 34).
+        line = assert_one_clean_line(run_cli("--home", str(home), "--port", str(free_port())))
+        db = home / "database" / "prod.db"
+        assert f"{db} is in use by another tron-server (pid {first.proc.pid}" in line
+        assert "use PostgreSQL (docs/deploy.md)" in line
+        assert json.loads((home / "server.json").read_text())["pid"] == first.proc.pid
         assert {p: p.read_bytes() for p in before} == before
         # The first is untouched: its token works, and its login URL (once).
         headers = {"Authorization": f"Bearer {token.strip()}"}
@@ -293,6 +297,9 @@ def test_listening_is_said_once_it_accepts_and_a_second_server_breaks_nothing(
 
 
 def test_two_servers_on_one_home_clients_find_the_one_that_runs(tmp_path: Path) -> None:
+    """Two servers of one home share a PostgreSQL database (on SQLite the second refuses
+    to start, see above)."""
+    from tests.support import pg
     from tron_server.client import TronClient
     from tron_server.server_record import read_server_record
 
@@ -304,12 +311,21 @@ def test_two_servers_on_one_home_clients_find_the_one_that_runs(tmp_path: Path) 
         assert record is not None
         return record.pid
 
+    reason = pg.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
     home = tmp_path / "home"
-    first = ServerProcess(home, free_port())
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(pg.fresh_database())
+        _two_servers_on_one_home(home, url, ping)
+
+
+def _two_servers_on_one_home(home: Path, url: str, ping: Any) -> None:
+    first = ServerProcess(home, free_port(), "--database-url", url)
     second: ServerProcess | None = None
     try:
         first.wait_for_line("open in a browser")
-        second = ServerProcess(home, free_port())
+        second = ServerProcess(home, free_port(), "--database-url", url)
         second.wait_for_line("open in a browser")
         note = second.wait_for_line("note:")
         assert f"tron-server pid {first.proc.pid}" in note and "uses this home too" in note

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory
-from tests.server.scripted_llm import Response, Text, scripted_llm
+from tests.support.scripted_llm import Response, Text, scripted_llm
+from tests.support.server import RunningServer, ServerFactory
 from tron_server.client import ConnectionLost, RpcCallError, TronClient
 
 pytestmark = pytest.mark.anyio

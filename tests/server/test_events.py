@@ -18,7 +18,7 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-from tests.server.conftest import RunningServer, ServerFactory
+from tests.support.server import RunningServer, ServerFactory
 from tron_server.client import Notification, NotificationStream, TronClient
 
 pytestmark = pytest.mark.anyio

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import ClientConnection, connect
 
-from tests.server.conftest import RunningServer, ServerFactory
+from tests.support.server import RunningServer, ServerFactory
 
 pytestmark = pytest.mark.anyio
 
@@ -95,16 +95,11 @@ async def ping_after(ws: ClientConnection, sent: int) -> list[Any]:
 
 @pytest.fixture(scope="module")
 def fuzz_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from tests.server.conftest import RunningServer
+    from tests.support.server import RunningServer
 
     server = RunningServer(tmp_path_factory.mktemp("fuzz-home"), max_frame_bytes=MAX_FRAME).start()
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

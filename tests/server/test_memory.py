@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer, ServerFactory
 from tron_server.client import RpcCallError, TronClient
 from tron_server.memory.loader import CHARS_PER_TOKEN, MEMORY_BUDGET_TOKENS
 

@@ -13,8 +13,6 @@ from typing import Any
 
 import pytest
 
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tests.server.test_memory import (
     LEDGER,
     events_of,
@@ -24,6 +22,8 @@ from tests.server.test_memory import (
     new_session,
     work_and_end,
 )
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
 from tron_server.client import RpcCallError, TronClient
 
 __all__ = ["mserver"]

@@ -10,8 +10,8 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text
+from tests.support.scripted_llm import Response, ScriptedLLM, Text
+from tests.support.server import RunningServer
 from tron_server.client import TronClient
 
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.server.conftest import ServerFactory
-from tests.server.scripted_llm import Response, ScriptedLLM, Text
+from tests.support.scripted_llm import Response, ScriptedLLM, Text
+from tests.support.server import ServerFactory
 from tron_server.client import TronClient
 
 pytestmark = pytest.mark.anyio

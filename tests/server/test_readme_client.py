@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, Text, scripted_llm_thread
+from tests.support.scripted_llm import Response, Text, scripted_llm_thread
+from tests.support.server import RunningServer
 from tron_server.server_record import new_record, write_server_record
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
-from tests.server.conftest import RunningServer
+from tests.support.server import RunningServer
 from tron_server.app import build_registry
 from tron_server.client import RpcCallError, TronClient
 from tron_server.hub import Hub

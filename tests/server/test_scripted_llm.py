@@ -10,7 +10,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.server.scripted_llm import (
+from tests.support.scripted_llm import (
     Response,
     Text,
     Thinking,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.server.conftest import RunningServer
+from tests.support.server import RunningServer
 from tron_server.client import TronClient
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from tests.server.conftest import RunningServer
+from tests.support.server import RunningServer
 from tron_server.security import (
     COOKIE_NAME,
     is_loopback_host,

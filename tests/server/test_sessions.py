@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.conftest import RunningServer
+from tests.support.server import RunningServer
 from tron_server.client import RpcCallError, TronClient
 
 pytestmark = pytest.mark.anyio

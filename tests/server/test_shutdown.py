@@ -17,8 +17,8 @@ import anyio
 import httpx
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory
-from tests.server.scripted_llm import Response, ScriptedLLM, ToolUse, scripted_llm
+from tests.support.scripted_llm import Response, ScriptedLLM, ToolUse, scripted_llm
+from tests.support.server import RunningServer, ServerFactory
 from tron_server.agent.turn import SHUTDOWN_RESULT
 from tron_server.client import ConnectionLost, TronClient
 

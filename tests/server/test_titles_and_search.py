@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
 from tron_server.client import TronClient
 from tron_server.methods.session import title_from_prompt
 

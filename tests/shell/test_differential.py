@@ -106,7 +106,7 @@ def word(draw: st.DrawFn, depth: int) -> str:
     parts = draw(st.lists(pieces, min_size=1, max_size=3))
     if depth < 2 and draw(st.integers(0, 4)) == 0:
         inner = draw(command_list(depth + 1))
-        form = draw(st.sampled_from(["$(%s)", "`%s`", "<(%s)", ">(%s)", '"$(%s)"']))
+        form = draw(st.sampled_from(["$(%s)", "`%s`", "<(%s)", ">(%s)", '"$(%s)"', "$((%s))"]))
         parts.insert(draw(st.integers(0, len(parts))), form % inner)
     return "".join(parts)
 
@@ -141,6 +141,11 @@ def command(draw: st.DrawFn, depth: int) -> str:
         return f"( {draw(command_list(depth + 1))} )"
     if kind == 8:
         return f"{{ {draw(command_list(depth + 1))}; }}"
+    if kind == 6:
+        body = draw(st.one_of(nasty, word(depth + 1)))
+        delimiter = draw(st.sampled_from(["X", "'X'", '"X"', "\\X"]))
+        dash = draw(st.sampled_from(["", "-"]))
+        return f"{draw(simple(depth))} <<{dash}{delimiter}\n{body}\nX\n"
     if kind == 9:
         return f"if {draw(simple(depth))}; then {draw(command_list(depth + 1))}; fi"
     return draw(simple(depth))
@@ -170,6 +175,7 @@ ISSUE = "echo $'\\''; touch /tmp/x #'".replace("touch", "aa").replace("/tmp/x", 
 @example(line='bash -x -c "aa"')
 @example(line="aa | xargs")
 @example(line="cat <<EOF\n$(aa)\nEOF")
+@example(line="echo $((aa) | (bb))")
 def test_every_command_bash_runs_is_found_or_the_line_is_uncertain(line: str, stubs: Path) -> None:
     ran = executed(line, stubs)
     found = split(line)

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import ScriptedLLM, scripted_llm_thread
+from tests.support.scripted_llm import ScriptedLLM, scripted_llm_thread
+from tests.support.server import RunningServer
 
 TRON = [sys.executable, "-m", "tron_server.terminal"]
 
@@ -102,3 +102,17 @@ def env(tron_env: TronEnv) -> TronEnv:
         llm._position = len(llm.script)
         llm._served_of_current = 0
     return tron_env
+
+
+@pytest.fixture(scope="module")
+def tmux(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A tmux server of the module's own (skipped, or failed under TRON_REQUIRE_TMUX,
+    without tmux); a module may define its own instead."""
+    from tests.terminal.tmux import Tmux, require_tmux  # it imports this module
+
+    require_tmux()
+    server = Tmux(tmp_path_factory.mktemp("tmux") / "socket")
+    try:
+        yield server
+    finally:
+        server.kill()

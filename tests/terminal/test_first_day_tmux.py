@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.scripted_llm import Response, Text, ToolUse
+from tests.support.scripted_llm import Response, Text, ToolUse
 from tests.terminal.conftest import TronEnv
 from tests.terminal.tmux import Terminal, Tmux, require_tmux
 
@@ -308,7 +308,7 @@ def test_rewind_to_a_message_goes_before_it_and_puts_it_in_the_input(
 
 
 def test_a_failed_prompt_is_retried_edited_or_left_out_not_merged(tmux: Tmux, env: TronEnv) -> None:
-    from tests.server.scripted_llm import error_response
+    from tests.support.scripted_llm import error_response
 
     project = env.project("failed-turns")
     env.llm.add(

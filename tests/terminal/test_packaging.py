@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.scripted_llm import Response, Text
+from tests.support.scripted_llm import Response, Text
 from tests.terminal.conftest import TronEnv
 
 pytestmark = pytest.mark.slow

@@ -13,8 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, Text, ToolUse, Usage, error_response
+from tests.support.scripted_llm import Response, Text, ToolUse, Usage, error_response
+from tests.support.server import RunningServer
 from tests.terminal.conftest import TRON, TronEnv
 
 

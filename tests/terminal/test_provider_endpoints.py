@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.llm._serve import free_port
-from tests.server.scripted_llm import Response, Text
+from tests.support.scripted_llm import Response, Text
 from tests.terminal.conftest import TRON, TronEnv
 from tron_server.server_record import process_exists, read_server_record
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.server.scripted_llm import Response, Text
+from tests.support.scripted_llm import Response, Text
 from tests.terminal.conftest import TronEnv
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.scripted_llm import Response, Text
+from tests.support.scripted_llm import Response, Text
 from tests.terminal.conftest import TRON, TronEnv
 from tron_server.server_record import is_tron_server, read_server_record, running_servers
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.scripted_llm import Response, Text, Thinking, ToolUse
+from tests.support.scripted_llm import Response, Text, Thinking, ToolUse
 from tests.terminal.conftest import TronEnv
 from tests.terminal.tmux import Terminal, Tmux, require_tmux
 

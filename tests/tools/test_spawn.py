@@ -158,9 +158,46 @@ async def test_a_dead_idle_waiter_is_replaced(waiter: str, tmp_path: Path) -> No
     assert await run(["bash", "-c", "echo fine"]) == (0, "fine\n")
 
 
+def _children() -> dict[tuple[int, int], _proctree._Proc]:
+    """Our live child processes, by (pid, start time): a reused pid is another process."""
+    return {
+        (p.pid, p.start): p for p in _proctree._scan().values() if p.ppid == os.getpid() and p.alive
+    }
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]
+    except OSError:
+        return "?"
+
+
+async def _none_left_but_the_idle_waiter(before: set[tuple[int, int]]) -> None:
+    """Wait until no child this test started runs, apart from the pool's idle waiter (read
+    at every look: the pool refills after each start). Children that were there before
+    the test are not this test's to judge: in the whole suite (one process, or an xdist
+    worker) another test's may still run, e.g. the MCP servers of
+    tests/trust/test_trust_terminal.py's module server, children of the test process for
+    30-50 s; waiting for those made this test time out."""
+    left: list[_proctree._Proc] = []
+    with anyio.move_on_after(20):
+        while True:
+            idle = _spawn.POOL._idle
+            left = [
+                p
+                for key, p in _children().items()
+                if key not in before and (idle is None or p.pid != idle.pid)
+            ]
+            if not left:
+                return
+            await anyio.sleep(0.02)
+    raise AssertionError(f"still running: {[(p.pid, p.state, _cmdline(p.pid)) for p in left]}")
+
+
 async def test_a_cancelled_start_leaves_nothing_running(waiter: str, tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     script = f"sleep 30 & echo $! > {pidfile}; exec sleep 30"
+    before = set(_children())
     for delay in (0.0, 0.002, 0.01):
         tree = None
         with anyio.move_on_after(delay):
@@ -172,14 +209,7 @@ async def test_a_cancelled_start_leaves_nothing_running(waiter: str, tmp_path: P
         if pidfile.exists() and pidfile.read_text().strip():
             assert not alive(int(pidfile.read_text()))
         pidfile.unlink(missing_ok=True)
-        idle = _spawn.POOL._idle
-        with anyio.fail_after(20):
-            while [
-                p.pid
-                for p in _proctree._scan().values()
-                if p.ppid == os.getpid() and p.alive and (idle is None or p.pid != idle.pid)
-            ]:
-                await anyio.sleep(0.02)
+        await _none_left_but_the_idle_waiter(before)
 
 
 def test_a_forked_child_does_not_use_the_parents_waiter() -> None:

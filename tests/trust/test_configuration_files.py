@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.server.conftest import RunningServer, ServerFactory, server_factory  # noqa: F401
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer, ServerFactory
 from tron_server.client import RpcCallError, TronClient
 from tron_server.interaction.modes import MODES, PermissionMode
 from tron_server.interaction.policy import decide
@@ -110,7 +110,7 @@ def test_at_any_depth(prefix: list[str], config: str, mode: PermissionMode) -> N
 
 @pytest.fixture
 def server(
-    server_factory: ServerFactory,  # noqa: F811
+    server_factory: ServerFactory,
     llm: ScriptedLLM,
     monkeypatch: pytest.MonkeyPatch,
 ) -> RunningServer:

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory, server_factory  # noqa: F401
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
-from tests.trust.test_trust_server import results, send, server  # noqa: F401
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
+from tests.trust.test_trust_server import results, send
 from tron_server.interaction.folder import folder_defines
 
 pytestmark = pytest.mark.anyio
@@ -37,7 +37,7 @@ def make_project(base: Path) -> tuple[Path, Path]:
 
 
 async def test_skills_are_text_and_env_reaches_nothing(
-    server: RunningServer,  # noqa: F811  (dontAsk: a call no rule allows is refused)
+    server: RunningServer,  # dontAsk (tests/trust/conftest.py): what no rule allows is refused
     llm: ScriptedLLM,
     tmp_path: Path,
 ) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory, server_factory  # noqa: F401
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
 from tests.trust.hostile import DEFINES, EVENTS, Hostile, make_hostile
 from tron_server.client import RpcCallError, TronClient
 
@@ -23,24 +23,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def hostile(tmp_path: Path) -> Hostile:
     return make_hostile(tmp_path)
-
-
-@pytest.fixture
-def server(
-    server_factory: ServerFactory,  # noqa: F811
-    llm: ScriptedLLM,
-    monkeypatch: pytest.MonkeyPatch,
-) -> RunningServer:
-    """A server that would let a folder's bypassPermissions act (the worst case), in
-    dontAsk mode: what no rule allows is refused, so a call that runs was let through by
-    the folder."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    return server_factory(
-        anthropic_base_url=llm.base_url,
-        default_model="claude-sonnet-4-5",
-        default_permission_mode="dontAsk",
-        allow_bypass_permissions=True,
-    )
 
 
 async def create(client: TronClient, folder: Path) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, Text, ToolUse, scripted_llm_thread
+from tests.support.scripted_llm import Response, Text, ToolUse, scripted_llm_thread
+from tests.support.server import RunningServer
 from tests.terminal.conftest import TronEnv
 from tests.terminal.tmux import Tmux, require_tmux
 from tests.trust.hostile import Hostile, make_hostile

@@ -13,17 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.interaction.conftest import (  # noqa: F401 (fixtures)
-    complete,
-    llm,
-    make_server,
-    new_session,
-    respond,
-    server_factory,
-    wait_for,
-)
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.rpc import complete, new_session, respond, wait_for
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
 from tron_server.agent.subagents import discover_agents
 from tron_server.commands import discover_commands
 from tron_server.context.rules import RulesLoader
@@ -133,16 +125,11 @@ def test_user_agents_commands_skills_and_claude_md_with_ours_winning(
     ]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_user_claude_md_reaches_the_model_in_an_untrusted_folder(
     user: Path,
-    make_server: Callable[..., RunningServer],  # noqa: F811
-    llm: ScriptedLLM,  # noqa: F811
+    make_server: Callable[..., RunningServer],
+    llm: ScriptedLLM,
     tmp_path: Path,
 ) -> None:
     write(user / "CLAUDE.md", "USER-LEVEL-MEMORY: answer tersely.\n")
@@ -159,8 +146,8 @@ async def test_user_claude_md_reaches_the_model_in_an_untrusted_folder(
 @pytest.mark.anyio
 async def test_notification_hooks_fire_when_the_agent_waits_and_on_notify(
     user: Path,
-    make_server: Callable[..., RunningServer],  # noqa: F811
-    llm: ScriptedLLM,  # noqa: F811
+    make_server: Callable[..., RunningServer],
+    llm: ScriptedLLM,
     tmp_path: Path,
 ) -> None:
     """A ``Notification`` hook of ~/.claude/settings.json (as Claude Code users have one)

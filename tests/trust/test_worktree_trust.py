@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.server.conftest import RunningServer, ServerFactory, server_factory  # noqa: F401
-from tests.server.scripted_llm import Response, ScriptedLLM, Text
+from tests.support.scripted_llm import Response, ScriptedLLM, Text
+from tests.support.server import ServerFactory
 from tests.workspace.conftest import git, make_repo
 from tron_server.client import TronClient
 from tron_server.trust import TrustStore
@@ -88,7 +88,7 @@ async def turn(client: TronClient, session_id: str) -> None:
 
 @pytest.mark.anyio
 async def test_a_fork_s_worktree_runs_its_trusted_repository_s_hooks(
-    server_factory: ServerFactory,  # noqa: F811
+    server_factory: ServerFactory,
     llm: ScriptedLLM,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

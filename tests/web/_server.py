@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.server.conftest import RunningServer
+from tests.support.server import RunningServer
 
 
 class WebServer(RunningServer):

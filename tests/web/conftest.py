@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.scripted_llm import Response, ScriptedLLM, scripted_llm_thread
+from tests.support.scripted_llm import Response, ScriptedLLM, scripted_llm_thread
 from tests.web._rpc import SyncRpc
 from tests.web._server import WebServer
 

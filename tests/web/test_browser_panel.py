@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.site import Site
-from tests.server.scripted_llm import Response, Text, ToolUse
+from tests.support.scripted_llm import Response, Text, ToolUse
 from tests.web.conftest import WebEnv, open_session, shot
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from tests.server.scripted_llm import Response, Text, ToolUse, error_response
+from tests.support.scripted_llm import Response, Text, ToolUse, error_response
 from tests.web._rpc import path_events
 from tests.web.conftest import DOCS_SCREENSHOT, WebEnv, new_page, open_session, shot
 

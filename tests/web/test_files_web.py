@@ -8,7 +8,7 @@ import time
 
 from playwright.sync_api import Page, expect
 
-from tests.server.scripted_llm import Response, Text, ToolUse
+from tests.support.scripted_llm import Response, Text, ToolUse
 from tests.web.conftest import WebEnv, open_session, shot
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from tests.server.scripted_llm import Response, Text, ToolUse
+from tests.support.scripted_llm import Response, Text, ToolUse
 from tests.web._rpc import SyncRpc
 from tests.web.conftest import WebEnv, shot
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from tests.server.scripted_llm import Response, Text, ToolUse
+from tests.support.scripted_llm import Response, Text, ToolUse
 from tests.web._rpc import SyncRpc
 from tests.web.conftest import WebEnv, shot
 
@@ -178,7 +178,10 @@ def test_a_slash_typed_before_the_command_list_arrives_opens_the_menu(
         box.click()
         box.type("/")
         menu = page.get_by_test_id("command-menu")
-        page.wait_for_timeout(300)
+        for _ in range(150):  # the answer is held once the server gives it (slow under load)
+            if held:
+                break
+            page.wait_for_timeout(100)
         expect(menu).to_be_hidden()  # nothing to list yet
         assert held, "command.list was not called (or not held back)"
         hold["on"] = False

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from tests.mcp.conftest import everything, stdio, write_mcp_json  # noqa: F401
+from tests.mcp.servers import stdio, write_mcp_json
 from tests.web._rpc import SyncRpc
 from tests.web.conftest import WebEnv
 
@@ -16,7 +16,7 @@ from tests.web.conftest import WebEnv
 def test_at_completes_resources_in_the_page(
     page: Page,
     web_env: WebEnv,
-    everything: Path,  # noqa: F811 (tests/mcp's fixture, imported above)
+    everything: Path,
 ) -> None:
     env = web_env
     write_mcp_json(env.workdir, {"ev": stdio(everything, "stdio")})

@@ -9,7 +9,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from tests.server.scripted_llm import Response, Text, ToolUse
+from tests.support.scripted_llm import Response, Text, ToolUse
 from tests.web.conftest import WebEnv, open_session, shot
 
 LEDGER = "# Ledger\n\n## Goal\nPort the quokka parser.\n\n## Next steps\nWrite the numbat tests.\n"

@@ -14,7 +14,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from tests.server.scripted_llm import Response, Text, Thinking, ToolUse
+from tests.support.scripted_llm import Response, Text, Thinking, ToolUse
 from tests.web._rpc import SyncRpc, path_events
 from tests.web.conftest import WebEnv, open_session, shot
 

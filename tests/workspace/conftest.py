@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-# The scripted LLM and a server on it (tests/server's fixtures), for the tests here that
-# run a server.
-from tests.server.conftest import llm, server, server_factory  # noqa: F401
-from tron_events import AsyncEventStore, EventStore
+from tron_events import AsyncEventStore
 from tron_server.tools import ToolContext, ToolResult, default_tools
 from tron_server.workspace import Workspace
 
@@ -132,17 +128,6 @@ async def new_harness(
     workspace = Workspace(store, home, max_file_bytes=max_file_bytes, max_files=max_files)
     tools = default_tools(workspace.recorder)
     return Harness(store, workspace, session.id, root.resolve(), tools)
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-async def astore(store: EventStore) -> AsyncIterator[AsyncEventStore]:
-    """The ``store`` fixture (SQLite and PostgreSQL) as an AsyncEventStore."""
-    yield AsyncEventStore(store)
 
 
 @pytest.fixture

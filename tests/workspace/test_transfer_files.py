@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import make_url
+from tests.support.stores import make_url
 from tests.workspace.conftest import new_harness, read_tree
 from tests.workspace.test_rewind_files import three_steps
 from tron_events import AsyncEventStore, EventStore, MissingContent

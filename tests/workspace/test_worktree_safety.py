@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import ScriptedLLM, ToolUse
+from tests.support.scripted_llm import ScriptedLLM, ToolUse
+from tests.support.server import RunningServer
 from tests.workspace.conftest import git, make_repo, read_tree
 from tests.workspace.test_server import head, script, turn
 from tron_events.blobs import content_hash

@@ -177,6 +177,11 @@ class Recorder(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
+    def shrink_memory(self) -> None:
+        """Give memory the backend's connections keep for reuse back (nothing to do by
+        default: PostgreSQL's caches live in the server)."""
+        return None
+
     def lock_session_key(self, cur: Cursor, session_id: str) -> tuple[Any, ...] | None:
         """Lock the session row as :meth:`lock_session` does and return what an
         append relies on: (head_event_id, status, event_count, model, provider)."""
@@ -683,6 +688,12 @@ class Recorder(abc.ABC):
         cur.execute(
             self.sql("UPDATE sessions SET model = ?, provider = ? WHERE id = ?"),
             (model, provider, session_id),
+        )
+
+    def set_session_directory(self, cur: Cursor, session_id: str, directory: str) -> None:
+        cur.execute(
+            self.sql("UPDATE sessions SET working_directory = ? WHERE id = ?"),
+            (directory, session_id),
         )
 
     def set_head(self, cur: Cursor, session_id: str, head_event_id: str, when: str) -> None:

@@ -150,6 +150,18 @@ class SQLiteRecorder(Recorder):
             self._connections.append(conn)
         return conn
 
+    def shrink_memory(self) -> None:
+        """``PRAGMA shrink_memory`` on every connection: their page caches (up to 32 MB
+        each, one connection per worker thread that used the store) are what stays of a
+        resumed session after its caches were dropped. SQLite serializes calls on one
+        connection (threadsafety 3), so another thread's connection may be shrunk here;
+        a shrunk cache is read again from the file when needed."""
+        with self._lock:
+            conns = list(self._connections)
+        for conn in conns:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("PRAGMA shrink_memory")
+
     def close(self) -> None:
         self._closed = True
         with self._lock:

@@ -17,8 +17,8 @@ DEFAULT_DATABASE_URL = "sqlite:///" + str(Path("~/.tron/database/prod.db").expan
 
 #: The Alembic revisions in ``migrations/versions``, oldest first, and the
 #: newest (a test keeps them equal to the files).
-REVISIONS = ("0001", "0002", "0003", "0004")
-HEAD_REVISION = "0004"
+REVISIONS = ("0001", "0002", "0003", "0004", "0005")
+HEAD_REVISION = "0005"
 
 SQLITE_PREFIX = "sqlite:///"
 

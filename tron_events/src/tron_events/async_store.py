@@ -125,6 +125,23 @@ class AsyncEventStore:
             self.sync.append_many, session_id, list(drafts), expected_head=expected_head
         )
 
+    async def append_many_and_state(
+        self,
+        session_id: str,
+        drafts: Iterable[EventDraft | Mapping[str, Any]],
+        *,
+        expected_head: str | None = None,
+    ) -> tuple[list[Event], SessionState]:
+        """:meth:`append_many` then :meth:`get_state_at_head`, in one worker-thread call:
+        one hop instead of two where the caller needs the state its commit made (the
+        agent loop's turn start; the state continues the session's live projection)."""
+
+        def both() -> tuple[list[Event], SessionState]:
+            events = self.sync.append_many(session_id, list(drafts), expected_head=expected_head)
+            return events, self.sync.get_state_at_head(session_id)
+
+        return await self._write(both)
+
     async def fork(
         self,
         from_event_id: str,

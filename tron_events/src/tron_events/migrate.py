@@ -132,17 +132,21 @@ def head_revision() -> str:
 
 @contextlib.contextmanager
 def _migration_lock(url: str, conn: Connection) -> Iterator[None]:
-    """Only one process migrates a database at a time."""
+    """Only one process migrates a database at a time.
+
+    SQLite: a lock file beside the database, removed when the migration is done (no
+    ``.migrate.lock`` is left next to a database). It is removed while still held, and
+    a waiter that gets the lock of a file no longer at that path starts again, so two
+    processes never both hold "the" lock (the usual unlink-a-flock race)."""
     if url.startswith("sqlite:///"):
         lock_path = (sqlite_file(url) or "") + ".migrate.lock"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = _locked_file(lock_path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+            yield
         finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lock_path)
+            fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
     else:
         conn.execute(text("SELECT pg_advisory_lock(7262700001)"))
@@ -152,6 +156,26 @@ def _migration_lock(url: str, conn: Connection) -> Iterator[None]:
         finally:
             conn.execute(text("SELECT pg_advisory_unlock(7262700001)"))
             conn.commit()
+
+
+def _locked_file(path: str) -> int:
+    """An open descriptor of ``path``, created if need be, exclusively locked, and
+    still the file at ``path`` (not one a previous holder removed meanwhile)."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = os.fstat(fd)
+            try:
+                here = os.stat(path)
+            except FileNotFoundError:
+                here = None
+        except BaseException:
+            os.close(fd)
+            raise
+        if here is not None and (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino):
+            return fd
+        os.close(fd)  # the holder before us removed it: lock the file at the path now
 
 
 def _prepare_sqlite(conn: Connection) -> None:
@@ -402,7 +426,9 @@ def describe_difference(diff: Any) -> str:
 
 def _include_name(name: str | None, type_: str, parent_names: Any) -> bool:
     if type_ == "table" and name is not None:
-        return not name.startswith(("events_fts", "events_search")) and name != "alembic_version"
+        # The search tables and the cluster's (PostgreSQL only, outside the models).
+        skipped = ("alembic_version", "session_leases", "cluster_messages")
+        return not name.startswith(("events_fts", "events_search")) and name not in skipped
     return True
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticSerializationError
 
-from ._payload_json import check_json_value
+from ._payload_json import check_json_value_fast
 from ._storable import is_storable
 from .errors import InvalidPayload, UnknownEventType
 from .normalize import normalize_assistant_payload, normalize_tool_result_payload
@@ -111,6 +111,14 @@ class ToolResult(Payload):
 class ModelSwitch(Payload):
     previous_model: str | None = None
     new_model: str
+
+
+class WorkingDirectoryChange(Payload):
+    """``config.working_directory``: the session continues in another folder from here on
+    (its own is not on this machine: an imported session, a folder removed since)."""
+
+    working_directory: str
+    previous_working_directory: str | None = None
 
 
 class ReasoningLevelChange(Payload):
@@ -553,6 +561,7 @@ _TYPED: dict[str, type[Payload]] = {
     "tool.call": ToolCall,
     "tool.result": ToolResult,
     "config.model_switch": ModelSwitch,
+    "config.working_directory": WorkingDirectoryChange,
     "config.reasoning_level": ReasoningLevelChange,
     "config.prompt_update": PromptUpdate,
     "compact.summary": CompactSummary,
@@ -656,7 +665,7 @@ def validate_payload(event_type: str, payload: Any) -> dict[str, Any]:
         )
     # Before the model sees it: pydantic would turn bytes, tuples and NaN into
     # something else, or fail deep in serialization (_payload_json.py).
-    check_json_value(payload, event_type)
+    check_json_value_fast(payload, event_type)
     try:
         model = spec.model.model_validate(payload)
         data = model.model_dump(mode="json", by_alias=True, exclude_unset=True)

@@ -426,6 +426,10 @@ class _State:
             new_provider = payload.get("provider")
             if type(new_provider) is str and new_provider:
                 self.provider = new_provider
+        elif kind == "config.working_directory":
+            directory = payload.get("workingDirectory")
+            if type(directory) is str and directory:
+                self.working_directory = directory
         elif kind == "config.reasoning_level":
             level = payload.get("newLevel")
             self.reasoning_level = level if level in _REASONING_LEVELS else None
@@ -460,6 +464,7 @@ class _State:
 # Event types the second pass reads the payload of, besides messages and results.
 _STATE_TYPES = _TURN_TYPES | {
     "config.model_switch",
+    "config.working_directory",
     "config.reasoning_level",
     "config.prompt_update",
     "session.start",

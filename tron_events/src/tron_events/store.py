@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -100,6 +101,16 @@ class EventDraft:
 _second: tuple[int, str] = (-1, "")
 
 
+def _malloc_trim() -> None:
+    """glibc's ``malloc_trim(0)``: free heap pages back to the system (a no-op elsewhere)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def now() -> str:
     """UTC time as ISO 8601 with milliseconds and a ``Z``.
 
@@ -142,7 +153,7 @@ def _raw_bytes(events: Sequence[Event]) -> int:
 def _validated_json(payload: dict[str, Any], type: str) -> str:
     """The JSON text of a payload ``validate_payload`` returned, checked as
     ``payload_json`` does but without reading it back in the common case: its
-    input was walked (``check_json_value``) and its model's JSON-mode output can
+    input was checked (``check_json_value_fast``) and its model's JSON-mode output can
     differ from JSON only by a float NaN or infinity (a model may make one from
     text), which orjson writes as ``null``; only a text with a ``null`` is read
     back (the appends' hot path)."""
@@ -282,6 +293,17 @@ class EventStore:
         self._projections.forget(ids)
         for sid in ids:
             self._heads.pop(sid, None)
+        if ids:
+            # Off the caller's thread (a server's event loop): a connection busy with a
+            # long read would make it wait.
+            threading.Thread(target=self._release_memory, daemon=True).start()
+
+    def _release_memory(self) -> None:
+        """The connections' page caches, then the allocator's free memory, back to the
+        system (what is left of a resumed session once its caches are dropped;
+        ``benchmarks/RESULTS_peers.md``, memory)."""
+        self._rec.shrink_memory()
+        _malloc_trim()
 
     def __enter__(self) -> EventStore:
         return self
@@ -773,10 +795,12 @@ class EventStore:
             e.type not in HEAD_MODEL_TYPES for e in events
         ):
             return
-        model, provider = _model_and_provider_at([*self._rec.get_path(cur, parent), *events])
+        path = [*self._rec.get_path(cur, parent), *events]
+        model, provider = _model_and_provider_at(path)
         model, provider = model or session.model, provider or session.provider
         if (model, provider) != (session.model, session.provider):
             self._rec.set_session_model(cur, session.id, model, provider)
+        _follow_directory(self._rec, cur, session, path)
 
     def _check_deletion(self, cur: Cursor, parent: Event, data: dict[str, Any]) -> None:
         target_id = data["targetEventId"]
@@ -1029,7 +1053,9 @@ class EventStore:
                 id=session_id, workspace_id=source.workspace_id, root_event_id=row.id,
                 head_event_id=row.id, status="active", model=fork_model,
                 provider=provider_at or source.provider,
-                working_directory=working_directory or source.working_directory,
+                working_directory=working_directory
+                or _directory_at(path)
+                or source.working_directory,
                 title=name or source.title,
                 parent_session_id=source.id, fork_from_event_id=source_event.id,
                 created_at=when, last_activity_at=when, ended_at=None, event_count=1,
@@ -1068,9 +1094,11 @@ class EventStore:
                 )
             self._rec.set_head(cur, session_id, target.id, now())
             # The row shows the model of the new head (a rewind past a switch undoes it).
-            model, provider = _model_and_provider_at(self._rec.get_path(cur, target))
+            path = self._rec.get_path(cur, target)
+            model, provider = _model_and_provider_at(path)
             if model and provider and (model, provider) != (session.model, session.provider):
                 self._rec.set_session_model(cur, session_id, model, provider)
+            _follow_directory(self._rec, cur, session, path)  # a rewind past a move undoes it
             updated = self._rec.get_session(cur, session_id)
             assert updated is not None
             return updated
@@ -1500,8 +1528,27 @@ def _count(delta: SessionDelta, type: str, data: dict[str, Any]) -> None:
             delta.cost += cost
 
 
-#: Events that change the model (and provider) the next turn uses.
-HEAD_MODEL_TYPES = frozenset({"config.model_switch"})
+#: Events that change the model (and provider) the next turn uses, or its folder: the
+#: session row follows its head's (appends of these take the slow path).
+HEAD_MODEL_TYPES = frozenset({"config.model_switch", "config.working_directory"})
+
+
+def _directory_at(path: Iterable[Event]) -> str | None:
+    """The working directory at the end of ``path`` (root first), folded as
+    reconstruction does (``session.start``, a fork's own folder, ``config.working_directory``)."""
+    directory: str | None = None
+    for e in path:
+        if e.type in ("session.start", "session.fork", "config.working_directory"):
+            directory = _str(e.payload.get("workingDirectory"), directory)
+    return directory
+
+
+def _follow_directory(rec: Recorder, cur: Cursor, session: Session, path: Iterable[Event]) -> None:
+    """Keep the session row's folder its head's (``config.working_directory`` moves it, a
+    rewind or a branch before one moves it back)."""
+    directory = _directory_at(path)
+    if directory and directory != session.working_directory:
+        rec.set_session_directory(cur, session.id, directory)
 
 
 def _model_and_provider_at(path: Iterable[Event]) -> tuple[str | None, str | None]:

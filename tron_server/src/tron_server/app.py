@@ -19,12 +19,13 @@ itself closes the connection with 1009 (message too big) before reading it.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -42,6 +43,8 @@ from .heap import release_memory
 from .hub import Hub
 from .logging import add_secret
 from .rpc import Dispatcher, MethodRegistry, RpcContext
+from .rpc.frames import Request as RpcRequest
+from .rpc.mapping import to_rpc_error
 from .security import (
     COOKIE_NAME,
     Authenticator,
@@ -55,6 +58,9 @@ from .security import (
 from .services import Services, open_services, server_version, stop_runtime
 from .settings import Settings
 from .web import STATIC_DIR
+
+if TYPE_CHECKING:
+    from .cluster.node import ClusterNode
 
 log = logging.getLogger("tron_server.app")
 
@@ -146,7 +152,9 @@ def create_app(
         svc.issue_login_url = issue_login_url
         app.state.services = svc
         try:
-            async with hub:
+            async with hub, contextlib.AsyncExitStack() as stack:
+                if svc.cluster is not None:
+                    await stack.enter_async_context(join_cluster(svc, hub, dispatcher))
                 log.info(
                     "tron-server ready",
                     extra={"fields": {"version": svc.version, "home": str(settings.home)}},
@@ -225,6 +233,29 @@ def create_app(
     app.state.dispatcher = dispatcher
     app.state.registry = registry
     return app
+
+
+def join_cluster(services: Services, hub: Hub, dispatcher: Dispatcher) -> ClusterNode:
+    """Wire the services' cluster node to this hub and dispatcher (notifications both
+    ways, forwarded calls answered like a client's); enter it to start it."""
+    node = services.cluster
+    assert node is not None
+
+    async def serve_call(method: str, params: object, hops: int) -> Any:
+        ctx = RpcContext(services, None, dispatcher.registry, hops=hops)
+        try:
+            return await dispatcher.call(RpcRequest(method, params, 0), ctx)
+        except Exception as exc:
+            error = to_rpc_error(exc)  # a store error answers as it would here
+            if error is None:
+                raise
+            raise error from None
+
+    node.serve_call = serve_call
+    node.deliver = hub.deliver
+    node.on_gap = hub.close_subscribers
+    hub.relay = node.relay
+    return node
 
 
 async def serve_connection(

@@ -14,7 +14,9 @@ Start-up, in this order, so that a server that cannot run changes nothing:
    before any file is written;
 2. the home folder and the log file are made user-only (0700 / 0600);
 3. the database is opened (created and migrated if needed) — a database that
-   cannot be used is one line naming why, and exit status 2;
+   cannot be used is one line naming why, and exit status 2; a SQLite file is then
+   locked (``flock``) for as long as the server runs: a second tron-server on it
+   refuses to start, saying so (SQLite serves one server; PostgreSQL several);
 4. the token is read from ``<home>/server-token``, or created there (0600);
 5. once the server accepts connections: it records itself in ``<home>/servers/``
    and, unless another running tron-server is there, in ``<home>/server.json``
@@ -312,6 +314,39 @@ def database_shown(settings: Settings) -> str:
     return str(path.absolute()) if path is not None else REDACTOR.redact(url)
 
 
+def hold_sqlite(settings: Settings) -> int | None:
+    """On SQLite, an exclusive ``flock`` on the database file for as long as this process
+    runs (the descriptor it returns is never closed before the process ends: closing any
+    descriptor of the file would drop SQLite's own POSIX locks); None on PostgreSQL.
+    Raises :class:`CannotStart` when another tron-server holds it: SQLite serves one
+    server at a time, PostgreSQL many (docs/deploy.md)."""
+    import fcntl
+
+    path = sqlite_path(settings.resolved_database_url())
+    if path is None or not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        # Closed at once: this process is about to stop (its store is closed next).
+        os.close(fd)
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return None  # a file system without flock: nothing to hold
+        other = _recorded_server(settings.home)
+        who = (
+            f"another tron-server (pid {other.pid}, {other.url})"
+            if other
+            else ("another tron-server")
+        )
+        raise CannotStart(
+            f"{path.absolute()} is in use by {who}: a SQLite database serves one tron-server "
+            "at a time. Stop it, or use another --home or --database-url; to run several "
+            "servers on one database, use PostgreSQL (docs/deploy.md)"
+        ) from None
+    return fd
+
+
 def tighten(settings: Settings) -> None:
     """Make what the server keeps in its home user-only, including files an older
     version (or another umask) left readable by others."""
@@ -428,6 +463,12 @@ async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool =
     from .security import load_or_create_token
 
     services = await open_for_serving(settings)
+    try:
+        hold_sqlite(settings)
+    except CannotStart:
+        if services.store is not None:
+            await services.store.aclose()
+        raise
     token, _ = load_or_create_token(settings.token_path, rotate=rotate_token)
     if rotate_token:
         log.info("the token was replaced: clients must use the new one")

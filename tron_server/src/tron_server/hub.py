@@ -15,11 +15,18 @@ first subscription, "from now", stopped when the last one leaves). A
 connection subscribed before an event is committed receives it; a client that
 resumes subscribes first, then calls ``events.sync`` after its last sequence
 and drops duplicates by sequence, and so sees every event exactly once.
+
+Several servers on one database (:mod:`tron_server.cluster`): ``agent.*`` and
+``session.*`` notifications published here also go to :attr:`Hub.relay`, which
+sends them to the other servers, whose hubs publish them to their own clients with
+:meth:`Hub.deliver` (not relayed again). ``events.new`` is never relayed: each server
+reads the events from the database itself.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from types import TracebackType
@@ -31,12 +38,17 @@ from anyio.abc import TaskGroup
 
 from .connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
 from .protocol import BROADCAST_PREFIXES, EVENTS_NEW
-from .rpc.frames import notification_frame
+from .rpc.frames import notification_frame, now_iso
 
 if TYPE_CHECKING:
     from tron_events import AsyncEventStore
 
 log = logging.getLogger("tron_server.hub")
+
+#: Notifications sent to the other servers' clients too (when :attr:`Hub.relay` is set).
+RELAYED_PREFIXES = ("agent.", "session.")
+
+Relay = Callable[[str, str | None, Any, str, str | None], None]
 
 #: A ``lossy`` notification (a browser frame) skips a connection holding more than this
 #: for its client: the next frame shows the page anyway, and a slow client is not closed.
@@ -63,6 +75,8 @@ class Hub:
         self._feeds: dict[str, _Feed] = {}
         self._tg: TaskGroup | None = None
         self._closing = False
+        #: (method, session id, data, timestamp, also_to) to the other servers.
+        self.relay: Relay | None = None
 
     async def __aenter__(self) -> Hub:
         self._tg = anyio.create_task_group()
@@ -101,6 +115,13 @@ class Hub:
         self._closing = True
         for conn in list(self.connections):
             conn.close_soon(code, reason)
+
+    def close_subscribers(self, reason: str) -> None:
+        """Close every connection that follows a session (it may have missed relayed
+        notifications): its client reconnects, subscribes and syncs."""
+        for conn in list(self.connections):
+            if conn.subscriptions:
+                conn.close_soon(CLOSE_INTERNAL, reason)
 
     # -- subscriptions --------------------------------------------------
 
@@ -169,6 +190,25 @@ class Hub:
 
         ``also_to``: another session whose subscribers get it too (once each). ``lossy``:
         skip connections already holding :data:`LOSSY_PENDING_BYTES` (frames)."""
+        if self.relay is not None and method.startswith(RELAYED_PREFIXES):
+            timestamp = timestamp or now_iso()
+            try:
+                self.relay(method, session_id, data, timestamp, also_to)
+            except Exception:
+                log.exception("relaying %s failed", method)
+        return self.deliver(method, session_id, data, timestamp, also_to, lossy=lossy)
+
+    def deliver(
+        self,
+        method: str,
+        session_id: str | None,
+        data: Any,
+        timestamp: str | None = None,
+        also_to: str | None = None,
+        *,
+        lossy: bool = False,
+    ) -> int:
+        """``publish`` to this server's connections only (a notification relayed here)."""
         if method.startswith(BROADCAST_PREFIXES):
             targets: set[Connection] | frozenset[Connection] = self.connections
         else:
@@ -237,4 +277,4 @@ class Hub:
                     del self._feeds[feed.session_id]
 
 
-__all__ = ["BROADCAST_PREFIXES", "LOSSY_PENDING_BYTES", "Hub"]
+__all__ = ["BROADCAST_PREFIXES", "LOSSY_PENDING_BYTES", "RELAYED_PREFIXES", "Hub"]

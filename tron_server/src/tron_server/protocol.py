@@ -13,6 +13,7 @@ connection (:data:`BROADCAST_PREFIXES`), the others to the session's subscribers
 
 from __future__ import annotations
 
+import os
 from typing import Any, Final
 
 from tron_events import Session
@@ -109,6 +110,9 @@ def session_json(session: Session) -> dict[str, Any]:
         "model": session.model,
         "provider": session.provider,
         "workingDirectory": session.working_directory,
+        # False for a session whose folder is not on this machine (an imported one, a
+        # folder since removed): clients warn, and offer another (session.resume).
+        "workingDirectoryExists": os.path.isdir(session.working_directory),
         "title": session.title,
         "parentSessionId": session.parent_session_id,
         "forkFromEventId": session.fork_from_event_id,

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # types only: importing the runtime is paid for in open_servi
     from tron_events import Event
 
     from .agent.orchestrator import Orchestrator
+    from .cluster.node import ClusterNode
     from .interaction import Interaction
 
 __all__ = ["Runtime"]
@@ -32,10 +33,12 @@ __all__ = ["Runtime"]
 class Runtime:
     """The agent runtime's entry points. ``orchestrator`` None: a server without an
     agent (some tests), where sending answers -32002; ``interaction`` None: no
-    questions or approvals (nothing is ever pending)."""
+    questions or approvals (nothing is ever pending); ``cluster`` None: the only server
+    on its database (else another server may be running the session)."""
 
     orchestrator: Orchestrator | None
     interaction: Interaction | None = None
+    cluster: ClusterNode | None = None
 
     def agent(self) -> Orchestrator:
         """The orchestrator, or -32002 when this server runs none."""
@@ -43,9 +46,16 @@ class Runtime:
             raise ManagerUnavailableError("the agent runtime is not running")
         return self.orchestrator
 
-    def ensure_idle(self, session_id: str, action: str) -> None:
-        """-32003 when the session's agent is running a turn (abort it first)."""
+    def is_busy(self, session_id: str) -> bool:
+        """Whether the session's agent runs a turn, here or on another server."""
         if self.orchestrator is not None and self.orchestrator.is_running(session_id):
+            return True
+        return self.cluster is not None and self.cluster.owner_elsewhere(session_id) is not None
+
+    def ensure_idle(self, session_id: str, action: str) -> None:
+        """-32003 when the session's agent is running a turn (abort it first), on this
+        server or another."""
+        if self.is_busy(session_id):
             raise AgentBusyError(
                 f"cannot {action} session {session_id!r} while its agent is running; "
                 "call agent.abort first or wait for agent.complete"

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from tron_events import AsyncEventStore
 
     from .agent.orchestrator import Orchestrator
+    from .cluster.node import ClusterNode
     from .interaction import Interaction
     from .mcp import McpManager
     from .providers import ProviderFactory
@@ -93,6 +94,8 @@ class Services:
     #: Issues a one-time login URL for the web chat (``system.loginUrl``); None
     #: without the web app (tests that build services alone).
     issue_login_url: Callable[[], str] | None = None
+    #: This server among several on one PostgreSQL database (None: SQLite, or a test).
+    cluster: ClusterNode | None = None
 
     def __post_init__(self) -> None:
         if not self.version:
@@ -105,7 +108,7 @@ class Services:
     @property
     def runtime(self) -> Runtime:
         """Send, abort, ensure-idle: what the methods and the commands call."""
-        return Runtime(self.orchestrator, self.interaction)
+        return Runtime(self.orchestrator, self.interaction, self.cluster)
 
 
 # -- building the services of a running server ------------------------------------------
@@ -196,11 +199,29 @@ async def open_services(
     services.tools.register(NotifyTool(interaction))
     _add_web_tools(services)
     services.tools.register(Recall(store))
+    services.cluster = _open_cluster(settings, services)
     # genai-prices loads its price snapshot on first use (~0.7 s): pay it in a thread
     # once the server answers, neither before it does nor in the first turn (which,
     # should it come first, waits for the import as any importer does).
     asyncio.get_running_loop().call_later(WARM_PRICES_AFTER, _warm_prices_in_background)
     return services
+
+
+def _open_cluster(settings: Settings, services: Services) -> ClusterNode | None:
+    """On PostgreSQL, the node that shares the database with other servers (leases,
+    forwarded calls, relayed notifications); the app's lifespan starts it."""
+    url = settings.resolved_database_url()
+    if not url.startswith("postgresql"):
+        return None
+    from tron_events.cluster import Cluster
+
+    from .cluster.node import ClusterNode, new_server_id
+
+    assert services.store is not None and services.orchestrator is not None
+    cluster = Cluster(url, new_server_id(), ttl=settings.cluster_lease_seconds)
+    node = ClusterNode(cluster, services.store, services.orchestrator, services.hub.emit)
+    services.orchestrator.on_run_change = node.run_changed
+    return node
 
 
 #: Seconds after the services are built when genai-prices is loaded in the background.

@@ -75,6 +75,10 @@ class Settings(BaseSettings):
     mcp_list_wait: float = Field(default=10.0, ge=0)
     #: The Chromium the Browser tool drives (TRON_CHROMIUM_PATH; a path or a name on PATH).
     chromium_path: str = "/usr/bin/chromium"
+    #: Seconds a run lease holds without renewal when several servers share a PostgreSQL
+    #: database (TRON_CLUSTER_LEASE_SECONDS): a dead server's sessions are taken over
+    #: within this plus a second (docs/deploy.md).
+    cluster_lease_seconds: float = Field(default=6.0, gt=0, le=300)
     max_frame_bytes: int = 4 * 1024 * 1024
     outgoing_queue_limit: int = 10_000
     #: Bytes a connection may hold for its client (queued or being sent) before

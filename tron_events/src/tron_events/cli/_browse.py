@@ -15,6 +15,7 @@ from .._urls import normalize_url
 from ..errors import SessionNotFound, TronEventsError
 from ..models import Event, Session
 from ..store import EventStore
+from ..titles import session_titles
 from ._main import OK
 
 #: A tool result or a long text is shown up to this many lines.
@@ -86,9 +87,11 @@ def _sessions(store: EventStore, args: argparse.Namespace) -> int:
         raise TronEventsError("--limit must be at least 1")
     ws = _workspace_id(store, args.workspace) if args.workspace else None
     sessions = store.list_sessions(workspace_id=ws, status=args.status, limit=args.limit)
+    # Untitled sessions are titled from their first prompt, as the server's session.list.
+    titles = session_titles(store, sessions)
     if args.json:
-        for s in sessions:
-            sys.stdout.write(orjson.dumps(_session_dict(s)).decode() + "\n")
+        for s, title in zip(sessions, titles, strict=True):
+            sys.stdout.write(orjson.dumps(_session_dict(s, title)).decode() + "\n")
         return OK
     if not sessions:
         print("no sessions" + (" match" if ws or args.status else ""))
@@ -101,10 +104,10 @@ def _sessions(store: EventStore, args: argparse.Namespace) -> int:
             str(s.event_count),
             str(s.turn_count),
             s.model,
-            (s.title or "") + (" (fork)" if s.parent_session_id else ""),
+            (title or "") + (" (fork)" if s.parent_session_id else ""),
             s.working_directory,
         )
-        for s in sessions
+        for s, title in zip(sessions, titles, strict=True)
     ]
     head = ("ID", "LAST ACTIVE", "STATUS", "EVENTS", "TURNS", "MODEL", "TITLE", "FOLDER")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
@@ -118,7 +121,7 @@ def _sessions(store: EventStore, args: argparse.Namespace) -> int:
     return OK
 
 
-def _session_dict(s: Session) -> dict[str, Any]:
+def _session_dict(s: Session, title: str | None) -> dict[str, Any]:
     return {
         "id": s.id,
         "workspaceId": s.workspace_id,
@@ -126,7 +129,7 @@ def _session_dict(s: Session) -> dict[str, Any]:
         "model": s.model,
         "provider": s.provider,
         "workingDirectory": s.working_directory,
-        "title": s.title,
+        "title": title,
         "parentSessionId": s.parent_session_id,
         "createdAt": s.created_at,
         "lastActivityAt": s.last_activity_at,
@@ -150,7 +153,8 @@ def _show(store: EventStore, args: argparse.Namespace) -> int:
         return OK
     width = args.width or min(shutil.get_terminal_size((100, 24)).columns, 120)
     out = _Transcript(width, every_event=args.all_events)
-    title = f" · {session.title}" if session.title else ""
+    [title] = session_titles(store, [session])
+    title = f" · {title}" if title else ""
     out.line(
         f"session {session.id}{title}\n{session.model} ({session.provider}) · "
         f"{session.working_directory} · {session.status} · {session.event_count} event(s), "

@@ -7,6 +7,7 @@ import contextlib
 import importlib
 import itertools
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -189,18 +190,26 @@ def _stdin_file(folder: Path) -> Path:
     """Another agent's session file read from stdin, saved in ``folder`` under the
     name its agent gives it (Claude Code names a session's file by its
     ``sessionId``, which the importer derives the ids from): the same session
-    imported from stdin or from its file gets the same ids."""
-    data = sys.stdin.buffer.read()
+    imported from stdin or from its file gets the same ids. Copied in blocks,
+    never held whole."""
     name = "stdin"
-    for line in data.splitlines()[:50]:
-        with contextlib.suppress(orjson.JSONDecodeError):
-            record = orjson.loads(line)
-            sid = record.get("sessionId") if isinstance(record, dict) else None
-            if isinstance(sid, str) and sid and set(sid) <= _SAFE_NAME and sid[0] != ".":
-                name = sid
+    partial = folder / "stdin.part"
+    with partial.open("wb") as out:
+        for _ in range(50):
+            line = sys.stdin.buffer.readline(1 << 20)
+            if not line:
                 break
+            out.write(line)
+            if name != "stdin":
+                continue
+            with contextlib.suppress(orjson.JSONDecodeError):
+                record = orjson.loads(line)
+                sid = record.get("sessionId") if isinstance(record, dict) else None
+                if isinstance(sid, str) and sid and set(sid) <= _SAFE_NAME and sid[0] != ".":
+                    name = sid
+        shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
     target = folder / f"{name}.jsonl"
-    target.write_bytes(data)
+    partial.rename(target)
     return target
 
 

@@ -26,9 +26,9 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from ._errors import ImportFormatError
+from ._errors import ImportFormatError, LineTooLongError
 
-__all__ = ["IMPORTERS", "ImportFormatError", "Importer"]
+__all__ = ["IMPORTERS", "ImportFormatError", "Importer", "LineTooLongError"]
 
 Importer = Callable[[Path], Iterator[dict[str, Any]]]
 

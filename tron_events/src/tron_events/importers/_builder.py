@@ -12,22 +12,29 @@ event), sub-agents as sessions whose ``parentSessionId`` names their parent.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import PurePath
-from typing import Any
+from typing import IO, Any
+
+import orjson
 
 from ..errors import InvalidPayload, UnknownEventType
 from ..payloads import validate_payload
 from ._ids import stable_uuid7
+from ._intmap import IntSet, stable_hash
 from ._time import format_millis, to_millis
 
 __all__ = ["ImportStream", "Point", "SessionBuilder"]
 
 Record = dict[str, Any]
+
+#: Events a spilling builder keeps in memory before it moves them to a file.
+SPILL_AFTER = 1_000
 
 
 def _generator() -> str:
@@ -114,6 +121,10 @@ class SessionBuilder:
     ``key`` names the session in its source (e.g. ``claude-code:<uuid>``); every
     id derives from it and the keys given to :meth:`add`, so a re-import gives
     the same ids. ``millis`` is the session's start in milliseconds since the epoch.
+    With ``spill``, once a session has :data:`SPILL_AFTER` events they are written
+    to a temporary file as they are added (``events`` stays empty) and read back by
+    :meth:`records`: a session of a million events costs its builder a few bytes
+    per event, not its events (and the temporary file about their JSON's size).
     """
 
     def __init__(
@@ -129,6 +140,7 @@ class SessionBuilder:
         start_extra: dict[str, Any] | None = None,
         parent_session_id: str | None = None,
         fork_from: Point | None = None,
+        spill: bool = False,
     ) -> None:
         self.stream = stream
         self.key = key = stream.unique_key(key)
@@ -143,6 +155,12 @@ class SessionBuilder:
         self.last_millis = millis
         self.root_id = "evt_" + stable_uuid7(f"{key}:root", millis)
         self.events: list[Record] = []
+        self._spills = spill
+        #: The events written out so far, once there are more than SPILL_AFTER (closed
+        #: when read back by records, or dropped by discard).
+        self._spill: IO[bytes] | None = None
+        self.event_count = 0
+        self._content = False
         self.notices: list[str] = []
         #: Source records kept as metadata.import events, by record type.
         self.kept: Counter[str] = Counter()
@@ -164,7 +182,8 @@ class SessionBuilder:
             self.workspace_id = fork_from.session.workspace_id
         else:
             self.head_depth = 0
-        self._used_keys: set[str] = set()
+        #: Hashes of the event keys used (a source id used twice gets ``#2``).
+        self._used_keys = IntSet()
 
     # -- appending --------------------------------------------------------------
 
@@ -193,12 +212,11 @@ class SessionBuilder:
             millis = self.last_millis
         self.last_millis = max(self.last_millis, millis)
         full_key = f"{self.key}:{key}"
-        if full_key in self._used_keys:  # a source id used twice: keep both
+        if not self._used_keys.add(stable_hash(full_key)):  # a source id used twice
             n = 2
-            while f"{full_key}#{n}" in self._used_keys:
+            while not self._used_keys.add(stable_hash(f"{full_key}#{n}")):
                 n += 1
             full_key = f"{full_key}#{n}"
-        self._used_keys.add(full_key)
         try:
             data = validate_payload(type, payload)
         except (InvalidPayload, UnknownEventType) as exc:
@@ -226,20 +244,30 @@ class SessionBuilder:
         event_id = "evt_" + stable_uuid7(full_key, millis)
         parent_id = self.head
         depth = self.head_depth + 1
-        self.events.append(
-            {
-                "kind": "event",
-                "id": event_id,
-                "parentId": parent_id,
-                "sessionId": self.id,
-                "workspaceId": self.workspace_id,
-                "sequence": len(self.events) + 1,
-                "depth": depth,
-                "type": type,
-                "timestamp": format_millis(millis),
-                "payload": data,
-            }
-        )
+        self.event_count += 1
+        record = {
+            "kind": "event",
+            "id": event_id,
+            "parentId": parent_id,
+            "sessionId": self.id,
+            "workspaceId": self.workspace_id,
+            "sequence": self.event_count,
+            "depth": depth,
+            "type": type,
+            "timestamp": format_millis(millis),
+            "payload": data,
+        }
+        if self._spill is not None:
+            self._spill.write(orjson.dumps(record) + b"\n")
+        else:
+            self.events.append(record)
+            if self._spills and len(self.events) >= SPILL_AFTER:
+                # Small sessions (most forks) stay in memory: a file each would run
+                # out of file descriptors in a transcript with a thousand rewinds.
+                self._spill = tempfile.TemporaryFile(prefix="tron-import-")  # noqa: SIM115
+                self._spill.writelines(orjson.dumps(e) + b"\n" for e in self.events)
+                self.events = []
+        self._content = self._content or type != "metadata.import"
         self.head = event_id
         self.head_depth = depth
         return event_id
@@ -310,9 +338,26 @@ class SessionBuilder:
 
     @property
     def has_content(self) -> bool:
-        return any(e["type"] != "metadata.import" for e in self.events)
+        """Whether an event other than ``metadata.import`` was added."""
+        return self._content
 
     # -- output -----------------------------------------------------------------
+
+    def _events(self) -> Iterator[Record]:
+        spill, self._spill = self._spill, None
+        if spill is not None:
+            with spill:
+                spill.seek(0)
+                for raw in spill:
+                    yield orjson.loads(raw)
+        yield from self.events
+
+    def discard(self) -> None:
+        """Drop the events (a session that will not be imported)."""
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
+        self.events = []
 
     def _root(self) -> Record:
         created = format_millis(self.created_millis)
@@ -385,7 +430,7 @@ class SessionBuilder:
             "endedAt": None,
         }
         yield self._root()
-        yield from self.events
+        yield from self._events()
         for message in self.notices:
             yield self.stream.notice(message, self.id)
         for remark, count in sorted(self.remarks.items()):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import TronEventsError
 
-__all__ = ["ImportFormatError"]
+__all__ = ["ImportFormatError", "LineTooLongError"]
 
 
 class ImportFormatError(TronEventsError):
@@ -23,3 +23,21 @@ class ImportFormatError(TronEventsError):
         self.path = str(path)
         self.line = line
         self.reason = message
+
+
+class LineTooLongError(ImportFormatError):
+    """A line of the file is longer than the importers read (``limit`` bytes).
+
+    Raised before anything of the file's session is yielded, so nothing of it is
+    stored; in a folder, that file is skipped with a notice and the others imported.
+    """
+
+    def __init__(self, path: Path | str, line: int, limit: int) -> None:
+        mib = f" ({limit >> 20} MiB)" if limit % (1 << 20) == 0 else ""
+        super().__init__(
+            path,
+            f"the line is longer than {limit:,} bytes{mib}, the limit of one record: "
+            "the session in this file is not imported",
+            line=line,
+        )
+        self.limit = limit

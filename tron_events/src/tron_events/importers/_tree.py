@@ -14,11 +14,13 @@ the continuation of the node written before it (not one of its own descendants).
 
 from __future__ import annotations
 
+from array import array
+from collections import deque
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-__all__ = ["Branch", "plan_branches"]
+__all__ = ["Branch", "plan_branches", "plan_branches_indexed"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -111,4 +113,89 @@ def plan_branches(order: Sequence[K], parents: dict[K, K | None]) -> list[Branch
             node = follow
             line.append(node)
         branches.append(Branch(fork_from, line))
+    return branches
+
+
+def plan_branches_indexed(parents: Sequence[int]) -> list[tuple[int, array[int]]]:
+    """:func:`plan_branches` for nodes ``0 … n-1`` in file order, node ``i``
+    following ``parents[i]`` (-1: none), with flat arrays instead of dicts (a
+    transcript can have hundreds of thousands of messages). Each branch is
+    ``(fork_from, nodes)``, ``fork_from`` -1 for the main line."""
+    count = len(parents)
+    if not count:
+        return []
+    parent = array("i", (p if 0 <= p < count and p != n else -1 for n, p in enumerate(parents)))
+    state = bytearray(count)  # 0 unseen, 1 on the current walk, 2 done
+    for node in range(count):
+        chain: list[int] = []
+        current = node
+        while current >= 0 and state[current] == 0:
+            state[current] = 1
+            chain.append(current)
+            current = parent[current]
+        if current >= 0 and state[current] == 1:
+            parent[current] = -1  # a cycle: cut it where it closed
+        for n in chain:
+            state[n] = 2
+    del state
+    # Roots but the first node's attach after the latest earlier node outside them;
+    # ``top`` finds a node's root (union-find: roots only ever merge).
+    top = array("i", (p if p >= 0 else n for n, p in enumerate(parent)))
+
+    def root_of(node: int) -> int:
+        while top[node] != node:
+            top[node] = top[top[node]]
+            node = top[node]
+        return node
+
+    main_root = root_of(0)
+    for node in range(1, count):
+        if parent[node] >= 0 or node == main_root:
+            continue
+        for earlier in range(node - 1, -1, -1):
+            if root_of(earlier) != node:
+                parent[node] = earlier
+                top[node] = earlier
+                break
+    # Children in CSR form, then the latest node of each subtree (children first).
+    starts = array("i", [0] * (count + 1))
+    for p in parent:
+        if p >= 0:
+            starts[p + 1] += 1
+    for n in range(count):
+        starts[n + 1] += starts[n]
+    children = array("i", [0] * starts[count])
+    fill = array("i", starts[:count])
+    root = -1
+    for n, p in enumerate(parent):
+        if p < 0:
+            root = n
+        else:
+            children[fill[p]] = n
+            fill[p] += 1
+    del fill
+    order = array("i", [root])
+    index = 0
+    while index < len(order):
+        node = order[index]
+        order.extend(children[starts[node] : starts[node + 1]])
+        index += 1
+    latest = array("i", range(count))
+    for node in reversed(order):
+        p = parent[node]
+        if p >= 0 and latest[node] > latest[p]:
+            latest[p] = latest[node]
+    del order
+    branches: list[tuple[int, array[int]]] = []
+    pending: deque[tuple[int, int]] = deque([(-1, root)])
+    while pending:
+        fork_from, node = pending.popleft()
+        line = array("i", [node])
+        while starts[node] != starts[node + 1]:
+            kids = children[starts[node] : starts[node + 1]]
+            follow = max(kids, key=latest.__getitem__)
+            pending.extend((node, c) for c in sorted(kids) if c != follow)
+            node = follow
+            line.append(node)
+        branches.append((fork_from, line))
     return branches

@@ -37,8 +37,9 @@ gave. Fields of a record that no payload field holds are kept in the event's
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,11 +47,28 @@ from typing import Any
 import orjson
 
 from ._builder import ImportStream, Point, SessionBuilder
+from ._claude_scan import (
+    ASSISTANT,
+    COMPACT,
+    HAS_TIME,
+    HAS_UUID,
+    KNOWN_OTHER,
+    OTHER_BLOCKS,
+    PARENT_KEY,
+    PROMPT,
+    SUMMARY,
+    TREE_TYPE,
+    TREE_TYPES,
+    Index,
+    Uuids,
+    scan,
+)
 from ._detect import FORMAT_NAMES, guess_format
 from ._errors import ImportFormatError
-from ._jsonl import JsonlFile, Line, read_jsonl
+from ._intmap import IntMap
+from ._jsonl import Line
 from ._time import to_millis
-from ._tree import Branch, plan_branches
+from ._tree import plan_branches, plan_branches_indexed
 
 __all__ = ["import_claude_code"]
 
@@ -58,21 +76,6 @@ KIND = "claude-code"
 #: Characters of a compaction summary kept in its handoff (the summary event keeps all).
 HANDOFF_SUMMARY_CHARS = 4_000
 PROVIDER = "anthropic"
-_TREE_TYPES = {"user", "assistant", "system", "progress", "attachment"}
-_KNOWN_OTHER = {
-    "summary",
-    "file-history-snapshot",
-    "queue-operation",
-    "permission-mode",
-    "last-prompt",
-    "ai-title",
-    "custom-title",
-    "agent-name",
-    "worktree-state",
-    "pr-link",
-    "mode",
-    "tag",
-}
 #: Fields every record repeats: kept once per session, then only where they change.
 _CONTEXT = ("cwd", "version", "gitBranch", "userType", "entrypoint", "slug", "sessionId")
 _SPAWN_TOOLS = {"Task", "Agent"}
@@ -82,48 +85,297 @@ Record = dict[str, Any]
 
 # --- grouping records into messages ------------------------------------------------------
 
+# Unit kinds, and what a prompt unit's blocks are.
+_ASSISTANT, _PROMPT, _COMPACT, _SUMMARY = 0, 1, 2, 3
+_KIND_NAMES = ("assistant", "prompt", "compact", "summary")
+_CATEGORY_KIND = {ASSISTANT: _ASSISTANT, PROMPT: _PROMPT, COMPACT: _COMPACT, SUMMARY: _SUMMARY}
+_WHOLE, _NOT_RESULTS, _ORPHANS = 0, 1, 2
+
 
 @dataclass(eq=False)
 class _Unit:
-    """One message-to-be: a prompt, an API response (with its tool results), a
-    compaction boundary or a compaction summary."""
+    """One message-to-be, with its records read again: a prompt, an API response
+    (with its tool results), a compaction boundary or a compaction summary."""
 
     kind: str  # prompt | assistant | compact | summary
     key: str
-    position: int
-    lines: list[Line] = field(default_factory=list)
+    index: int
+    lines: list[Line]
     #: For prompts split off a tool-result record: the blocks that were not results.
     blocks: list[Any] | None = None
     #: For assistants: (line, tool_result block) in file order.
     results: list[tuple[Line, dict[str, Any]]] = field(default_factory=list)
     #: Records kept as metadata.import after this unit's events.
     meta: list[Line] = field(default_factory=list)
-    parent: _Unit | None = None
-    explicit_parent: bool = False
+    #: The unit it follows (-1: none).
+    parent: int = -1
 
 
-@dataclass
+def _grouped(keys: array[int], count: int) -> tuple[array[int], array[int]]:
+    """Positions of ``keys`` (each in -1 … count-1) grouped by key, in order
+    within a key: the positions of key k are ``items[starts[k+1]:starts[k+2]]``."""
+    starts = array("i", [0]) * (count + 2)
+    for key in keys:
+        starts[key + 2] += 1
+    for k in range(1, count + 2):
+        starts[k] += starts[k - 1]
+    fill = array("i", starts)
+    items = array("i", [0]) * len(keys)
+    for position, key in enumerate(keys):
+        items[fill[key + 1]] = position
+        fill[key + 1] += 1
+    return starts, items
+
+
 class _Thread:
-    """The records of one conversation: the main one or a sub-agent's."""
+    """The records of one conversation (the main one or a sub-agent's), grouped
+    into units in flat arrays; :meth:`unit` reads one back."""
 
-    lines: list[Line]
-    units: list[_Unit] = field(default_factory=list)
-    #: Records before any message (kept right after the session's start).
-    leading: list[Line] = field(default_factory=list)
-    by_uuid: dict[str, list[Line]] = field(default_factory=dict)
-    owner: dict[int, _Unit] = field(default_factory=dict)  # line number -> unit
-    #: line number -> the unit it follows (see _ancestor_unit)
-    ancestors: dict[int, _Unit | None] = field(default_factory=dict)
+    def __init__(self, index: Index, lines: Sequence[int], uuids: Uuids) -> None:
+        self.index = index
+        self.lines = lines
+        self.uuids = uuids
+        self.kind = bytearray()
+        self.first = array("I")
+        self.parent = array("i")
+        self.explicit = bytearray()
+        self.blocks = bytearray()
+        #: line -> its result blocks answering no call of the thread (tool entries)
+        self.orphans: dict[int, list[int]] = {}
+        #: units in file order (by the position of their first record)
+        self.order: Sequence[int] = range(0)
+        self._build()
+
+    # -- building ----------------------------------------------------------------------
+
+    def _new(self, kind: int, line: int, *, own: bool = True) -> int:
+        unit = len(self.first)
+        self.kind.append(kind)
+        self.first.append(line)
+        self.parent.append(-1)
+        self.explicit.append(0)
+        self.blocks.append(_WHOLE)
+        if own:
+            self.index.owner[line] = unit
+        return unit
+
+    def _tools(self, line: int) -> range:
+        tool_line = self.index.tool_line
+        return range(bisect.bisect_left(tool_line, line), bisect.bisect_right(tool_line, line))
+
+    def _build(self) -> None:
+        """Group the thread's records into units, link each to the one it follows, and
+        attach the other records to them."""
+        index = self.index
+        owner, tool_id = index.owner, index.tool_id
+        units_by_message = IntMap()
+        unit_of_tool_use = IntMap()
+        extra_unit, extra_line = array("i"), array("I")
+        result_unit, result_line, result_entry = array("i"), array("I"), array("I")
+        pending_meta = array("I")
+        deferred: list[tuple[int, list[int]]] = []  # results of no known call yet
+
+        def answer(unit: int, line: int, entry: int) -> None:
+            result_unit.append(unit)
+            result_line.append(line)
+            result_entry.append(entry)
+
+        for line in self.lines:
+            category = index.category[line]
+            if category == ASSISTANT:
+                unit = units_by_message.get(index.key[line])
+                if unit < 0:
+                    unit = self._new(_ASSISTANT, line)
+                    units_by_message[index.key[line]] = unit
+                else:
+                    extra_unit.append(unit)
+                    extra_line.append(line)
+                    owner[line] = unit
+                for entry in self._tools(line):
+                    unit_of_tool_use.setdefault(tool_id[entry], unit)
+            elif category == PROMPT:
+                entries = self._tools(line)
+                answered = -1
+                unknown: list[int] = []
+                for entry in entries:
+                    target = unit_of_tool_use.get(tool_id[entry])
+                    if target < 0:
+                        unknown.append(entry)
+                    else:
+                        answer(target, line, entry)
+                        answered = target if answered < 0 else answered
+                if not entries:
+                    self._new(_PROMPT, line)
+                elif index.flags[line] & OTHER_BLOCKS:
+                    unit = self._new(_PROMPT, line)
+                    self.blocks[unit] = _NOT_RESULTS
+                    if answered >= 0:
+                        self.parent[unit], self.explicit[unit] = answered, 1
+                elif answered >= 0:
+                    owner[line] = answered
+                if unknown:
+                    deferred.append((line, unknown))
+            elif category in (SUMMARY, COMPACT):
+                self._new(_CATEGORY_KIND[category], line)
+            else:
+                pending_meta.append(line)
+        del units_by_message
+        # Results written before their call (rare) join it; results answering no call
+        # of this thread stay in a message.user (the projection leaves them out).
+        orphan_units = False
+        for line, waiting in deferred:
+            orphans: list[int] = []
+            for entry in waiting:
+                target = unit_of_tool_use.get(tool_id[entry])
+                if target < 0:
+                    orphans.append(entry)
+                else:
+                    answer(target, line, entry)
+                    if owner[line] < 0:
+                        owner[line] = target
+            if orphans:
+                self.orphans[line] = orphans
+                unit = owner[line]
+                if unit < 0 or self.kind[unit] != _PROMPT or self.blocks[unit] != _NOT_RESULTS:
+                    unit = self._new(_PROMPT, line, own=False)
+                    self.blocks[unit] = _ORPHANS
+                    orphan_units = True
+                    if owner[line] < 0:
+                        owner[line] = unit
+        del unit_of_tool_use, deferred
+        count = len(self.first)
+        number = index.number
+        order: Sequence[int] = range(count)
+        if orphan_units:
+            order = array("I", sorted(order, key=lambda u: number[self.first[u]]))
+        self.order = order
+        for unit in self.order:
+            if not self.explicit[unit]:
+                self.parent[unit] = self._logical_parent(unit)
+        self.extra = _grouped(extra_unit, count), extra_line
+        self.results = _grouped(result_unit, count), result_line, result_entry
+        meta_unit = self._attach_other_records(pending_meta)
+        self.meta = _grouped(meta_unit, count), pending_meta
+
+    def _walk_up(self, line: int, skip: int) -> int:
+        """The first unit (other than ``skip``) on the parent chain from ``line``."""
+        owner, parent = self.index.owner, self.index.parent
+        seen: set[int] = set()
+        while line >= 0 and line not in seen:
+            seen.add(line)
+            unit = owner[line]
+            if unit >= 0 and unit != skip:
+                return unit
+            line = parent[line]
+        return -1
+
+    def _logical_parent(self, unit: int) -> int:
+        first = self.first[unit]
+        if self.kind[unit] == _COMPACT:
+            return self._walk_up(self.index.logical.get(first, -1), unit)
+        return self._walk_up(self.index.parent[first], unit)
+
+    def _attach_other_records(self, pending_meta: array[int]) -> array[int]:
+        """Records that are no message go after one: tree records after the message they
+        follow, the others after the message they name or the one written before them
+        (-1: before any message)."""
+        index = self.index
+        owner, number = index.owner, index.number
+        positions = array("I", (number[self.first[u]] for u in self.order))
+        ancestors = array("i", [-2]) * len(index)
+        out = array("i")
+        for line in pending_meta:
+            found = -1
+            if index.flags[line] & HAS_UUID and index.flags[line] & PARENT_KEY:
+                found = self._ancestor_unit(line, ancestors)
+            elif index.key[line]:
+                named = index.named.get(line)
+                for candidate in (
+                    named if named is not None else self.uuids.lines_of(index.key[line])
+                ):
+                    if owner[candidate] >= 0:
+                        found = owner[candidate]
+            if found < 0:
+                before = bisect.bisect_left(positions, number[line])
+                found = self.order[before - 1] if before else -1
+            out.append(found)
+        return out
+
+    def _ancestor_unit(self, line: int, cache: array[int]) -> int:
+        """The unit a non-message record follows (memoised: long runs of progress
+        records chained to one another would otherwise be walked again and again)."""
+        owner, parent = self.index.owner, self.index.parent
+        chain: list[int] = []
+        seen: set[int] = set()
+        current = line
+        found = -1
+        while current >= 0 and current not in seen:
+            if cache[current] != -2:
+                found = cache[current]
+                break
+            unit = owner[current] if current != line else -1
+            if unit >= 0:
+                found = unit
+                break
+            chain.append(current)
+            seen.add(current)
+            current = parent[current]
+        for n in chain:
+            cache[n] = found
+        return found
+
+    # -- reading back ------------------------------------------------------------------
+
+    def leading(self) -> list[Line]:
+        """Records before any message (kept right after the session's start)."""
+        (starts, items), lines = self.meta
+        return [self.index.line(lines[i]) for i in items[starts[0] : starts[1]]]
+
+    def key_of(self, unit: int) -> str:
+        """The unit's key: its first record's uuid (``line<n>`` without one)."""
+        first = self.first[unit]
+        number = self.index.number[first]
+        if self.blocks[unit] == _ORPHANS:
+            return f"line{number}:orphans"
+        uuid = self.index.value(first).get("uuid")
+        return uuid if isinstance(uuid, str) else f"line{number}"
+
+    def unit(self, unit: int) -> _Unit:
+        index = self.index
+        first = self.first[unit]
+        key = self.key_of(unit)
+        value = index.value(first)
+        number = index.number[first]
+        out = _Unit(_KIND_NAMES[self.kind[unit]], key, unit, [Line(number, value)])
+        out.parent = self.parent[unit]
+        (starts, items), extra_line = self.extra
+        out.lines.extend(
+            index.line(extra_line[i]) for i in items[starts[unit + 1] : starts[unit + 2]]
+        )
+        if self.blocks[unit] != _WHOLE:
+            orphans = [self._block(first, e) for e in self.orphans.get(first, ())]
+            if self.blocks[unit] == _NOT_RESULTS:
+                _, others = _split_user(_content_blocks(value.get("message")))
+                orphans.extend(others)
+            out.blocks = orphans
+        (starts, items), result_line, result_entry = self.results
+        for i in items[starts[unit + 1] : starts[unit + 2]]:
+            line = index.line(result_line[i])
+            out.results.append((line, self._block(result_line[i], result_entry[i])))
+        (starts, items), meta_line = self.meta
+        out.meta.extend(
+            index.line(meta_line[i]) for i in items[starts[unit + 1] : starts[unit + 2]]
+        )
+        return out
+
+    def _block(self, line: int, entry: int) -> dict[str, Any]:
+        content = _content_blocks(self.index.value(line).get("message"))
+        block: dict[str, Any] = content[self.index.tool_block[entry]]
+        return block
 
 
 def _content_blocks(message: Any) -> Any:
     return message.get("content") if isinstance(message, dict) else None
-
-
-def _is_synthetic(value: Record) -> bool:
-    message = value.get("message")
-    model = message.get("model") if isinstance(message, dict) else None
-    return bool(value.get("isApiErrorMessage")) or model == "<synthetic>"
 
 
 def _split_user(content: Any) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -133,192 +385,6 @@ def _split_user(content: Any) -> tuple[list[dict[str, Any]], list[Any]]:
     results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
     others = [b for b in content if not (isinstance(b, dict) and b.get("type") == "tool_result")]
     return results, others
-
-
-def _build_units(thread: _Thread) -> None:
-    """Group the thread's records into units, link each to the one it follows, and
-    attach the other records to them."""
-    units_by_message: dict[str, _Unit] = {}
-    unit_of_tool_use: dict[str, _Unit] = {}
-    for line in thread.lines:
-        uuid = line.value.get("uuid")
-        if isinstance(uuid, str):
-            thread.by_uuid.setdefault(uuid, []).append(line)
-
-    def new_unit(kind: str, line: Line, key: str) -> _Unit:
-        unit = _Unit(kind, key, line.number, [line])
-        thread.units.append(unit)
-        thread.owner[line.number] = unit
-        return unit
-
-    pending_meta: list[Line] = []  # tree records attached once units exist
-    deferred: list[tuple[Line, list[dict[str, Any]]]] = []  # results of no known call yet
-    for line in thread.lines:
-        value = line.value
-        kind = value.get("type")
-        raw_uuid = value.get("uuid")
-        uuid = raw_uuid if isinstance(raw_uuid, str) else f"line{line.number}"
-        message = value.get("message")
-        if kind == "assistant" and isinstance(message, dict) and not _is_synthetic(value):
-            message_id = message.get("id")
-            key = message_id if isinstance(message_id, str) and message_id else uuid
-            unit = units_by_message.get(key)
-            if unit is None:
-                unit = units_by_message[key] = new_unit("assistant", line, uuid)
-            else:
-                unit.lines.append(line)
-                thread.owner[line.number] = unit
-            content = _content_blocks(message)
-            for block in content if isinstance(content, list) else []:
-                if isinstance(block, dict) and block.get("type") == "tool_use":
-                    use_id = block.get("id")
-                    if isinstance(use_id, str):
-                        unit_of_tool_use.setdefault(use_id, unit)
-        elif kind == "user" and isinstance(message, dict) and "content" in message:
-            if value.get("isCompactSummary"):
-                new_unit("summary", line, uuid)
-                continue
-            results, others = _split_user(message.get("content"))
-            answered: _Unit | None = None
-            unknown: list[dict[str, Any]] = []
-            for block in results:
-                target = unit_of_tool_use.get(str(block.get("tool_use_id")))
-                if target is None:
-                    unknown.append(block)
-                else:
-                    target.results.append((line, block))
-                    answered = answered or target
-            if not results:
-                new_unit("prompt", line, uuid)
-            elif others:
-                unit = new_unit("prompt", line, uuid)
-                unit.blocks = others
-                if answered is not None:
-                    unit.parent, unit.explicit_parent = answered, True
-            elif answered is not None:
-                thread.owner[line.number] = answered
-            if unknown:
-                deferred.append((line, unknown))
-        elif kind == "system" and value.get("subtype") == "compact_boundary":
-            new_unit("compact", line, uuid)
-        else:
-            pending_meta.append(line)
-
-    _place_deferred_results(thread, deferred, unit_of_tool_use)
-    thread.units.sort(key=lambda u: u.position)
-    for unit in thread.units:
-        if not unit.explicit_parent:
-            unit.parent = _logical_parent(thread, unit)
-    _attach_other_records(thread, pending_meta)
-
-
-def _place_deferred_results(
-    thread: _Thread,
-    deferred: list[tuple[Line, list[dict[str, Any]]]],
-    unit_of_tool_use: dict[str, _Unit],
-) -> None:
-    """Results written before their call (rare) join it; results answering no call
-    of this thread stay in a message.user (the projection leaves them out)."""
-    for line, blocks in deferred:
-        orphans: list[dict[str, Any]] = []
-        for block in blocks:
-            target = unit_of_tool_use.get(str(block.get("tool_use_id")))
-            if target is None:
-                orphans.append(block)
-            else:
-                target.results.append((line, block))
-                thread.owner.setdefault(line.number, target)
-        if orphans:
-            unit = thread.owner.get(line.number)
-            if unit is not None and unit.kind == "prompt" and unit.blocks is not None:
-                unit.blocks[0:0] = orphans
-            else:
-                orphan = _Unit("prompt", f"line{line.number}:orphans", line.number, [line])
-                orphan.blocks = orphans
-                thread.units.append(orphan)
-                thread.owner.setdefault(line.number, orphan)
-
-
-def _attach_other_records(thread: _Thread, pending_meta: list[Line]) -> None:
-    """Records that are no message go after one: tree records after the message they
-    follow, the others after the message they name or the one written before them."""
-    positions = [u.position for u in thread.units]
-    for line in pending_meta:
-        value = line.value
-        found: _Unit | None = None
-        if isinstance(value.get("uuid"), str) and "parentUuid" in value:
-            found = _ancestor_unit(thread, line)
-        else:
-            named = value.get("messageId") or value.get("leafUuid")
-            if isinstance(named, str):
-                for candidate in thread.by_uuid.get(named, []):
-                    found = thread.owner.get(candidate.number) or found
-        if found is None:
-            found = _unit_before(thread, positions, line.number)
-        if found is None:
-            thread.leading.append(line)
-        else:
-            found.meta.append(line)
-
-
-def _unit_before(thread: _Thread, positions: list[int], number: int) -> _Unit | None:
-    index = bisect.bisect_left(positions, number)
-    return thread.units[index - 1] if index else None
-
-
-def _resolve(thread: _Thread, uuid: Any, before: int) -> Line | None:
-    """The record ``uuid`` names: the latest one written before line ``before``
-    (a uuid may repeat in hand-made files), else the first one."""
-    candidates = thread.by_uuid.get(uuid) if isinstance(uuid, str) else None
-    if not candidates:
-        return None
-    earlier = [c for c in candidates if c.number < before]
-    return earlier[-1] if earlier else candidates[0]
-
-
-def _walk_up(thread: _Thread, start: Any, number: int, skip: _Unit | None) -> _Unit | None:
-    """The first unit (other than ``skip``) on the parent chain from ``start``."""
-    seen: set[int] = set()
-    current = _resolve(thread, start, number)
-    while current is not None and current.number not in seen:
-        seen.add(current.number)
-        unit = thread.owner.get(current.number)
-        if unit is not None and unit is not skip:
-            return unit
-        current = _resolve(thread, current.value.get("parentUuid"), current.number)
-    return None
-
-
-def _logical_parent(thread: _Thread, unit: _Unit) -> _Unit | None:
-    first = unit.lines[0]
-    start = first.value.get("parentUuid")
-    if unit.kind == "compact":
-        start = first.value.get("logicalParentUuid") or start
-    return _walk_up(thread, start, first.number, unit)
-
-
-def _ancestor_unit(thread: _Thread, line: Line) -> _Unit | None:
-    """The unit a non-message record follows (memoised: long runs of progress
-    records chained to one another would otherwise be walked again and again)."""
-    cache = thread.ancestors
-    chain: list[int] = []
-    seen: set[int] = set()
-    current: Line | None = line
-    found: _Unit | None = None
-    while current is not None and current.number not in seen:
-        if current.number in cache:
-            found = cache[current.number]
-            break
-        unit = thread.owner.get(current.number) if current is not line else None
-        if unit is not None:
-            found = unit
-            break
-        chain.append(current.number)
-        seen.add(current.number)
-        current = _resolve(thread, current.value.get("parentUuid"), current.number)
-    for number in chain:
-        cache[number] = found
-    return found
 
 
 # --- payloads -------------------------------------------------------------------------------
@@ -380,6 +446,8 @@ class _Links:
     #: prompt text -> tool_use ids of spawn calls with that prompt, in order
     prompts: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     used: set[str] = field(default_factory=set)
+    #: The tool_use ids of ``agents`` (the calls worth remembering in ``calls``).
+    wanted: set[str] = field(default_factory=set)
 
 
 class _Emitter:
@@ -406,27 +474,59 @@ class _Emitter:
         self.start_extra = start_extra
         self.parent_session_id = parent_session_id
         self.context: dict[str, Any] = {}
+        index = thread.index
         for line in thread.lines:
-            if line.value.get("type") in _TREE_TYPES:
-                self.context = {k: line.value[k] for k in _CONTEXT if k in line.value}
+            if index.flags[line] & TREE_TYPE:
+                value = index.value(line)
+                self.context = {k: value[k] for k in _CONTEXT if k in value}
                 break
-        self.points: dict[str, Point] = {}
+        self.points: dict[Hashable, Point] = {}
         self.boundaries: dict[str, str] = {}  # compact unit key -> compact.boundary event id
 
-    def sessions(self) -> list[SessionBuilder]:
+    def _plan(self) -> tuple[list[tuple[Hashable, Sequence[Hashable]]], Callable[[Any], int]]:
+        """The branches (``(fork_from or None, nodes)``) and the unit of a node.
+
+        Nodes are the units in file order; in a hand-made file where two units share
+        a key (a uuid written twice), they are the keys, as the importer always read
+        such files (the last unit of a key stands for it)."""
         thread = self.thread
-        order = [u.key for u in thread.units]
-        by_key = {u.key: u for u in thread.units}
-        parents = {u.key: (u.parent.key if u.parent else None) for u in thread.units}
-        branches = plan_branches(order, parents)
+        order = thread.order
+        if thread.uuids.previous:
+            keys = [thread.key_of(u) for u in order]
+            if len(set(keys)) < len(keys):
+                by_key = dict(zip(keys, order, strict=True))
+                parents: dict[Hashable, Hashable | None] = {
+                    key: thread.key_of(thread.parent[u]) if thread.parent[u] >= 0 else None
+                    for key, u in zip(keys, order, strict=True)
+                }
+                plan = [(b.fork_from, b.nodes) for b in plan_branches(keys, parents)]
+                return [*plan], by_key.__getitem__
+            del keys
+        if isinstance(order, range):
+            ranked: Sequence[int] = thread.parent
+        else:
+            rank = array("i", [0]) * len(order)
+            for position, unit in enumerate(order):
+                rank[unit] = position
+            parent = thread.parent
+            ranked = array("i", (rank[parent[u]] if parent[u] >= 0 else -1 for u in order))
+        branches = plan_branches_indexed(ranked)
+        return [(f if f >= 0 else None, nodes) for f, nodes in branches], order.__getitem__
+
+    def sessions(self) -> list[SessionBuilder]:
+        """The main line's session and one per fork, their events made (and kept on
+        disk by the builders) one unit at a time."""
+        thread = self.thread
+        branches, unit_of = self._plan()
+        forks_from = {fork_from for fork_from, _ in branches if fork_from is not None}
         cwd = self.context.get("cwd")
         if not isinstance(cwd, str) or not cwd:
             cwd = str(self.path.parent.resolve())
         first_millis = self._first_millis()
         out: list[SessionBuilder] = []
-        plan: list[Branch[str] | None] = list(branches) or [None]
-        for branch in plan:
-            if branch is None or branch.fork_from is None:
+        plan: list[tuple[Hashable, Sequence[Hashable]]] = branches or [(None, ())]
+        for fork_from, nodes in plan:
+            if fork_from is None:
                 extra = dict(self.start_extra)
                 extra["imported"] = {**extra.get("imported", {}), "context": self.context}
                 builder = SessionBuilder(
@@ -438,12 +538,13 @@ class _Emitter:
                     title=self.title,
                     start_extra=extra,
                     parent_session_id=self.parent_session_id,
+                    spill=True,
                 )
-                for line in thread.leading:
+                for line in thread.leading():
                     self._keep(builder, line)
             else:
-                point = self.points[branch.fork_from]
-                first = by_key[branch.nodes[0]]
+                point = self.points[fork_from]
+                first = thread.unit(unit_of(nodes[0]))
                 builder = SessionBuilder(
                     self.stream,
                     key=f"{self.key}:fork:{first.key}",
@@ -451,18 +552,22 @@ class _Emitter:
                     millis=self._millis(first.lines[0], point.millis),
                     title=self.title,
                     fork_from=point,
+                    spill=True,
                 )
-            for node in branch.nodes if branch is not None else []:
-                self._emit(builder, by_key[node])
-                self.points[node] = builder.point()
+            for node in nodes:
+                self._emit(builder, thread.unit(unit_of(node)))
+                if node in forks_from:
+                    self.points[node] = builder.point()
             out.append(builder)
         return out
 
     def _first_millis(self) -> int:
+        index = self.thread.index
         for line in self.thread.lines:
-            millis = to_millis(line.value.get("timestamp"))
-            if millis is not None:
-                return millis
+            if index.flags[line] & HAS_TIME:
+                millis = to_millis(index.value(line).get("timestamp"))
+                if millis is not None:
+                    return millis
         try:
             return int(self.path.stat().st_mtime * 1000)
         except OSError:
@@ -478,7 +583,7 @@ class _Emitter:
         name = f"{kind}/{value['subtype']}" if isinstance(value.get("subtype"), str) else kind
         if kind == "assistant":
             name = "assistant (API error shown by Claude Code)"
-        elif kind not in _TREE_TYPES and kind not in _KNOWN_OTHER:
+        elif kind not in TREE_TYPES and kind not in KNOWN_OTHER:
             name = f"unknown record type {kind!r}"
         uuid = value.get("uuid")
         builder.keep(
@@ -595,7 +700,9 @@ class _Emitter:
                 key=f"{use_id}:call",
                 millis=millis,
             )
-            self.links.calls.setdefault(use_id, (builder, event_id, arguments))
+            if use_id in self.links.wanted or block.get("name") in _SPAWN_TOOLS:
+                # Only the calls a sub-agent can name are remembered (not every call).
+                self.links.calls.setdefault(use_id, (builder, event_id, arguments))
             if block.get("name") in _SPAWN_TOOLS and isinstance(arguments.get("prompt"), str):
                 self.links.prompts[arguments["prompt"]].append(use_id)
         order = {str(b.get("id")): i for i, b in enumerate(uses)}
@@ -662,8 +769,9 @@ class _Emitter:
         if rest:
             imported["message"] = rest
         payload: dict[str, Any] = {"summary": summary, "imported": imported}
-        if unit.parent is not None and unit.parent.key in self.boundaries:
-            payload["boundaryEventId"] = self.boundaries[unit.parent.key]
+        parent_key = self.thread.key_of(unit.parent) if unit.parent >= 0 else None
+        if parent_key in self.boundaries:
+            payload["boundaryEventId"] = self.boundaries[parent_key]
         millis = builder.time(value.get("timestamp"))
         summary_id = builder.add("compact.summary", payload, key=f"{unit.key}:summary",
                                  millis=millis)  # fmt: skip
@@ -680,59 +788,36 @@ class _Emitter:
             builder.add("memory.handoff", handoff, key=f"{unit.key}:handoff", millis=millis)
 
 
-def _titles(lines: list[Line], uuids: set[str]) -> str | None:
-    custom = ai = summary = None
-    for line in lines:
-        value = line.value
-        kind = value.get("type")
-        if kind == "custom-title" and isinstance(value.get("customTitle"), str):
-            custom = value["customTitle"]
-        elif kind == "ai-title" and isinstance(value.get("aiTitle"), str):
-            ai = value["aiTitle"]
-        elif (
-            kind == "summary"
-            and isinstance(value.get("summary"), str)
-            and value.get("leafUuid") in uuids
-        ):
-            summary = value["summary"]
-    return custom or ai or summary
+def _title(index: Index) -> str | None:
+    """``custom-title``, else ``ai-title``, else the ``summary`` naming a record of the file."""
+    return index.custom_title or index.ai_title or index.summary_title
 
 
-def _check_format(file: JsonlFile) -> None:
-    recognised = sum(
-        1
-        for line in file.lines
-        if line.value.get("type") in _TREE_TYPES | _KNOWN_OTHER
-        and (
-            "uuid" in line.value
-            or "sessionId" in line.value
-            or line.value.get("type") in _KNOWN_OTHER
-        )
-    )
-    if recognised:
+def _check_format(index: Index) -> None:
+    if index.recognised:
         return
-    guess = guess_format(file)
+    head = index.as_head_file()
+    guess = guess_format(head)
     if guess is not None and guess != KIND:
         raise ImportFormatError(
-            file.path,
+            index.path,
             f"is {FORMAT_NAMES[guess]}, not a Claude Code transcript: import it with "
             f"`--from {guess}`",
-            line=file.lines[0].number,
+            line=head.lines[0].number,
         )
     raise ImportFormatError(
-        file.path,
+        index.path,
         "has no Claude Code record (user/assistant/system/summary lines with a uuid or "
         "sessionId): not a Claude Code transcript",
-        line=file.lines[0].number,
+        line=head.lines[0].number,
     )
 
 
-def _agent_id(path: Path, file: JsonlFile) -> str:
-    for line in file.lines:
-        agent = line.value.get("agentId")
-        if isinstance(agent, str) and agent:
-            return agent
-    return path.stem.removeprefix("agent-")
+def _read(path: Path, *, split_sidechains: bool) -> Index:
+    """Index a transcript, refused (ImportFormatError) if it is not one."""
+    index = scan(path, split_sidechains=split_sidechains)
+    _check_format(index)
+    return index
 
 
 def _meta(path: Path) -> dict[str, Any]:
@@ -744,72 +829,30 @@ def _meta(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _main_session_key(path: Path, file: JsonlFile) -> str:
-    for line in file.lines:
-        session = line.value.get("sessionId")
-        if isinstance(session, str) and session:
-            return session
-    return path.stem
-
-
-def _sidechain_threads(file: JsonlFile) -> tuple[list[Line], list[list[Line]]]:
-    """The main thread's records and each inline sidechain's (the old layout): the
-    sidechain records connected by their parent links."""
-    sidechain = {
-        line.value["uuid"]: line
-        for line in file.lines
-        if line.value.get("isSidechain") is True and isinstance(line.value.get("uuid"), str)
-    }
-    group: dict[int, int] = {}
-
-    def find(number: int) -> int:
-        root = number
-        while group.get(root, root) != root:
-            root = group[root]
-        group[number] = root
-        return root
-
-    main: list[Line] = []
-    members: list[Line] = []
-    for line in file.lines:
-        if line.value.get("isSidechain") is not True:
-            main.append(line)
-            continue
-        members.append(line)
-        group.setdefault(line.number, line.number)
-        parent = sidechain.get(line.value.get("parentUuid"))
-        if parent is not None:
-            group.setdefault(parent.number, parent.number)
-            a, b = find(line.number), find(parent.number)
-            if a != b:
-                group[max(a, b)] = min(a, b)
-    runs: dict[int, list[Line]] = {}
-    for line in members:
-        runs.setdefault(find(line.number), []).append(line)
-    return main, [runs[k] for k in sorted(runs)]
-
-
 def _session_file_records(
     stream: ImportStream,
     path: Path,
     subagents: list[Path],
     *,
     standalone_subagent: bool = False,
-) -> list[Record]:
+) -> Iterator[Record]:
     """Every record of one main file (or one sub-agent file given alone) and the
-    sub-agent files paired with it, built before any is returned."""
-    file = read_jsonl(path)
-    _check_format(file)
-    out: list[Record] = []
-    links = _Links()
-    problems = list(file.problems)
-    uuids = {x.value["uuid"] for x in file.lines if isinstance(x.value.get("uuid"), str)}
-    title = _titles(file.lines, uuids)
+    sub-agent files paired with it. The file is read (and refused if it is not a
+    transcript) before the first record is returned; its events are then made and
+    returned one session at a time, each sub-agent file read when its turn comes."""
+    index = _read(path, split_sidechains=not standalone_subagent)
+    return _file_records(stream, index, subagents, standalone_subagent)
 
+
+def _file_records(
+    stream: ImportStream, index: Index, subagents: list[Path], standalone_subagent: bool
+) -> Iterator[Record]:
+    path = index.path
+    links = _Links()
+    title = _title(index)
     if standalone_subagent:
-        main_lines, sidechains = file.lines, list[list[Line]]()
-        session_id = _main_session_key(path, file)
-        agent = _agent_id(path, file)
+        session_id = index.session_id or path.stem
+        agent = index.agent_id or path.stem.removeprefix("agent-")
         key = f"{KIND}:{session_id}:agent:{agent}"
         meta = _meta(path)
         extra: dict[str, Any] = {
@@ -820,14 +863,13 @@ def _session_file_records(
         if meta:
             extra["imported"]["meta"] = meta
     else:
-        main_lines, sidechains = _sidechain_threads(file)
         session_id = path.stem
         key = f"{KIND}:{session_id}"
         extra = {}
-
-    _collect_agent_links(file, links)
-    thread = _Thread(main_lines)
-    _build_units(thread)
+    links.agents.update(index.agents)
+    links.wanted.update(index.agents.values())
+    thread = _Thread(index, index.main_lines(), index.main)
+    index.release_grouping()
     emitter = _Emitter(
         stream,
         thread,
@@ -838,91 +880,83 @@ def _session_file_records(
         start_extra=extra,
         parent_session_id=None,
     )
-    sessions = emitter.sessions()
-    main = sessions[0]
-    for message in problems:
-        main.notice(message)
-    if not any(s.has_content for s in sessions) and not sidechains and not subagents:
-        return [stream.notice(f"{path.name} holds no message: nothing imported from it")]
-    for builder in sessions:
-        out.extend(builder.records())
+    try:
+        sessions = emitter.sessions()
+        index.forget()  # the last record read (it may be a large one) is not needed now
+        main = sessions[0]
+        for message in index.problems:
+            main.notice(message)
+        if not any(s.has_content for s in sessions) and not index.runs and not subagents:
+            for builder in sessions:
+                builder.discard()
+            yield stream.notice(f"{path.name} holds no message: nothing imported from it")
+            return
+        for builder in sessions:
+            yield from builder.records()
+        del emitter, thread, sessions
 
-    # Sub-agents written into the main file (older versions).
-    for lines in sidechains:
-        child = _Thread(lines)
-        _build_units(child)
-        root = lines[0]
-        prompt = _text_of((root.value.get("message") or {}).get("content"))
-        use_id = next((u for u in links.prompts.get(prompt, []) if u not in links.used), None)
-        out.extend(
-            _child_records(
+        # Sub-agents written into the main file (older versions).
+        for lines, uuids in index.runs:
+            child = _Thread(index, lines, uuids)
+            root = index.value(lines[0])
+            prompt = _text_of((root.get("message") or {}).get("content"))
+            use_id = next((u for u in links.prompts.get(prompt, []) if u not in links.used), None)
+            yield from _child_records(
                 stream,
                 child,
                 links,
                 use_id,
                 main,
-                key=f"{KIND}:{session_id}:sidechain:{root.value.get('uuid')}",
+                key=f"{KIND}:{session_id}:sidechain:{root.get('uuid')}",
                 path=path,
                 extra={"imported": {"sidechainOf": session_id}},
             )
-        )
+    finally:
+        index.close()
     # Sub-agents in their own files (newer versions).
     for sub_path in subagents:
         try:
-            sub_file = read_jsonl(sub_path)
-            _check_format(sub_file)
+            sub = _read(sub_path, split_sidechains=False)
         except ImportFormatError as exc:
-            out.append(stream.notice(f"sub-agent transcript skipped: {exc}", main.id))
+            yield stream.notice(f"sub-agent transcript skipped: {exc}", main.id)
             continue
-        agent = _agent_id(sub_path, sub_file)
-        meta = _meta(sub_path)
-        use_id = links.agents.get(agent)
-        extra = {"imported": {"agentId": agent, "file": sub_path.name}}
-        if meta:
-            extra["imported"]["meta"] = meta
-            if isinstance(meta.get("agentType"), str):
-                extra["subagentType"] = meta["agentType"]
-            if isinstance(meta.get("description"), str):
-                extra["description"] = meta["description"]
-        child = _Thread(sub_file.lines)
-        _build_units(child)
-        records = _child_records(
-            stream,
-            child,
-            links,
-            use_id,
-            main,
-            key=f"{KIND}:{session_id}:agent:{agent}",
-            path=sub_path,
-            extra=extra,
-        )
-        if sub_file.problems:
-            child_id = next(r["id"] for r in records if r.get("kind") == "session")
-            records.extend(stream.notice(p, child_id) for p in sub_file.problems)
-        out.extend(records)
-    return out
+        try:
+            yield from _subagent_records(stream, sub, links, main, session_id)
+        finally:
+            sub.close()
 
 
-def _collect_agent_links(file: JsonlFile, links: _Links) -> None:
-    """Which tool call started which sub-agent, as the parent's records say: a
-    ``Task``/``Agent`` result's ``toolUseResult.agentId``, or an ``agent_progress``
-    record's ``data.agentId`` and ``parentToolUseID``."""
-    for line in file.lines:
-        value = line.value
-        result = value.get("toolUseResult")
-        if isinstance(result, dict) and isinstance(result.get("agentId"), str):
-            blocks, _ = _split_user(_content_blocks(value.get("message")))
-            for block in blocks[:1]:
-                if isinstance(block.get("tool_use_id"), str):
-                    links.agents.setdefault(result["agentId"], block["tool_use_id"])
-        data = value.get("data")
-        if (
-            value.get("type") == "progress"
-            and isinstance(data, dict)
-            and isinstance(data.get("agentId"), str)
-            and isinstance(value.get("parentToolUseID"), str)
-        ):
-            links.agents.setdefault(data["agentId"], value["parentToolUseID"])
+def _subagent_records(
+    stream: ImportStream, sub: Index, links: _Links, main: SessionBuilder, session_id: str
+) -> Iterator[Record]:
+    sub_path = sub.path
+    agent = sub.agent_id or sub_path.stem.removeprefix("agent-")
+    meta = _meta(sub_path)
+    use_id = links.agents.get(agent)
+    extra: dict[str, Any] = {"imported": {"agentId": agent, "file": sub_path.name}}
+    if meta:
+        extra["imported"]["meta"] = meta
+        if isinstance(meta.get("agentType"), str):
+            extra["subagentType"] = meta["agentType"]
+        if isinstance(meta.get("description"), str):
+            extra["description"] = meta["description"]
+    child = _Thread(sub, sub.main_lines(), sub.main)
+    child_id: str | None = None
+    for record in _child_records(
+        stream,
+        child,
+        links,
+        use_id,
+        main,
+        key=f"{KIND}:{session_id}:agent:{agent}",
+        path=sub_path,
+        extra=extra,
+    ):
+        if child_id is None and record.get("kind") == "session":
+            child_id = record["id"]
+        yield record
+    for problem in sub.problems:
+        yield stream.notice(problem, child_id)
 
 
 def _child_records(
@@ -935,7 +969,7 @@ def _child_records(
     key: str,
     path: Path,
     extra: dict[str, Any],
-) -> list[Record]:
+) -> Iterator[Record]:
     parent = main
     extra = dict(extra)
     if use_id is not None and use_id in links.calls:
@@ -958,6 +992,7 @@ def _child_records(
         parent_session_id=parent.id,
     )
     sessions = emitter.sessions()
+    thread.index.forget()
     if use_id is None and key.split(":agent:")[-1].startswith("acompact"):
         sessions[0].notice(
             "the transcript of a compaction run of Claude Code (no tool call started it): "
@@ -968,10 +1003,8 @@ def _child_records(
             "no tool call in the parent session names this sub-agent: it is a child of the "
             "session without a parentToolCallId"
         )
-    records: list[Record] = []
     for builder in sessions:
-        records.extend(builder.records())
-    return records
+        yield from builder.records()
 
 
 # --- files and folders ----------------------------------------------------------------------
@@ -1005,13 +1038,17 @@ def import_claude_code(path: Path) -> Iterator[Record]:
         subs = _subagents_of(main)
         paired.update(subs)
         try:
-            yield from _session_file_records(stream, main, subs)
+            records = _session_file_records(stream, main, subs)
         except ImportFormatError as exc:
             yield stream.notice(f"skipped: {exc}")
+            continue
+        yield from records
     for orphan in files:
         if orphan in mains or orphan in paired:
             continue
         try:
-            yield from _session_file_records(stream, orphan, [], standalone_subagent=True)
+            records = _session_file_records(stream, orphan, [], standalone_subagent=True)
         except ImportFormatError as exc:
             yield stream.notice(f"skipped: {exc}")
+            continue
+        yield from records

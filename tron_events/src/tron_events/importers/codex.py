@@ -194,11 +194,14 @@ def _usage(info: Any) -> dict[str, int] | None:
 
 @dataclass
 class _Links:
-    """Spawn calls seen so far: child thread id -> (session, tool.call event id, call id)."""
+    """Spawn calls seen so far: child thread id -> (session id, tool.call event id, call id).
 
-    spawned: dict[str, tuple[SessionBuilder, str, str]] = field(default_factory=dict)
-    #: call id -> (session, tool.call event id) of spawn_agent-like calls awaiting output
-    calls: dict[str, tuple[SessionBuilder, str]] = field(default_factory=dict)
+    Ids only, never a session's builder: a builder holds its events, and a folder
+    import must not keep every earlier session's events alive."""
+
+    spawned: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    #: call id -> (session id, tool.call event id) of spawn_agent-like calls awaiting output
+    calls: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: thread id -> session id of the threads imported so far
     sessions: dict[str, str] = field(default_factory=dict)
 
@@ -304,7 +307,7 @@ class _Rollout:
         if isinstance(parent_thread, str) and with_parent:
             parent_session = self.links.sessions.get(parent_thread)
             link = self.links.spawned.get(self.thread_id)
-            if link is not None and link[0].id == parent_session:
+            if link is not None and link[0] == parent_session:
                 extra["parentToolCallId"] = link[2]
                 extra["spawnedByEventId"] = link[1]
             for name, key in (("agent_role", "subagentType"), ("agent_nickname", "description")):
@@ -541,7 +544,7 @@ class _Rollout:
                 key=f"{use['id']}:call",
                 millis=millis,
             )
-            self.links.calls[str(use["id"])] = (builder, event_id)
+            self.links.calls[str(use["id"])] = (builder.id, event_id)
 
     def _result(self, line: Line, item: dict[str, Any], millis: int) -> None:
         assert self.builder is not None

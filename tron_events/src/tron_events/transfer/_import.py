@@ -36,7 +36,13 @@ from ..errors import (
 from ..models import Event, Session, Workspace
 from ..payloads import validate_payload
 from ..search_text import search_text
-from ..store import HEAD_MODEL_TYPES, EventStore, _count, _model_and_provider_at
+from ..store import (
+    HEAD_MODEL_TYPES,
+    EventStore,
+    _count,
+    _directory_at,
+    _model_and_provider_at,
+)
 from .format import (
     BlobRecord,
     EventRecord,
@@ -54,8 +60,9 @@ __all__ = ["ImportSummary", "Item", "import_items", "import_records"]
 #: Events inserted per statement batch (and ids checked per query).
 BATCH = 500
 #: Ids (with depths) of the session being imported kept for parent lookups;
-#: beyond this the database answers (a parent is nearly always recent).
-DEPTH_WINDOW = 100_000
+#: beyond this the database answers (a parent is nearly always recent). About 150
+#: bytes an id: 3 MB of the import's memory at most, however long the session.
+DEPTH_WINDOW = 20_000
 #: How many skipped records and notices ``describe`` lists one by one.
 SHOWN = 20
 #: Bytes of file contents stored per transaction.
@@ -616,6 +623,9 @@ class _SessionImport:
         model, provider = _model_and_provider_at(reversed(path))
         if model and provider:
             self.rec.set_session_model(cur, self.srec.id, model, provider)
+        directory = _directory_at(reversed(path))
+        if directory:
+            self.rec.set_session_directory(cur, self.srec.id, directory)
 
     # -- events --------------------------------------------------------------
 

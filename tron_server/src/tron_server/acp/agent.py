@@ -16,6 +16,10 @@ editor opens is the same session everywhere (``tron -c``, the web chat, ``tron-d
 | ``session/cancel`` | ``agent.abort`` |
 | ``session/set_mode`` | ``session.setMode`` (Tron's permission modes) |
 | ``session/set_config_option`` | ``model.switch`` (config option ``model``) |
+
+A session opened in an untrusted folder that defines configuration asks whether to trust
+it before its first prompt (``trust.get`` / ``trust.set``, :mod:`.trust`); where the
+editor has terminals, Bash output is shown in one (:mod:`.terminals`).
 """
 
 from __future__ import annotations
@@ -70,12 +74,13 @@ from acp.schema import (
 from ..client import ConnectionLost, Notification, RpcCallError, TronClient
 from ..protocol import FILES_REQUEST, SESSION_MODE_CHANGED
 from ..terminal.errors import TerminalError
-from . import files
+from . import files, trust
 from .content import PromptBlock, UnsupportedContent, to_tron
 from .errors import from_tron, not_open
 from .link import Link
 from .live import PromptRun
 from .replay import Replay, head_path
+from .terminals import Terminals
 
 log = logging.getLogger("tron_server.acp")
 
@@ -104,6 +109,18 @@ class OpenSession:
     id: str
     cwd: str
     prompt: PromptRun | None = None
+    #: ``trust.get``'s answer while its folder, untrusted and defining configuration,
+    #: is still to be asked about (at the first prompt: :mod:`.trust`).
+    untrusted: dict[str, Any] | None = None
+
+
+def _not_busy(session: OpenSession) -> None:
+    if session.prompt is not None:
+        raise RequestError(
+            -32603,
+            "a prompt is already running in this session: "
+            "cancel it (session/cancel) or wait for its answer",
+        )
 
 
 def _encode_cursor(offset: int) -> str:
@@ -154,9 +171,13 @@ class TronAgent:
         self.version = version
         self.editor: Any = None
         self.client_caps = ClientCapabilities()
+        #: The editor's terminals, when it advertises them (Bash output shown there).
+        self.terminals: Terminals | None = None
         self.sessions: dict[str, OpenSession] = {}
         self._methods: set[str] = set()
         self._modes: list[dict[str, Any]] | None = None
+        #: The trust question of each folder asked in this connection (one per folder).
+        self._trust_asks: dict[str, asyncio.Task[bool | None]] = {}
         self._readers: set[asyncio.Task[None]] = set()
         self._background: set[asyncio.Task[Any]] = set()
         link.on_attach = self._attached
@@ -221,6 +242,8 @@ class TronAgent:
                     await session.prompt.cancel()
         for task in [*self._readers, *self._background]:
             task.cancel()
+        if self.terminals is not None:
+            await self.terminals.aclose()
         await self.link.close()
 
     # -- initialize, authenticate ----------------------------------------------------------
@@ -233,6 +256,8 @@ class TronAgent:
         **kwargs: Any,
     ) -> InitializeResponse:
         self.client_caps = client_capabilities or ClientCapabilities()
+        if self.client_caps.terminal and self.terminals is None:
+            self.terminals = Terminals(self.editor)
         await self._call("system.ping")  # attach now: a missing server is said at once
         mcp = "mcp.setSessionServers" in self._methods
         return InitializeResponse(
@@ -291,8 +316,10 @@ class TronAgent:
         """Follow a Tron session from this connection: subscribe, serve its files from
         the editor, start the editor's MCP servers for it."""
         session_id = str(session["id"])
-        self.sessions[session_id] = OpenSession(session_id, str(session["workingDirectory"]))
+        opened = OpenSession(session_id, str(session["workingDirectory"]))
+        self.sessions[session_id] = opened
         await self._call("events.subscribe", {"sessionId": session_id})
+        opened.untrusted = await self._untrusted(opened.cwd)
         await self._serve_files(await self.link.client(), session_id)
         if mcp_servers and "mcp.setSessionServers" in self._methods:
             await self._call(
@@ -308,6 +335,37 @@ class TronAgent:
             )
         self._spawn(self._announce_commands(session_id))
         return session_id
+
+    async def _untrusted(self, folder: str) -> dict[str, Any] | None:
+        """``trust.get``'s answer when ``folder`` is untrusted and defines configuration."""
+        if "trust.get" not in self._methods:
+            return None
+        try:
+            answer: dict[str, Any] = await self._call("trust.get", {"path": folder})
+        except RequestError as exc:
+            log.warning("could not learn whether %s is trusted: %s", folder, exc)
+            return None
+        return answer if trust.needs_asking(answer) else None
+
+    async def _settle_trust(self, session: OpenSession) -> bool:
+        """Ask about the session's folder before its first prompt (once per folder);
+        False when the question was cancelled (the prompt is)."""
+        assert session.untrusted is not None
+        folder = str(session.untrusted["path"])
+        task = self._trust_asks.get(folder)
+        if task is None:
+            answer = await self._untrusted(session.cwd)  # trusted elsewhere meanwhile?
+            if answer is None:
+                session.untrusted = None
+                return True
+            task = asyncio.create_task(trust.ask(self.editor, self._call, session.id, answer))
+            self._trust_asks[folder] = task
+        decided = await asyncio.shield(task)
+        if decided is None:
+            self._trust_asks.pop(folder, None)  # cancelled: asked again next time
+            return False
+        session.untrusted = None
+        return True
 
     async def _serve_files(self, tron: TronClient, session_id: str) -> None:
         fs = self.client_caps.fs
@@ -530,12 +588,7 @@ class TronAgent:
         self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
     ) -> PromptResponse:
         session = self._session(session_id)
-        if session.prompt is not None:
-            raise RequestError(
-                -32603,
-                "a prompt is already running in this session: "
-                "cancel it (session/cancel) or wait for its answer",
-            )
+        _not_busy(session)
         try:
             blocks = to_tron(prompt)
         except UnsupportedContent as exc:
@@ -543,11 +596,14 @@ class TronAgent:
         content: str | list[dict[str, Any]] = blocks
         if all(b["type"] == "text" for b in blocks):
             content = "".join(b["text"] for b in blocks)  # text alone: slash commands work
+        if session.untrusted is not None and not await self._settle_trust(session):
+            return PromptResponse(stop_reason="cancelled")
         try:
             tron = await self.link.client()
         except TerminalError as exc:
             raise RequestError(-32603, exc.message) from None
-        run = PromptRun(session_id, session.cwd, self.editor, tron)
+        _not_busy(session)  # again: another prompt may have started while this one waited
+        run = PromptRun(session_id, session.cwd, self.editor, tron, self.terminals)
         session.prompt = run
         try:
             return await run.run(content)

@@ -7,8 +7,9 @@ Tron notification → ACP update:
   ``agent_thought_chunk``;
 - ``agent.tool_start`` → ``tool_call`` (``in_progress``; kind, title, absolute locations,
   an Edit's or a Write's diff); ``agent.tool_output`` → ``tool_call_update`` with the
-  output so far; ``agent.tool_end`` → ``tool_call_update`` ``completed`` / ``failed`` with
-  the result (a successful edit: its diff), and a TodoWrite's list as a ``plan``;
+  output so far (a Bash call, where the editor has terminals: the terminal of
+  :mod:`.terminals` instead); ``agent.tool_end`` → ``tool_call_update`` ``completed`` /
+  ``failed`` with the result (a successful edit: its diff), and a TodoWrite's list as a ``plan``;
 - ``agent.approval`` / ``agent.question`` (of the session or of its sub-agents) →
   ``session/request_permission`` (:mod:`.permissions`), answered with ``agent.respond``;
 - ``agent.complete`` ends the prompt: its ``stopReason`` mapped by :func:`stop_reason`.
@@ -48,7 +49,9 @@ from ..protocol import (
 )
 from .errors import from_tron
 from .permissions import for_request
+from .terminals import Feed, Terminals, exit_status
 from .toolcalls import (
+    ToolContent,
     diff_of,
     kind_of,
     live_output,
@@ -97,11 +100,16 @@ class Editor(Protocol):
     ) -> Any: ...
 
 
+def _is_text(block: ToolContent) -> bool:
+    return block.type == "content" and getattr(block.content, "type", None) == "text"
+
+
 @dataclass
 class _Call:
     name: str
     arguments: dict[str, Any]
     output: str = ""
+    feed: Feed | None = None  # a Bash call shown in the editor's terminal
 
 
 @dataclass
@@ -112,6 +120,8 @@ class PromptRun:
     cwd: str
     editor: Editor
     tron: TronClient
+    #: The editor's terminals, when it advertises them (Bash output shown there).
+    terminals: Terminals | None = None
     cancelled: bool = False
     run_id: str | None = None
     error: str | None = None
@@ -143,6 +153,9 @@ class PromptRun:
             stream.close()
             for task in self.asks:
                 task.cancel()
+            for call in self.calls.values():  # calls the turn left without an end
+                if call.feed is not None and call.feed.exit is None and self.terminals:
+                    self.terminals.close(call.feed, 130)
         if stopped == "error" and not self.cancelled:
             raise RequestError(-32603, self.error or "the turn failed", {"stopReason": stopped})
         return PromptResponse(stop_reason=stop_reason(stopped, cancelled=self.cancelled))
@@ -183,6 +196,9 @@ class PromptRun:
             call = self.calls.get(str(data.get("toolCallId")))
             if call is not None and isinstance(data.get("chunk"), str):
                 call.output += data["chunk"]
+                if call.feed is not None:  # the editor's terminal shows it
+                    call.feed.write(data["chunk"])
+                    return
                 await self.send(
                     ToolCallProgress(
                         session_update="tool_call_update",
@@ -201,7 +217,12 @@ class PromptRun:
         name = str(data.get("name") or "tool")
         args = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
         assert isinstance(args, dict)
-        self.calls[call_id] = _Call(name, args)
+        call = self.calls[call_id] = _Call(name, args)
+        content: list[ToolContent] = diff_of(name, args, self.cwd)
+        if name == "Bash" and self.terminals is not None:
+            call.feed = await self.terminals.open(self.session_id, self.cwd)
+            if call.feed is not None:
+                content = [*self.terminals.content(call.feed)]
         await self.send(
             ToolCallStart(
                 session_update="tool_call",
@@ -210,7 +231,7 @@ class PromptRun:
                 kind=kind_of(name, args),
                 status="in_progress",
                 locations=locations_of(name, args, self.cwd) or None,
-                content=diff_of(name, args, self.cwd) or None,
+                content=content or None,
                 raw_input=args,
             )
         )
@@ -222,6 +243,13 @@ class PromptRun:
         content = result_content(
             call.name, call.arguments, data.get("content"), self.cwd, is_error=failed
         )
+        if call.feed is not None and self.terminals is not None:
+            # The terminal shows the output and the viewer exits with the command's status;
+            # a call that failed without output (rejected, not started) shows why.
+            if failed and call.feed.total == 0:
+                call.feed.write("".join(b.content.text for b in content if _is_text(b)))
+            self.terminals.close(call.feed, exit_status(data.get("content"), is_error=failed))
+            content = [*self.terminals.content(call.feed)]
         await self.send(
             ToolCallProgress(
                 session_update="tool_call_update",

@@ -174,6 +174,18 @@ async def context_usage(store: AsyncEventStore, session_id: str) -> ContextUsage
     )
 
 
+def run_context_usage(run: AgentRun) -> ContextUsage | None:
+    """:func:`context_usage` from what the running loop saw, without reading the store:
+    its last call's counted tokens plus an estimate of the results recorded after it
+    (the same figure: nothing else the estimate counts is recorded between a call and
+    the next turn). None before the run's first model call."""
+    if run.context_model is None or run.last_call_tokens is None:
+        return None
+    after = sum(estimate_tokens(content) for content in run.recorded_since_call)
+    model = run.context_model
+    return ContextUsage(model, context_window(model), run.last_call_tokens + after)
+
+
 def _cut(text: str, limit: int = TRANSCRIPT_PART_CHARS) -> str:
     if len(text) <= limit:
         return text
@@ -376,9 +388,13 @@ async def maybe_auto_compact(orchestrator: CompactionHost, run: AgentRun) -> Non
     threshold = orchestrator.auto_compact_threshold
     if threshold is None or threshold <= 0:
         return
-    usage = await context_usage(orchestrator.store, run.session_id)
+    usage = run_context_usage(run)
+    if usage is None:  # no model call in this run yet: from the store
+        usage = await context_usage(orchestrator.store, run.session_id)
     if usage.used_tokens < threshold * usage.context_window:
         return
+    # The compaction reads the history: the turn's results must be in it.
+    await run.writer.flush()
     try:
         result = await compact_session(
             orchestrator, run.session_id, record=True, reason="auto", writer=run.writer
@@ -393,6 +409,7 @@ async def maybe_auto_compact(orchestrator: CompactionHost, run: AgentRun) -> Non
             {"message": message, "category": exc.category, "retryable": exc.retryable},
         )
         return
+    run.forget_context_usage()  # the history changed: the next check reads it
     run.notify_client(
         AGENT_COMPACTED,
         {"tokensBefore": result.tokens_before, "tokensAfter": result.tokens_after,

@@ -61,6 +61,8 @@ class LifecycleHost(Protocol):
         self, session_id: str, event_type: str, payload: dict[str, Any]
     ) -> None: ...
 
+    def defer_event(self, session_id: str, event_type: str, payload: dict[str, Any]) -> bool: ...
+
     async def profile(self, session_id: str) -> SessionProfile: ...
 
     async def permission_mode(self, session_id: str) -> str | None: ...
@@ -269,6 +271,7 @@ class Lifecycle:
     def _configure(self, engine: HookEngine) -> None:
         engine.set_session_info(self.hook_session_info)
         engine.set_notifier(self._hook_message)
+        engine.set_deferral(self.host.defer_event)
 
     async def hook_session_info(self, ctx: HookContext) -> dict[str, Any]:
         """The fields Claude Code gives every hook, for ``ctx``'s session:

@@ -217,6 +217,9 @@ class Orchestrator:
         self._profiles: dict[str, SessionProfile] = {}
         _add_skill_tool(tools, home)
         self._closing = False
+        #: Told when a session's run starts (True) and when it has ended (False): the
+        #: cluster's leases (:mod:`tron_server.cluster`). Never raises into the run.
+        self.on_run_change: Callable[[str, bool], None] | None = None
         #: Permissions, approvals and questions (attach_interaction); None: no gate.
         self.interaction: UserInTheLoop | None = None
         #: The hook engines and the lifecycle hooks (SessionStart, Stop, SessionEnd…).
@@ -427,6 +430,15 @@ class Orchestrator:
         agent may be running (signature of ``HookEngine``'s ``record``)."""
         await self._writer(session_id).record(event_type, payload)
 
+    def defer_event(self, session_id: str, event_type: str, payload: dict[str, Any]) -> bool:
+        """Record an event with the session's next commit while a loop runs it (False:
+        none runs; record it now). The run commits what is left at its end."""
+        run = self._runs.get(session_id)
+        if run is None or run.current is None or run.current.ended or not run.writer.running:
+            return False
+        run.writer.defer(event_type, payload)
+        return True
+
     async def append_event(
         self, session_id: str, event_type: str, payload: dict[str, Any]
     ) -> Event:
@@ -615,7 +627,15 @@ class Orchestrator:
             run.waiters[request.run_id] = waiter
         self._runs[session_id] = run
         run.task = asyncio.create_task(self._drive(run, request), name=f"agent:{session_id}")
+        self._run_changed(session_id, True)
         return run
+
+    def _run_changed(self, session_id: str, running: bool) -> None:
+        if self.on_run_change is not None:
+            try:
+                self.on_run_change(session_id, running)
+            except Exception:
+                log.exception("on_run_change for %s failed", session_id)
 
     def _notify(self, session_id: str, method: str, data: dict[str, Any]) -> None:
         try:
@@ -690,6 +710,7 @@ class Orchestrator:
             run.writer.running = False
             if self._runs.get(run.session_id) is run:
                 del self._runs[run.session_id]
+                self._run_changed(run.session_id, False)
             for done, slot in run.waiters.values():  # a run that never got to them
                 if not slot:
                     slot.append(RunResult(0, "aborted", "the run stopped before this message"))

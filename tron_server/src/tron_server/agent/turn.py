@@ -303,6 +303,14 @@ class AgentRun:
         self._durations: dict[str, float] = {}
         #: The system prompt of the last turn and what it was built from.
         self._system_cache: tuple[tuple[Any, ...], str] | None = None
+        #: Context use as the loop saw it (``compaction.run_context_usage``): the model
+        #: of the last turn's state, the last call's counted tokens (None: no call yet),
+        #: and the contents of the results recorded after that call.
+        self.context_model: str | None = None
+        #: The run is over: nothing more may wait for its commits.
+        self.ended = False
+        self.last_call_tokens: int | None = None
+        self.recorded_since_call: list[Any] = []
 
     # -- control ----------------------------------------------------------------------
 
@@ -336,15 +344,27 @@ class AgentRun:
     async def execute(self) -> RunResult:
         """Record the user message and loop over turns until the model stops; then the
         Stop hooks, which may send the model on."""
-        if self.deps.session_start is not None:
-            await self._abortable(self.deps.session_start(self))
-        result = await self._run_message()
-        await self._stop_hooks(result)
+        try:
+            if self.deps.session_start is not None:
+                await self._abortable(self.deps.session_start(self))
+            result = await self._run_message()
+            await self._stop_hooks(result)
+        except BaseException:
+            self.ended = True
+            self.writer.discard()  # recorded on a history this run no longer knows
+            raise
+        self.ended = True
+        await self.writer.flush()
         return result
 
+    def forget_context_usage(self) -> None:
+        """The history changed under the loop (a compaction): the next context check
+        reads the store."""
+        self.last_call_tokens = None
+        self.recorded_since_call = []
+
     async def _run_message(self) -> RunResult:
-        state = await self.deps.store.get_state_at_head(self.session_id)
-        await self.writer.sync()
+        state = await self.writer.sync_state()
         self.working_directory = Path(state.working_directory)
         self.hooks = self.deps.hooks_for(self.working_directory)
         content = self.request.content
@@ -420,6 +440,8 @@ class AgentRun:
             if not go_on:
                 break
             turn += 1
+        # The last turn's deferred results and end (the Stop hooks read the history).
+        await self.writer.flush()
 
     async def _stop_hooks(self, result: RunResult) -> None:
         """Run the Stop (SubagentStop) hooks; while one blocks, the model goes on with its
@@ -470,9 +492,9 @@ class AgentRun:
         the same commit as ``stream.turn_start``."""
         self.progress.begin(turn)
         start: Draft = ("stream.turn_start", {"turn": turn})
-        await self.writer.append_many([*(prompt or []), start])
-        state = await self.deps.store.get_state_at_head(self.session_id)
+        _, state = await self.writer.append_many_and_state([*(prompt or []), start])
         messages = state.messages
+        self.context_model = state.model
         self._emit(AGENT_TURN_START, {"turn": turn})
         if self.abort_requested:
             return await self._finish_aborted(turn, None, _Stream(), Usage())
@@ -517,13 +539,19 @@ class AgentRun:
             )
             self._emit_turn_end(turn, done.stop_reason, usage)
             return done.stop_reason, False
-        await self.writer.append(*assistant)
-        await self._record_tool_calls(turn, uses)
+        # One commit for the reply and its calls, before any tool runs.
+        await self._record_tool_calls(turn, uses, before=assistant)
+        tokens = assistant[1]["tokenUsage"]
+        self.last_call_tokens = int(tokens["inputTokens"] or 0) + int(tokens["outputTokens"] or 0)
+        self.recorded_since_call = []
         answered = await self._run_tools(turn, uses)
         if len(answered) < len(uses) or self.abort_requested:
             return await self._close_aborted(turn, uses, answered, usage)
-        await self._turn_end(turn, done.stop_reason, usage)
-        return done.stop_reason, bool(uses)
+        # The loop goes on: the turn's end is committed with the next turn's start (and
+        # the last result), in one transaction.
+        self.writer.defer(*self._turn_end_draft(turn, done.stop_reason, usage))
+        self._emit_turn_end(turn, done.stop_reason, usage)
+        return done.stop_reason, True
 
     async def _system_prompt(self, stored: str | None) -> str:
         """The turn's system prompt, built (files read: skills, in a thread) once per run
@@ -639,19 +667,19 @@ class AgentRun:
         if message is None or not message.content:
             return []
         uses = [b for b in message.content if isinstance(b, ToolUseBlock)]
-        await self.writer.append(
-            *self._assistant_draft(
-                turn, message, usage, stop_reason, model, stream, interrupted=True
-            )
+        draft = self._assistant_draft(
+            turn, message, usage, stop_reason, model, stream, interrupted=True
         )
-        await self._record_tool_calls(turn, uses)
+        await self._record_tool_calls(turn, uses, before=draft)
         return uses
 
-    async def _record_tool_calls(self, turn: int, uses: list[ToolUseBlock]) -> None:
-        events = await self.writer.append_many(
-            [("tool.call", self._call_payload(u, turn)) for u in uses]
-        )
-        for use, event in zip(uses, events, strict=True):
+    async def _record_tool_calls(
+        self, turn: int, uses: list[ToolUseBlock], before: Draft | None = None
+    ) -> None:
+        """Record the ``tool.call`` events (after ``before``, the reply, in one commit)."""
+        calls: list[Draft] = [("tool.call", self._call_payload(u, turn)) for u in uses]
+        events = await self.writer.append_many([before, *calls] if before else calls)
+        for use, event in zip(uses, events[len(events) - len(uses) :], strict=True):
             self.tool_call_events[use.id] = event.id
 
     def _call_payload(self, use: ToolUseBlock, turn: int) -> dict[str, Any]:
@@ -827,7 +855,10 @@ class AgentRun:
                     else:
                         if result is None:  # a hook stopped the agent before it started
                             result, started = self._not_run(), time.monotonic()
-                        await self._record_result(turn, use, result, started)
+                        # The turn's last result goes with the next commit (the turn's
+                        # end and the next turn's start) unless the run stops.
+                        last = k == len(uses) - 1 and not self.abort_requested
+                        await self._record_result(turn, use, result, started, defer=last)
                     answered.add(use.id)
                     recorded[k].set()
             except Exception as exc:
@@ -866,9 +897,16 @@ class AgentRun:
                           is_error=True)  # fmt: skip
 
     async def _record_result(
-        self, turn: int, use: ToolUseBlock, result: ToolResult, started: float
+        self,
+        turn: int,
+        use: ToolUseBlock,
+        result: ToolResult,
+        started: float,
+        *,
+        defer: bool = False,
     ) -> None:
-        """Record a finished call's result (with its hooks' context), tell the clients."""
+        """Record a finished call's result (with its hooks' context), tell the clients;
+        ``defer``: with the writer's next commit."""
         duration = self._durations.pop(use.id, None)
         if duration is None:
             duration = round((time.monotonic() - started) * 1000, 1)
@@ -881,7 +919,12 @@ class AgentRun:
         if result.details:
             payload["details"] = result.details
         context = self._tool_contexts.pop(use.id, [])
-        await self.writer.append_many([("tool.result", payload), *context])
+        if defer:
+            for draft in [("tool.result", payload), *context]:
+                self.writer.defer(*draft)
+        else:
+            await self.writer.append_many([("tool.result", payload), *context])
+        self.recorded_since_call.append(result.content)
         if self.rules is not None:
             await self._record_rules(await self.rules.touched(use.input))
         call = self.progress.tool(use.id, use.name)

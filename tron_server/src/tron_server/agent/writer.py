@@ -12,18 +12,33 @@ The orchestrator keeps one writer per session (while anything uses it), also
 between runs: events recorded from outside a run (a Stop or SessionStart hook
 finishing late) go through :meth:`SessionWriter.record` and its lock, so they
 never land between a new run's :meth:`~SessionWriter.sync` and its first append.
+
+Deferred events: a commit costs a worker-thread hop and a transaction, and a tool
+step used to make six of them (the assistant message, the call, an in-code hook's
+two records, the result, the turn's end, the next turn's start). Events nobody waits
+for before the next commit (:meth:`SessionWriter.defer`: an in-code hook's records,
+the last result of a turn and the turn's end when the loop goes on) are kept in
+order and committed at the front of the next append, in the same transaction, so a
+tool step is two commits: the call before the tool runs, the rest after it.
+:meth:`SessionWriter.flush` commits what is left (the run does at its end);
+:meth:`SessionWriter.discard` drops it (a run that failed: its view is stale).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from tron_events import AsyncEventStore, Event
 
+if TYPE_CHECKING:
+    from tron_events.reconstruct import SessionState
+
 __all__ = ["SessionWriter"]
+
+Draft = tuple[str, Mapping[str, Any]]
 
 
 class SessionWriter:
@@ -36,43 +51,102 @@ class SessionWriter:
         #: A run owns the session: :meth:`record` compares against its head.
         self.running = False
         self._lock = anyio.Lock()
+        self._deferred: list[Draft] = []
+
+    @property
+    def deferred(self) -> int:
+        """How many deferred events wait for the next commit."""
+        return len(self._deferred)
+
+    def defer(self, type: str, payload: Mapping[str, Any]) -> None:
+        """Record ``type`` with the next append (in front of it, same transaction) or
+        at :meth:`flush`: for events nothing reads before then."""
+        self._deferred.append((type, dict(payload)))
+
+    def discard(self) -> None:
+        """Drop the deferred events (the run that made them failed)."""
+        self._deferred.clear()
+
+    async def flush(self) -> None:
+        """Commit the deferred events now (on top of the writer's head)."""
+        if self._deferred:
+            async with self._lock:
+                await self._commit([], self.head)
 
     async def sync(self) -> str:
-        """Re-read the session's head (at the start of a run, before any append)."""
+        """Re-read the session's head (at the start of a run, before any append); events
+        deferred before it are committed first, at the head they were recorded on."""
         async with self._lock:
+            if self._deferred:
+                await self._commit([], self.head)
             session = await self.store.get_session(self.session_id)
             self.head = session.head_event_id
             return self.head
 
+    async def sync_state(self) -> SessionState:
+        """:meth:`sync` with the session's state at its head (one read: the state knows
+        the head), for a run that needs both."""
+        async with self._lock:
+            if self._deferred:
+                await self._commit([], self.head)
+            state = await self.store.get_state_at_head(self.session_id)
+            self.head = state.head_event_id
+            return state
+
     async def append(self, type: str, payload: Mapping[str, Any]) -> Event:
         """Append ``type`` on top of the head this writer last saw."""
         async with self._lock:
-            event = await self.store.append(
-                self.session_id, type, dict(payload), expected_head=self.head
-            )
-            self.head = event.id
-            return event
+            return (await self._commit([(type, payload)], self.head))[-1]
 
     async def record(self, type: str, payload: Mapping[str, Any]) -> Event:
         """Append from outside the run's own flow (hooks): on top of the run's head
         while one runs, at the session's current head otherwise."""
         async with self._lock:
             expected = self.head if self.running else None
-            event = await self.store.append(
-                self.session_id, type, dict(payload), expected_head=expected
-            )
-            self.head = event.id
-            return event
+            return (await self._commit([(type, payload)], expected))[-1]
 
-    async def append_many(self, drafts: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Event]:
-        """Append a chain in one transaction (all or nothing)."""
+    async def append_many(self, drafts: Sequence[Draft]) -> list[Event]:
+        """Append a chain in one transaction (all or nothing); returns its events (not
+        the deferred ones committed in front of it)."""
         if not drafts:
             return []
         async with self._lock:
-            events = await self.store.append_many(
+            return await self._commit(drafts, self.head)
+
+    async def append_many_and_state(
+        self, drafts: Sequence[Draft]
+    ) -> tuple[list[Event], SessionState]:
+        """:meth:`append_many` (``drafts`` must not be empty), then the session's state at
+        the new head, in one trip to the store's worker thread."""
+        async with self._lock:
+            taken = len(self._deferred)
+            chain = [*self._deferred, *drafts]
+            events, state = await self.store.append_many_and_state(
                 self.session_id,
-                [{"type": t, "payload": dict(p)} for t, p in drafts],
+                [{"type": t, "payload": dict(p)} for t, p in chain],
                 expected_head=self.head,
             )
+            del self._deferred[:taken]
             self.head = events[-1].id
-            return events
+            return events[len(events) - len(drafts) :], state
+
+    async def _commit(self, drafts: Sequence[Draft], expected: str | None) -> list[Event]:
+        """Commit the deferred events and ``drafts`` (lock held); ``drafts``' events."""
+        taken = len(self._deferred)  # more may be deferred while this commits
+        chain = [*self._deferred, *drafts]
+        if len(chain) == 1:
+            type, payload = chain[0]
+            events = [
+                await self.store.append(
+                    self.session_id, type, dict(payload), expected_head=expected
+                )
+            ]
+        else:
+            events = await self.store.append_many(
+                self.session_id,
+                [{"type": t, "payload": dict(p)} for t, p in chain],
+                expected_head=expected,
+            )
+        del self._deferred[:taken]
+        self.head = events[-1].id
+        return events[len(events) - len(drafts) :]

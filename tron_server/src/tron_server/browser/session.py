@@ -456,7 +456,14 @@ class BrowserSession:
         await self.settle()
 
     async def press(self, key: str) -> None:
-        await self._act(f"press {key}", self.page.keyboard.press(key))
+        # On the focused element through a locator: Playwright then waits for a navigation
+        # the key starts (Enter in a form field), which ``page.keyboard`` does not, so the
+        # snapshot that follows is the new page, not the one being left.
+        focused = self.page.locator("*:focus")
+        if await self._act("find the focused element", focused.count()) == 1:
+            await self._act(f"press {key}", focused.press(key))
+        else:
+            await self._act(f"press {key}", self.page.keyboard.press(key))
         await self.settle()
 
     async def select(self, ref: str, values: list[str]) -> list[str]:

@@ -210,6 +210,9 @@ class HookDecision:
 
 HookFn = Callable[[HookContext], Awaitable[HookDecision | None]]
 RecordFn = Callable[[str, str, dict[str, Any]], Awaitable[None]]
+DeferFn = Callable[[str, str, dict[str, Any]], bool]
+"""``(session_id, event_type, payload)``: record with the session's next commit; False when
+that cannot be done (no run owns the session), and it is recorded now instead."""
 SessionInfoFn = Callable[[HookContext], Awaitable[dict[str, Any]]]
 """The fields every command hook gets for a session (``permission_mode``, ...)."""
 NotifyFn = Callable[[str, str, str, str], Awaitable[None]]
@@ -277,6 +280,7 @@ class HookEngine:
         self._pending: set[asyncio.Task[None]] = set()
         self._session_info: SessionInfoFn | None = None
         self._notify: NotifyFn | None = None
+        self._defer: DeferFn | None = None
 
     @property
     def has_recorder(self) -> bool:
@@ -287,6 +291,11 @@ class HookEngine:
         """Record hook runs through ``record`` (the runtime passes its session writer, so
         hook events never move a session's head under a running turn)."""
         self._record = record
+
+    def set_deferral(self, defer: DeferFn | None) -> None:
+        """Let the records of hooks in code (in-process, quick: no process to watch) wait
+        for the session's next commit instead of making two of their own."""
+        self._defer = defer
 
     def set_session_info(self, info: SessionInfoFn | None) -> None:
         """Where hooks registered with ``session_info=True`` get their session's fields."""
@@ -544,7 +553,10 @@ class HookEngine:
         tool_call_id = ctx.data.get("toolCallId")
         if isinstance(tool_call_id, str):
             base["toolCallId"] = tool_call_id
-        await self._emit(ctx.session_id, "hook.triggered", dict(base))
+        # A hook in code records with the session's next commit (a command hook's
+        # hook.triggered must be visible while its process runs).
+        quick = not hook.session_info
+        await self._emit(ctx.session_id, "hook.triggered", dict(base), quick=quick)
         started = time.monotonic()
         error: str | None = None
         try:
@@ -577,7 +589,7 @@ class HookEngine:
             completed["systemMessage"] = decision.system_message
         if decision.context:
             completed["contextChars"] = len(decision.context)
-        await self._emit(ctx.session_id, "hook.completed", completed)
+        await self._emit(ctx.session_id, "hook.completed", completed, quick=quick)
         for message in (decision.system_message, decision.stop_reason if decision.stop else None):
             if message:
                 await self._tell_user(ctx, hook.name, message)
@@ -599,8 +611,12 @@ class HookEngine:
             raise _HookFailure(f"returned an unknown action {result.action!r}")
         return result
 
-    async def _emit(self, session_id: str, event_type: str, payload: dict[str, Any]) -> None:
+    async def _emit(
+        self, session_id: str, event_type: str, payload: dict[str, Any], *, quick: bool = False
+    ) -> None:
         if self._record is None:
+            return
+        if quick and self._defer is not None and self._defer(session_id, event_type, payload):
             return
         try:
             await self._record(session_id, event_type, payload)

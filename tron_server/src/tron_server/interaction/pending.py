@@ -23,10 +23,10 @@ from typing import Any
 from tron_events import AsyncEventStore, EventNotFound, SessionNotFound
 from tron_events.messages import ToolUseBlock
 
-__all__ = ["PendingTurn", "find_pending_turn"]
+__all__ = ["TURN_CLOSERS", "PendingTurn", "find_pending_turn"]
 
 #: Events after which no request of an earlier turn can be pending.
-_CLOSERS = frozenset(
+TURN_CLOSERS = frozenset(
     {
         "message.user",
         "message.system",
@@ -90,7 +90,7 @@ async def find_pending_turn(store: AsyncEventStore, session_id: str) -> PendingT
         payload = event.payload
         if kind == "message.assistant":
             return _build(session_id, request, payload, results, calls)
-        if kind in _CLOSERS:
+        if kind in TURN_CLOSERS:
             return None
         if kind == "tool.result":
             results.add(str(payload.get("toolCallId")))

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..shell import split
 from ..trust import is_configuration_file
 from .modes import EDIT_TOOLS, NO_APPROVAL_TOOLS, PATH_TOOLS, PermissionMode
 from .rules import Behavior, CallFacts, Rule, RuleSet, url_host
@@ -138,7 +139,17 @@ def _decide(
         roots = (call.working_directory, *edit_roots)
         if all(_inside(path, roots) for path, _ in call.paths):
             return Verdict("allow", "acceptEdits mode: a file edit inside the working directory")
-    return Verdict("ask", f"{tool} needs your approval")
+    return Verdict("ask", f"{tool} needs your approval{_doubt(call)}")
+
+
+def _doubt(call: CallFacts) -> str:
+    """For a Bash line the splitter cannot read with certainty: why no rule allowed it."""
+    if call.tool != "Bash":
+        return ""
+    why = split(call.command).uncertain
+    if why is None:
+        return ""
+    return f" (the command line cannot be read with certainty: {why}; no Bash(…) rule allows it)"
 
 
 def _on_open_page(call: CallFacts) -> bool:

@@ -14,8 +14,9 @@ the folder's own configuration acts: :mod:`tron_server.trust`) and ``defines`` (
 defines, as ``trust.get`` answers).
 
 Titles: a session created without one is titled from its first prompt (its
-first line, at most 60 characters; derived when read, nothing is stored); a
-fork without a ``name`` is named after its source, ``"<title> (fork #N)"``.
+first line, at most 60 characters; derived when read by :mod:`tron_events.titles`, as
+``tron-db`` does; nothing is stored); a fork without a ``name`` is named after its
+source, ``"<title> (fork #N)"``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import anyio
 from pydantic import Field, field_validator
 
 from tron_events import AsyncEventStore, Event, Session
+from tron_events.titles import session_titles, title_from_prompt
 from tron_llm.registry import PROVIDERS
 
 from ..protocol import (
@@ -45,31 +47,12 @@ from .mcp import manager as mcp_manager
 from .trust import trust_json
 from .workspace import asks_configuration, session_policy, workspace_of
 
-TITLE_CHARS = 60
-
-
-def title_from_prompt(content: Any) -> str | None:
-    """A title from a prompt (text or content blocks): its first non-empty line,
-    at most ``TITLE_CHARS`` characters (as the terminal client titles sessions)."""
-    if isinstance(content, list):
-        content = "\n".join(
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
-    if not isinstance(content, str):
-        return None
-    line = next((ln.strip() for ln in content.splitlines() if ln.strip()), "")
-    line = " ".join(line.split())
-    if not line:
-        return None
-    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
-
 
 async def display_title(store: AsyncEventStore, session: Session) -> str | None:
-    """The session's title, or (untitled) the title of its first own prompt."""
-    if session.title:
-        return session.title
-    first = await store.get_events(session.id, types=["message.user"], limit=1)
-    return title_from_prompt(first[0].payload.get("content")) if first else None
+    """The session's title, or (untitled) the title of its first own prompt
+    (:func:`tron_events.titles.session_titles`, as ``tron-db`` shows it)."""
+    [title] = await anyio.to_thread.run_sync(session_titles, store.sync, [session])
+    return title
 
 
 async def titled_json(store: AsyncEventStore, session: Session) -> dict[str, Any]:
@@ -84,20 +67,11 @@ async def titled_list(store: AsyncEventStore, sessions: list[Session]) -> list[d
     """``titled_json`` of each session, the first prompts of the untitled ones read
     in one worker thread (one hop instead of one per session: 10x faster for 200)."""
     out = [session_json(s) for s in sessions]
-    untitled = [i for i, s in enumerate(sessions) if not s.title]
-    if not untitled:
+    if all(s.title for s in sessions):
         return out
-
-    def first_prompts() -> dict[int, Any]:
-        found = {}
-        for i in untitled:
-            first = store.sync.get_events(sessions[i].id, types=["message.user"], limit=1)
-            if first:
-                found[i] = first[0].payload.get("content")
-        return found
-
-    for i, content in (await anyio.to_thread.run_sync(first_prompts)).items():
-        out[i]["title"] = title_from_prompt(content)
+    titles = await anyio.to_thread.run_sync(session_titles, store.sync, sessions)
+    for item, title in zip(out, titles, strict=True):
+        item["title"] = title
     return out
 
 
@@ -168,6 +142,18 @@ class SessionCreateParams(Params):
 
 class SessionIdParams(Params):
     session_id: str = Field(min_length=1)
+
+
+class SessionResumeParams(Params):
+    session_id: str = Field(min_length=1)
+    #: The folder to continue in (absolute, existing; symlinks resolved): for a session
+    #: whose own folder is not on this machine (``workingDirectoryExists`` false).
+    working_directory: str | None = Field(default=None, min_length=1)
+
+    @field_validator("working_directory")
+    @classmethod
+    def _existing_directory(cls, value: str | None) -> str | None:
+        return None if value is None else SessionCreateParams._existing_directory(value)
 
 
 class SessionListParams(Params):
@@ -260,9 +246,33 @@ def register(registry: MethodRegistry) -> None:
         store = ctx.services.store
         assert store is not None
         details = await session_details(store, await store.get_session(p.session_id))
+        # Running here or on another server of the database (docs/deploy.md).
+        details["busy"] = ctx.services.runtime.is_busy(p.session_id)
         if ctx.services.interaction is not None:  # the permission mode (issue 19)
             details["permissionMode"] = await ctx.services.interaction.mode(p.session_id)
         return details
+
+    @registry.method(
+        "session.resume",
+        SessionResumeParams,
+        description="Open a session to continue it (workingDirectory: in another folder).",
+    )
+    async def resume(ctx: RpcContext, p: SessionResumeParams) -> dict[str, Any]:
+        store = ctx.services.store
+        assert store is not None
+        session = await store.get_session(p.session_id)
+        if p.working_directory is not None and p.working_directory != session.working_directory:
+            ctx.services.runtime.ensure_idle(p.session_id, "move")
+            await store.append(
+                p.session_id,
+                "config.working_directory",
+                {
+                    "workingDirectory": p.working_directory,
+                    "previousWorkingDirectory": session.working_directory,
+                },
+                expected_head=session.head_event_id,
+            )
+        return await get(ctx, SessionIdParams.model_validate({"sessionId": p.session_id}))
 
     @registry.method(
         "session.list", SessionListParams, description="Sessions, most recently active first."
@@ -279,7 +289,11 @@ def register(registry: MethodRegistry) -> None:
         sessions = await store.list_sessions(
             workspace_id=workspace_id, status=p.status, limit=p.limit
         )
-        return {"sessions": await titled_list(store, sessions)}
+        listed = await titled_list(store, sessions)
+        runtime = ctx.services.runtime
+        for item in listed:
+            item["busy"] = runtime.is_busy(item["id"])
+        return {"sessions": listed}
 
     @registry.method(
         "session.fork", SessionForkParams, description="A new session continuing from an event."

@@ -48,6 +48,9 @@ class RpcContext:
     services: Services
     connection: Caller | None = None
     registry: Methods | None = None
+    #: How many servers forwarded this call before it got here (0: a client's own call);
+    #: see :mod:`tron_server.cluster`.
+    hops: int = 0
 
     async def subscribe(self, session_id: str) -> None:
         """Subscribe the calling connection to a session's notifications (a no-op without one)."""

@@ -30,7 +30,15 @@ from .frames import (
     result_frame,
 )
 from .mapping import to_rpc_error
-from .middleware import Call, Middleware, Timings, bulk_middleware, chain, logging_middleware
+from .middleware import (
+    Call,
+    Middleware,
+    Timings,
+    bulk_middleware,
+    chain,
+    cluster_middleware,
+    logging_middleware,
+)
 from .registry import MethodRegistry
 
 log = logging.getLogger("tron_server.rpc")
@@ -53,7 +61,7 @@ class Dispatcher:
         self.max_frame_bytes = max_frame_bytes
         self.timings = Timings()
         stack: list[Middleware] = (
-            [bulk_middleware, logging_middleware, self.timings]
+            [bulk_middleware, logging_middleware, self.timings, cluster_middleware]
             if middleware is None
             else middleware
         )

@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..cluster import OwnedElsewhere
+from ..errors import AgentBusyError
 from .context import RpcContext
 from .frames import NO_ID
 from .mapping import to_rpc_error
@@ -158,3 +160,48 @@ __all__ = [
     "chain",
     "logging_middleware",
 ]
+
+
+#: Methods that go to the server running the session (several servers on one database):
+#: "claim" ones may start a run, so with no owner this server claims the session first;
+#: "follow" ones only go to an owner when there is one.
+ROUTED_METHODS = {
+    "agent.message": "claim",
+    "agent.respond": "claim",
+    "agent.abort": "claim",
+    "agent.getState": "follow",
+    "session.setMode": "follow",
+}
+#: Methods that subscribe their caller to the session (before the call is forwarded).
+_SUBSCRIBING = frozenset({"agent.message", "agent.respond"})
+#: A call is forwarded at most this often (the owner changed meanwhile, again and again).
+MAX_HOPS = 3
+
+
+async def cluster_middleware(call: Call, call_next: Next) -> Any:
+    """With several servers on one database (:mod:`tron_server.cluster`), a call of
+    :data:`ROUTED_METHODS` runs on the server that runs its session, whichever server
+    the client is connected to: its result or error comes back as it is."""
+    node = call.ctx.services.cluster
+    mode = ROUTED_METHODS.get(call.method)
+    params = call.params
+    session_id = params.get("sessionId") if isinstance(params, dict) else None
+    if node is None or mode is None or not isinstance(session_id, str):
+        return await call_next(call)
+    owner = node.owner_elsewhere(session_id)
+    if owner is None:
+        if mode == "follow":
+            return await call_next(call)
+        try:
+            async with node.owning(session_id):
+                return await call_next(call)
+        except OwnedElsewhere as other:
+            owner = other.owner
+    if call.ctx.hops >= MAX_HOPS:
+        raise AgentBusyError(
+            f"session {session_id!r} changed servers while this call was on its way; try again",
+            {"sessionId": session_id},
+        )
+    if call.method in _SUBSCRIBING:
+        await call.ctx.subscribe(session_id)  # the relayed notifications of the run
+    return await node.forward(owner, call.method, params, call.ctx.hops)

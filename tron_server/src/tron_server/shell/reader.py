@@ -36,6 +36,12 @@ LEADING = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "d
 UNREAD = frozenset({"case", "esac", "for", "select", "function", "coproc", "[["})
 _BRACKET = re.compile(r"\[[^\s;&|<>()]*\]")
 _BRACES = re.compile(r"\{[^\s;&|<>()]*(,|\.\.)[^\s;&|<>()]*\}")
+#: Reserved words that open a compound command, those that continue one (and what must
+#: be open for them), and those that close one.
+_OPENS = frozenset({"if", "while", "until", "{"})
+_NEEDS = {"then": ("if", "elif"), "elif": ("then",), "else": ("then",), "fi": ("then", "else"),
+          "do": ("while", "until"), "done": ("do",), "}": ("{",)}  # fmt: skip
+_CLOSES = frozenset({"fi", "done", "}"})
 _ARITHMETIC = re.compile(r"[\w\s+\-*/%<>=!&|^~?:,()\[\]$#]*")
 _HEX = {"x": "[0-9A-Fa-f]{0,2}", "u": "[0-9A-Fa-f]{0,4}", "U": "[0-9A-Fa-f]{0,8}"}
 _ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
@@ -91,6 +97,7 @@ class _Reader:
         self.out = out
         self.depth = depth
         self.heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, strip tabs, expands)
+        self.open: list[str] = []  # the compound commands open in the current list
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -122,7 +129,17 @@ class _Reader:
 
     def read_list(self, end: str | None) -> None:
         """Commands until the end of the text, or the ``)`` closing a subshell or a
-        ``$(`` / ``<(`` / ``>(`` when ``end`` is ``")"``."""
+        ``$(`` / ``<(`` / ``>(`` when ``end`` is ``")"``; the reserved words in it must
+        pair up (``if``…``then``…``fi``, ``while``…``do``…``done``, ``{``…``}``)."""
+        outer, self.open = self.open, []
+        try:
+            self._read_list(end)
+        finally:
+            if self.open:
+                self.out.doubt(f"{self.open[-1]} without its end")
+            self.open = outer
+
+    def _read_list(self, end: str | None) -> None:
         while True:
             self.blanks()
             if self.i >= len(self.s):
@@ -193,6 +210,7 @@ class _Reader:
     def read_command(self) -> None:
         words: list[Word] = []
         parts: list[Word | Redirect] = []
+        subshell = False
         while True:
             self.blanks()
             if self.i >= len(self.s):
@@ -211,6 +229,7 @@ class _Reader:
                 # defines a function; anything else here is a syntax error.
                 if not all(w.raw in LEADING for w in words):
                     self.out.doubt("a function definition or a ( inside a command")
+                subshell = True
                 self.i += 1
                 self.depth += 1
                 self.read_list(")")
@@ -228,8 +247,30 @@ class _Reader:
                 continue
             words.append(word)
             parts.append(word)
+        self.reserved(words, subshell)
         if words or parts:
             self.out.commands.append(Simple(words, parts))
+
+    def reserved(self, words: list[Word], subshell: bool) -> None:
+        """Follow the reserved words that start a command: each must stand where bash
+        takes it (``fi`` closes an ``if`` after its ``then``…), else the line is a
+        syntax error to bash, and uncertain here."""
+        k = 0
+        while k < len(words) and words[k].raw in LEADING:
+            word = words[k].raw
+            top = self.open[-1] if self.open else ""
+            needs = _NEEDS.get(word)
+            if needs is not None and top not in needs:
+                self.out.doubt(f"{word} out of place")
+            elif word in _CLOSES:
+                self.open.pop()
+            elif needs is not None:
+                self.open[-1] = word
+            elif word in _OPENS:
+                self.open.append(word)
+            k += 1
+        if k and k == len(words) and words[k - 1].raw in ("!", "time") and not subshell:
+            self.out.doubt(f"{words[k - 1].raw} without a command")
 
     def redirection(self, prefix: str) -> Redirect:
         start = self.i
@@ -285,9 +326,7 @@ class _Reader:
             elif c == "$":
                 self.dollar(word, value, quoted=False)
             elif c == "`":
-                begin = self.i
-                self.backtick(word, quoted=False)
-                value.append(s[begin : self.i])
+                self.backtick(word, value, quoted=False)
             else:
                 if c in "*?" or (c == "~" and self.i == start):
                     word.dynamic = True
@@ -299,6 +338,10 @@ class _Reader:
                 self.i += 1
         word.raw = s[start : self.i]
         word.value = "".join(value)
+        if "[" in word.value and ("$(" in word.value or "`" in word.value):
+            # bash evaluates an array subscript as arithmetic wherever a name is taken
+            # (``x='a[$(rm y)]'; echo $((x))``, ``test -v``, ``printf -v``): it would run.
+            self.out.doubt("a subscript holding a command substitution")
         return word
 
     def double_quoted(self, word: Word, value: list[str]) -> None:
@@ -320,9 +363,7 @@ class _Reader:
             elif c == "$":
                 self.dollar(word, value, quoted=True)
             elif c == "`":
-                begin = self.i
-                self.backtick(word, quoted=True)
-                value.append(s[begin : self.i])
+                self.backtick(word, value, quoted=True)
             else:
                 value.append(c)
                 self.i += 1
@@ -400,13 +441,12 @@ class _Reader:
         end = s.find("))", self.i + 3)
         inner = s[self.i + 3 : end] if end > 0 else ""
         word.dynamic = True
-        if end < 0 or not _ARITHMETIC.fullmatch(inner) or "$(" in inner:
+        if end < 0 or not _ARITHMETIC.fullmatch(inner) or "$(" in inner or not _nested(inner):
+            # ``$((a) | (b))`` is a command substitution to bash: find those commands.
             self.out.doubt("an arithmetic expansion this reader cannot read")
             self.i += 2
-            self.substitution(word)  # bash may read it as $( ( … ) ): find those commands
+            self.substitution(word)
             return
-        if inner.count("(") != inner.count(")"):
-            self.out.doubt("an arithmetic expansion this reader cannot read")
         self.i = end + 2
 
     def substitution(self, word: Word) -> None:
@@ -420,8 +460,10 @@ class _Reader:
         self.read_list(")")
         self.depth -= 1
 
-    def backtick(self, word: Word, *, quoted: bool) -> None:
+    def backtick(self, word: Word, value: list[str], *, quoted: bool) -> None:
+        """A backtick substitution: its commands; its text, as written, into ``value``."""
         s = self.s
+        begin = self.i
         word.dynamic = word.substitution = True
         j = self.i + 1
         inner: list[str] = []
@@ -445,12 +487,23 @@ class _Reader:
         if j >= len(s):
             self.out.doubt("an unclosed backtick")
         self.i = j + 1
+        value.append(s[begin : self.i])
         self.nested("".join(inner))
 
 
 def _fd_prefix(raw: str) -> bool:
     """Whether a word right before ``<``/``>`` is its file descriptor (``2>``, ``{fd}>``)."""
     return raw.isdigit() or re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}", raw) is not None
+
+
+def _nested(text: str) -> bool:
+    """Whether the parentheses of ``text`` pair up in order (none closes before it opens)."""
+    depth = 0
+    for c in text:
+        depth += (c == "(") - (c == ")")
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def _closing_brace(s: str, start: int) -> int:

@@ -27,6 +27,10 @@ from .wrappers import unwrap
 
 __all__ = ["Command", "Split", "split"]
 
+#: Builtins that run a string later or change what a name runs (``alias ls=rm``,
+#: ``hash -p ./x ls``, ``trap 'rm x' EXIT``, ``enable -f x.so ls``).
+_REDEFINING = frozenset({"trap", "alias", "hash", "enable", "bind", "complete"})
+
 
 @dataclass(frozen=True)
 class Command:
@@ -132,6 +136,8 @@ def _add(
     if head.dynamic or "\x00" in head.value:
         reading.doubt(f"an expansion in command position ({head.raw})")
         return
+    if head.value in _REDEFINING:
+        reading.doubt(f"{head.value}, which runs or redefines commands")
     if os.path.basename(head.value) == "eval":
         reading.doubt("eval")
         if len(words) > 1 and not any(w.dynamic for w in words[1:]) and depth < MAX_DEPTH:
@@ -150,13 +156,13 @@ def _add(
         return
     if inner.implicit is not None:
         found.append(Command(inner.implicit, inner.implicit, (inner.implicit,)))
-    if inner.words:
+    for wrapped in [inner.words, *inner.also] if inner.words else []:
         k = 0
-        while k < len(inner.words) and ASSIGNMENT.match(inner.words[k].raw):
+        while k < len(wrapped) and ASSIGNMENT.match(wrapped[k].raw):
             k += 1  # env NAME=value cmd
-        rest = inner.words[k:]
+        rest = wrapped[k:]
         if rest:
-            text = _join(list(inner.words))
+            text = _join(list(wrapped))
             _add(rest, text, _join(list(rest)), reading, found, depth + 1, redirects)
     if inner.script is not None:
         _script(inner.script, reading, found, depth + 1)

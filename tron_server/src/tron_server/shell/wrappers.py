@@ -36,16 +36,22 @@ _OPTIONS: dict[str, tuple[str, frozenset[str], str, frozenset[str]]] = {
                frozenset({"--ignore"})),
     "busybox": ("", frozenset(), "", frozenset()),
     "stdbuf": ("ioe", frozenset({"--input", "--output", "--error"}), "", frozenset()),
-    "xargs": ("ILnPsdEa", frozenset({"--max-lines", "--max-args", "--max-procs",
-              "--max-chars", "--delimiter", "--eof", "--arg-file", "--replace",
-              "--process-slot-var"}), "0rtpx", frozenset({"--null", "--no-run-if-empty",
-              "--verbose", "--interactive", "--exit", "--open-tty"})),
+    "xargs": ("ILnPsdEa", frozenset({"--max-args", "--max-procs", "--max-chars",
+              "--delimiter", "--arg-file", "--process-slot-var"}), "0rtpx",
+              frozenset({"--null", "--no-run-if-empty", "--verbose", "--interactive", "--exit",
+              "--open-tty",
+              # their value is optional, so only ever attached (--replace=R)
+              "--replace", "--eof", "--max-lines"})),
+    "time": ("fo", frozenset({"--format", "--output"}), "apvq",
+             frozenset({"--append", "--portability", "--verbose", "--quiet"})),
 }  # fmt: skip
 #: Short options whose value, when given, is attached (``xargs -I{}`` also takes one apart).
 _ATTACHED_ONLY = {"xargs": "ile"}
 #: Wrappers followed by operands before the command (``timeout 5 cmd``).
 _OPERANDS = {"timeout": 1}
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh"})
+#: Shells whose grammar this reader follows (dash's is, for finding commands, a subset).
+_READ = frozenset({"sh", "bash", "dash"})
 #: Shell options taking a value (``bash -o pipefail -c …``).
 _SHELL_VALUES = frozenset({"o", "O"})
 _SHELL_LONG_VALUES = frozenset({"--rcfile", "--init-file"})
@@ -58,6 +64,8 @@ class Unwrapped:
     ``doubt``: why what it runs is not known."""
 
     words: list[Word] = field(default_factory=list)
+    #: Further commands it runs (each ``find -exec … ;``).
+    also: list[list[Word]] = field(default_factory=list)
     script: str | None = None
     implicit: str | None = None
     doubt: str | None = None
@@ -70,6 +78,8 @@ def unwrap(words: list[Word]) -> Unwrapped | None:
     name = os.path.basename(words[0].value)
     if name in SHELLS:
         return _shell(words)
+    if name == "find":
+        return _find(words)
     spec = _OPTIONS.get(name)
     if spec is None:
         return None
@@ -84,6 +94,9 @@ def unwrap(words: list[Word]) -> Unwrapped | None:
         if arg == "--":
             i += 1
             break
+        if arg == "-" and name == "env":  # env - cmd: env -i cmd
+            i += 1
+            continue
         if name == "nice" and len(arg) > 1 and arg[0] == "-" and arg[1:].isdigit():
             i += 1  # nice -10 cmd
             continue
@@ -91,7 +104,7 @@ def unwrap(words: list[Word]) -> Unwrapped | None:
             key = arg.split("=", 1)[0]
             if key in long_value:
                 i += 1 if "=" in arg else 2
-            elif key in long_flags or (name == "sudo" and key == "--preserve-env"):
+            elif key in long_flags:
                 i += 1
             else:
                 return Unwrapped(doubt=f"the option {arg} of {name}")
@@ -117,6 +130,27 @@ def unwrap(words: list[Word]) -> Unwrapped | None:
     return Unwrapped(words=rest)
 
 
+def _find(words: list[Word]) -> Unwrapped | None:
+    """``find … -exec cmd {} ;`` (also ``-execdir``, ``-ok``, ``-okdir``, ending with ``+``)
+    runs each ``cmd``."""
+    found: list[list[Word]] = []
+    current: list[Word] | None = None
+    for word in words[1:]:
+        if current is None:
+            if word.value in ("-exec", "-execdir", "-ok", "-okdir"):
+                current = []
+        elif word.value in (";", "+") and current:
+            found.append(current)
+            current = None
+        else:
+            current.append(word)
+    if current is not None:
+        return Unwrapped(doubt="a find -exec without its ; or +")
+    if not found:
+        return None
+    return Unwrapped(words=found[0], also=found[1:])
+
+
 def _short(cluster: str, with_value: str, flags: str, attached: str) -> int | None:
     """How many following words a cluster of short options (``-Eu``) takes: 0 or 1, or
     None when it holds an unknown option."""
@@ -131,6 +165,13 @@ def _short(cluster: str, with_value: str, flags: str, attached: str) -> int | No
 
 
 def _shell(words: list[Word]) -> Unwrapped:
+    found = _shell_script(words)
+    if found.script is not None and os.path.basename(words[0].value) not in _READ:
+        found.doubt = f"a {os.path.basename(words[0].value)} script (read with bash's grammar)"
+    return found
+
+
+def _shell_script(words: list[Word]) -> Unwrapped:
     """``bash [options] -c script`` runs ``script``; ``bash file`` runs a file (no
     doubt: that is the command); ``bash`` alone or with ``-s`` reads commands from its
     input, which this reader cannot see."""

@@ -331,8 +331,12 @@ async def print_mode(opts: Options) -> int:
             await trust_folder(client, caps, opts.cwd)
         session = await open_session(client, opts, create=True, first_prompt=prompt)
         assert session is not None
-        elsewhere = sessions.elsewhere(session, opts.cwd)
-        if elsewhere:
+        if session.get("workingDirectoryExists") is False:
+            _announce(
+                sessions.missing_folder_note(session["id"], session["workingDirectory"])
+                + f" `tron -r {session['id']}` offers to continue it in another folder."
+            )
+        elif elsewhere := sessions.elsewhere(session, opts.cwd):
             _announce(elsewhere)
         # Never trusted implicitly: an untrusted folder's configuration stays inert.
         untrusted = await check_trust(client, caps, str(session["workingDirectory"]))
@@ -365,6 +369,29 @@ async def ask_trust(client: TronClient, caps: Capabilities, folder: str, home: P
     if choice:
         await client.call("trust.set", {"path": untrusted["path"], "trusted": True})
     return True
+
+
+async def ask_folder(
+    client: TronClient, caps: Capabilities, session: dict[str, Any], cwd: Path
+) -> dict[str, Any] | None:
+    """On opening a session whose folder is not on this machine, ask which folder to
+    continue in (this one proposed): the session moved there (``session.resume``), the
+    session itself (opened as it is), or None (the user quit)."""
+    from .folder_prompt import FolderPrompt  # Textual: only when there is something to ask
+
+    choice = await FolderPrompt(session["id"], session["workingDirectory"], str(cwd)).run_async()
+    if not choice:
+        return None if choice is None else session
+    if not caps.has("session.resume"):
+        raise TerminalError(
+            "this tron-server cannot continue a session in another folder (it has no "
+            "session.resume): update tron-server.",
+            EXIT_USAGE,
+        )
+    moved: dict[str, Any] = await client.call(
+        "session.resume", {"sessionId": session["id"], "workingDirectory": choice}
+    )
+    return moved
 
 
 #: What ``tron`` says when the interactive client's toolkit is not installed.
@@ -402,7 +429,18 @@ async def interactive(opts: Options) -> int:
         if opts.args.trust:
             await trust_folder(conn.client, caps, opts.cwd)
         session = await open_session(conn.client, opts, create=False)
-        elsewhere = sessions.elsewhere(session, opts.cwd) if session is not None else None
+        if session is not None and session.get("workingDirectoryExists") is False:
+            moved = await ask_folder(conn.client, caps, session, opts.cwd)
+            if moved is None:
+                await conn.close()
+                return EXIT_OK
+            if moved is session:  # opened as it is
+                notes.append(
+                    sessions.missing_folder_note(session["id"], session["workingDirectory"])
+                )
+            session = moved
+        exists = session is not None and session.get("workingDirectoryExists") is not False
+        elsewhere = sessions.elsewhere(session, opts.cwd) if exists and session else None
         if elsewhere:
             notes.append(elsewhere)
         folder = str(session["workingDirectory"]) if session is not None else str(opts.cwd)

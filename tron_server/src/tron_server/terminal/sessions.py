@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tron_events.titles import title_from_prompt
+
 from ..client import RpcCallError, TronClient
 from .errors import EXIT_NOT_FOUND, EXIT_USAGE, TerminalError
 
@@ -126,12 +128,19 @@ def elsewhere(session: dict[str, Any], folder: Path) -> str | None:
     return f"Session {session['id']} works in {where} (not in this folder): its tools act there."
 
 
+def missing_folder_note(session_id: str, folder: str) -> str:
+    """The warning for a session whose folder is not on this machine: what is missing and
+    what acting there would do."""
+    return (
+        f"Session {session_id} worked in {folder}, which is not a folder on this machine "
+        "(an imported session?): its tools cannot act there."
+    )
+
+
 def title_of(prompt: str | None) -> str | None:
-    """A session title from its first message: the first line, at most 60 characters."""
-    if not prompt or not prompt.strip():
-        return None
-    line = prompt.strip().splitlines()[0].strip()
-    return line if len(line) <= 60 else line[:59] + "…"
+    """A session title from its first message: the first line, at most 60 characters
+    (:func:`tron_events.titles.title_from_prompt`, as every reader derives one)."""
+    return title_from_prompt(prompt)
 
 
 def age(timestamp: str | None, now: datetime | None = None) -> str:
@@ -180,6 +189,7 @@ __all__ = [
     "get_session",
     "is_subagent",
     "latest_session",
+    "missing_folder_note",
     "money",
     "title_of",
     "usable",

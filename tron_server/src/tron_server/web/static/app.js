@@ -14,6 +14,7 @@ import { Layout } from "./layout.js";
 import { SessionList, sessionTitle } from "./sessions.js";
 import { Search } from "./search.js";
 import { NewSessionDialog } from "./newsession.js";
+import { FolderNotice } from "./folder.js";
 import { renderModelPicker } from "./modelpicker.js";
 import { toast } from "./toast.js";
 import { installFeatures } from "./features.js";
@@ -121,6 +122,19 @@ function scheduleRender() {
   });
 }
 
+const folderNotice = new FolderNotice({
+  rpc,
+  state,
+  recentSessions: () => sessionList.sorted(),
+  onMoved: (session) => {
+    state.sessions.set(session.id, session);
+    const sd = state.data.get(session.id);
+    if (sd) sd.setSession(session, "snapshot");
+    renderSessions();
+    renderCurrent();
+  },
+});
+
 function current() {
   return state.currentId ? state.data.get(state.currentId) : null;
 }
@@ -132,6 +146,7 @@ function renderCurrent() {
   $("composer").hidden = !has;
   $("chat").dataset.hasSession = String(has);
   $("transcript").hidden = !has;
+  folderNotice.render(sd);
   if (!sd) {
     setChildren($("tree"));
     $("session-title").textContent = "tron";

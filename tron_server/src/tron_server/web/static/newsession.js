@@ -47,11 +47,13 @@ export class NewSessionDialog {
     this.$("ns-trust-no").focus();
   }
 
-  /** The directory the dialog proposes (see the module comment). */
+  /** The directory the dialog proposes (see the module comment): never a folder that does
+   * not exist on the server's machine (an imported session's, `workingDirectoryExists`). */
   defaultDirectory() {
+    const here = (s) => s?.workingDirectory && s.workingDirectoryExists !== false;
     const cur = this.current();
-    if (cur?.session.workingDirectory) return cur.session.workingDirectory;
-    const recent = this.recentSessions().find((s) => s.workingDirectory && !s.parentSessionId);
+    if (here(cur?.session)) return cur.session.workingDirectory;
+    const recent = this.recentSessions().find((s) => here(s) && !s.parentSessionId);
     if (recent) return recent.workingDirectory;
     return this.state.info?.userHome || "";
   }
@@ -123,11 +125,21 @@ export class NewSessionDialog {
       this.dialog.close();
       await this.onCreated(session);
     } catch (err) {
-      const details = err.data?.errors ? ` (${err.data.errors.map((x) => x.msg || x.message || JSON.stringify(x)).join("; ")})` : "";
-      this.$("ns-error").textContent = `${err.message}${details}`;
+      this.$("ns-error").textContent = errorText(err);
       this.$("ns-error").hidden = false;
     }
   }
+}
+
+/** An RPC error in one line: its message, then each of `data.errors` it does not
+ * already say (-32602's message is the first field's reason: it is not said twice). */
+export function errorText(err) {
+  const message = String(err.message || err).replace(/ \(and \d+ more errors? in data\.errors\)$/, "");
+  const said = (text) => message.includes(text);
+  const more = (err.data?.errors || [])
+    .map((x) => (x.field ? `${x.field}: ` : "") + (x.msg || x.message || JSON.stringify(x)))
+    .filter((text) => !said(text));
+  return more.length ? `${message}; ${more.join("; ")}` : message;
 }
 
 /** What a folder defines (trust.get's `defines`), as short phrases (as `tron` says them). */

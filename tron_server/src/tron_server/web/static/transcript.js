@@ -129,6 +129,8 @@ export class Transcript {
       }
       case "config.model_switch":
         return systemLine(ev, "model-switch", [`Model switched: ${p.previousModel || "?"} → ${p.newModel}`]);
+      case "config.working_directory":
+        return systemLine(ev, "folder-change", ["Continued in ", h("code", {}, p.workingDirectory), p.previousWorkingDirectory ? ` (was ${p.previousWorkingDirectory})` : ""]);
       case "config.reasoning_level":
         return systemLine(ev, "reasoning-level", [`Reasoning level: ${p.newLevel || "default"}`]);
       case "notification.interrupted":

@@ -1,4 +1,4 @@
-"""Shared harness for the agent-runtime tests (no tests here).
+"""The harness of the agent-runtime tests (the ``h`` fixture is in tests/agent/conftest.py).
 
 A real SQLite store in ``tmp_path``, the scripted LLM on a local port, the real
 Anthropic adapter pointed at it, test tools, and an ``emit`` that collects the
@@ -7,23 +7,17 @@ notifications. ``assert_event_order`` checks reference 004's recording order.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from pydantic import BaseModel
 
-from tests.server.scripted_llm import ScriptedLLM, scripted_llm
+from tests.support.scripted_llm import ScriptedLLM
 from tron_events import AsyncEventStore, Event, Session
-from tron_llm import RetryPolicy
-from tron_llm.anthropic import AnthropicProvider
 from tron_server.agent import Orchestrator
-from tron_server.hooks.base import HookEngine
-from tron_server.tools import Read
-from tron_server.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
+from tron_server.tools.base import Tool, ToolContext, ToolResult
 
 MODEL = "claude-sonnet-4-5"
 
@@ -151,31 +145,3 @@ def assert_event_order(events: list[Event]) -> None:
     starts = [e.payload["turn"] for e in events if e.type == "stream.turn_start"]
     ends = [e.payload["turn"] for e in events if e.type == "stream.turn_end"]
     assert starts == ends, f"turn starts {starts} vs ends {ends} ({types})"
-
-
-@pytest.fixture
-async def h(tmp_path: Path) -> AsyncIterator[Harness]:
-    store = await AsyncEventStore.open(f"sqlite:///{tmp_path / 'agent.db'}")
-    async with scripted_llm() as llm:
-        provider = AnthropicProvider(
-            api_key="test-key",
-            base_url=llm.base_url,
-            retry=RetryPolicy(max_retries=2, sleep=no_sleep),
-        )
-        echo, slow = EchoTool(), SlowTool()
-        notes: list[tuple[str, str, dict[str, Any]]] = []
-        orch = Orchestrator(
-            store,
-            lambda _provider, _model: provider,
-            ToolRegistry([echo, slow, Read()]),
-            HookEngine(),
-            lambda method, sid, data: notes.append((method, sid, data)),
-            home=tmp_path / "home",
-        )
-        h = Harness(store, llm, orch, tmp_path, echo, slow, notes)
-        try:
-            yield h
-        finally:
-            await orch.shutdown(timeout=5)
-            await provider.aclose()
-            await store.aclose()

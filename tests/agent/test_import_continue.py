@@ -8,16 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.scripted_llm import Response, Text
-from tests.server.test_agent_harness import Harness, h
+from tests.agent.harness import Harness
+from tests.support.scripted_llm import Response, Text
 from tron_events.importers import IMPORTERS
 from tron_events.transfer import import_records
 
-__all__ = ["h"]
-
 pytestmark = pytest.mark.anyio
 
-FIXTURES = Path(__file__).parent / "fixtures" / "importers"
+FIXTURES = Path(__file__).parents[1] / "events" / "fixtures" / "importers"
 MAINS = {
     "claude-code": (
         FIXTURES / "claude-code" / "projects" / "-home-dev-parser"

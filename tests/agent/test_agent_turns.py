@@ -9,14 +9,12 @@ from typing import Any
 
 import pytest
 
-from tests.server.scripted_llm import Response, Text, Thinking, ToolUse, Usage
-from tests.server.test_agent_harness import MODEL, Harness, assert_event_order, h
+from tests.agent.harness import MODEL, Harness, assert_event_order
+from tests.support.scripted_llm import Response, Text, Thinking, ToolUse, Usage
 from tron_events.messages import ToolResultBlock, ToolUseBlock
 from tron_server.agent import Orchestrator
 from tron_server.hooks import build_hook_engine
 from tron_server.tools.base import ToolRegistry
-
-__all__ = ["h"]
 
 pytestmark = pytest.mark.anyio
 

@@ -10,9 +10,9 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse
-from tests.server.test_subagents import Routes, result_text, task, tool_results
+from tests.agent.test_subagents import Routes, result_text, task, tool_results
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
+from tests.support.server import RunningServer
 from tron_server.client import TronClient
 
 pytestmark = pytest.mark.anyio

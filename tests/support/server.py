@@ -1,10 +1,7 @@
-"""Fixtures for server tests: a real tron-server (uvicorn on 127.0.0.1, a free port)
-in a background thread, with a temp home and a temp SQLite database.
-
-    def test_x(running_server): ...                 # started with default settings
-    def test_y(server_factory):
-        server = server_factory(anthropic_base_url=llm.base_url)   # any Settings field
-    async def test_z(client): await client.call("system.ping")     # TronClient on running_server
+"""A real tron-server (uvicorn on 127.0.0.1, a free port) in a background thread, with a
+temp home and a temp SQLite database: :class:`RunningServer`. The fixtures that start
+one (``server_factory``, ``running_server``, ``server``, ``make_server``) are in
+:mod:`tests.support.fixtures`.
 
 ``RunningServer`` attributes: ``base_url`` (http://127.0.0.1:PORT), ``ws_url``
 (ws://127.0.0.1:PORT/rpc), ``token``, ``home``, ``port``, ``settings``, ``app``,
@@ -23,14 +20,12 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pytest
 import uvicorn
 
-from tests.server.scripted_llm import ScriptedLLM, scripted_llm
 from tron_server.app import create_app, uvicorn_options
 from tron_server.client import TronClient
 from tron_server.security import load_or_create_token
@@ -162,55 +157,3 @@ async def _call(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
 
 
 ServerFactory = Callable[..., RunningServer]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # websockets and the client are asyncio-based
-
-
-@pytest.fixture
-def server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerFactory]:
-    """``server_factory(**settings)`` starts a server (own temp home); stopped at the end."""
-    servers: list[RunningServer] = []
-
-    def make(**overrides: Any) -> RunningServer:
-        home = Path(tmp_path_factory.mktemp("tron-home"))
-        server = RunningServer(home, **overrides).start()
-        servers.append(server)
-        return server
-
-    yield make
-    for server in servers:
-        server.stop()
-
-
-@pytest.fixture
-def running_server(server_factory: ServerFactory) -> RunningServer:
-    """A server with default settings (temp home, SQLite at home/database/prod.db)."""
-    return server_factory()
-
-
-@pytest.fixture
-async def client(running_server: RunningServer) -> AsyncIterator[TronClient]:
-    """A TronClient connected to ``running_server``."""
-    async with running_server.connect() as c:
-        yield c
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[ScriptedLLM]:
-    """The scripted LLM on a port of its own (queue replies with ``llm.add``)."""
-    async with scripted_llm() as served:
-        yield served
-
-
-@pytest.fixture
-def server(
-    server_factory: ServerFactory, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
-) -> RunningServer:
-    """A server whose Anthropic provider is ``llm``; the other providers have no key."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    for var in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    return server_factory(anthropic_base_url=llm.base_url)

@@ -9,8 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.server.conftest import RunningServer
-from tests.server.scripted_llm import (
+from tests.agent.harness import Harness, assert_event_order
+from tests.support.scripted_llm import (
     Response,
     ScriptedLLM,
     Text,
@@ -18,7 +18,7 @@ from tests.server.scripted_llm import (
     ToolUse,
     error_response,
 )
-from tests.server.test_agent_harness import Harness, assert_event_order, h
+from tests.support.server import RunningServer
 from tests.tools.proctree_script import (
     KILL_DEADLINE,
     complete,
@@ -29,8 +29,6 @@ from tests.tools.proctree_script import (
 from tron_server.agent.turn import ABORTED_RESULT
 from tron_server.errors import AgentBusyError, SessionNotActiveError, SessionNotFoundError
 from tron_server.hooks.base import HookContext, HookDecision
-
-__all__ = ["h"]
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import trust_folder
+from tests.support.trust import trust_folder
 from tron_server.agent.subagents import (
     GENERAL_PURPOSE,
     AgentFileError,

@@ -12,11 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.server.scripted_llm import Response, Text, ToolUse, error_response
-from tests.server.test_agent_harness import Harness, assert_event_order, h
+from tests.agent.harness import Harness, assert_event_order
+from tests.support.scripted_llm import Response, Text, ToolUse, error_response
 from tron_events.validate import validate_history
-
-__all__ = ["h"]
 
 pytestmark = pytest.mark.anyio
 

@@ -23,9 +23,9 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from tests.conftest import trust_folder
-from tests.server.scripted_llm import Response, ScriptedLLM, Text, ToolUse, scripted_llm
-from tests.server.test_agent_harness import assert_event_order, no_sleep
+from tests.agent.harness import assert_event_order, no_sleep
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse, scripted_llm
+from tests.support.trust import trust_folder
 from tron_events import AsyncEventStore, Event, Session
 from tron_llm import RetryPolicy
 from tron_llm.anthropic import AnthropicProvider

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.server.scripted_llm import Response, Text, ToolUse, Usage, error_response
-from tests.server.test_agent_harness import Harness, h
+from tests.agent.harness import Harness
+from tests.support.scripted_llm import Response, Text, ToolUse, Usage, error_response
 from tron_events.messages import TextBlock
 from tron_events.reconstruct import COMPACTION_ACK, SUMMARY_PREFIX
 from tron_server.agent.compaction import (
@@ -18,8 +18,6 @@ from tron_server.agent.compaction import (
 )
 from tron_server.errors import InvalidOperationError, ProviderError
 from tron_server.hooks.base import HookContext, HookDecision
-
-__all__ = ["h"]
 
 pytestmark = pytest.mark.anyio
 

@@ -9,10 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.mcp.conftest import stdio, write_mcp_json
-from tests.mcp.servers import marker_server, started
-from tests.server.scripted_llm import Response, Text
-from tests.terminal.conftest import TronEnv, env, tron_env  # noqa: F401
+from tests.mcp.servers import marker_server, started, stdio, write_mcp_json
+from tests.support.scripted_llm import Response, Text
+from tests.terminal.conftest import TronEnv
 from tests.terminal.test_app_pilot import run_app, until
 from tron_server.client import TronClient
 from tron_server.terminal.app import TronApp
@@ -30,7 +29,7 @@ def test_mention_words_and_the_listing() -> None:
     assert parse_mentions(listing) == [Command("ev:demo://a", "a.md", "mention")]
 
 
-def test_at_completes_resources(env: TronEnv, everything: Path) -> None:  # noqa: F811
+def test_at_completes_resources(env: TronEnv, everything: Path) -> None:
     project = env.project("mentions")
     write_mcp_json(project, {"ev": stdio(everything, "stdio")})
     (env.server.home / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
@@ -55,7 +54,7 @@ def test_at_completes_resources(env: TronEnv, everything: Path) -> None:  # noqa
     run_app(env, project, body)
 
 
-def test_slash_mcp_shows_the_servers_and_approves_one(env: TronEnv) -> None:  # noqa: F811
+def test_slash_mcp_shows_the_servers_and_approves_one(env: TronEnv) -> None:
     project = env.project("slash-mcp")
     marker = env.root / "slash-mcp-started"
     write_mcp_json(project, {"mark": marker_server(marker)})
