@@ -23,13 +23,15 @@ def test_resume_and_continue_find_a_session_of_any_folder_by_prefix(env: TronEnv
     first = _json(env.tron("-p", "in there", "--output-format", "json", cwd=there))
     sid = str(first["sessionId"])
     # From another folder, by a prefix without "sess_" (as tron-db show takes it).
-    short = sid.removeprefix("sess_")[:10]
+    # Ids begin with their time (UUIDv7): a prefix must reach the random part to be unique
+    # among the sessions other tests of this server made in the same seconds.
+    short = sid.removeprefix("sess_")[:23]
     proc = env.tron("-p", "-r", short, "from here", "--output-format", "json", cwd=here)
     assert _json(proc)["sessionId"] == sid
     assert f"works in {there.resolve()}" in proc.stderr
     assert "in there" in json.dumps(env.llm.requests[-1]["messages"])
     # -c with a session id continues that one.
-    proc = env.tron("-p", "-c", sid[:14], "continued", "--output-format", "json", cwd=here)
+    proc = env.tron("-p", "-c", sid[:28], "continued", "--output-format", "json", cwd=here)
     assert _json(proc)["sessionId"] == sid
     # -c alone still continues this folder's own (none here yet: a clear refusal),
     # and a word after -c is still the first message.
