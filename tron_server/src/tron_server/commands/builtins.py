@@ -43,6 +43,7 @@ from ..agent.compaction import compact_session
 from ..agent.subagents import discover_agents
 from ..errors import InvalidOperationError, InvalidParams, ManagerUnavailableError
 from ..mcp import format_listing
+from ..memory import HANDOFF_TYPE
 
 if TYPE_CHECKING:
     from ..rpc import RpcContext
@@ -341,11 +342,14 @@ async def _end(cx: CommandContext, args: str) -> dict[str, Any]:
     ended = await cx.call(
         "session.end", {"sessionId": cx.session_id, "reason": args.strip() or "completed"}
     )
-    made = await cx.call("memory.get", {"workingDirectory": cx.session.working_directory})
-    mine = [h for h in made.get("handoffs", []) if h.get("sessionId") == cx.session_id]
+    store = cx.rpc.services.store
+    assert store is not None
+    # The session's own handoffs, not the workspace's memory.get: the newest is the one
+    # session.end just made (or the last one, when nothing was said since).
+    mine = await store.get_events(cx.session_id, types=[HANDOFF_TYPE])
     lines = ["Session ended: it takes no more messages (fork it to continue)."]
     if mine:
-        lines.append(f"Handoff {mine[0]['eventId']}: {mine[0]['summary']}")
+        lines.append(f"Handoff {mine[-1].id}: {mine[-1].payload.get('summary', '')}")
     return {"output": "\n".join(lines), "session": ended}
 
 
