@@ -89,13 +89,24 @@ class ThinkingItem(Collapsible, ItemWidget):
 
     def __init__(self, item: Item) -> None:
         self._body = Static("", classes="thinking-text")
-        super().__init__(self._body, title="Thinking", collapsed=True, classes="item thinking")
+        # The title is right from the start: a title changed in the same tick as the
+        # mount could keep the auto width laid out for the old one (seen cut to
+        # "▶ Thinking" under load).
+        super().__init__(
+            self._body, title=self._title_for(item), collapsed=True, classes="item thinking"
+        )
         self.item_key = item.key
+
+    @staticmethod
+    def _title_for(item: Item) -> str:
+        return f"Thinking ({len(item.text.split())} words)"
 
     async def show(self, item: Item) -> None:
         self.signature = item.signature
-        words = len(item.text.split())
-        self.title = f"Thinking ({words} words)"
+        title = self._title_for(item)
+        if title != self.title:
+            self.title = title
+            self.refresh(layout=True)
         self._body.update(Text(item.text, style="italic"))
 
 
