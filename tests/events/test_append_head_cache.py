@@ -97,3 +97,61 @@ def test_other_methods_of_this_store_are_seen(store: EventStore) -> None:
     store.delete_session(s2.id)
     with pytest.raises(SessionNotFound):
         store.append(s2.id, "message.user", user(1))
+
+
+def test_changes_elsewhere_reach_an_append_to_the_known_head(store: EventStore) -> None:
+    """The append to the head this store knows moves the session row on only if it
+    still says that head and count, and active: anything another store did since
+    (an append, an end, a deletion) sends it to the general path, which says why."""
+    s = store.create_session(working_directory="/w", model="m", provider="p")
+    mine = store.append(s.id, "message.user", user(0))
+    with EventStore.open(store.url) as other:
+        theirs = other.append(s.id, "message.user", user(1))
+        # Compare-and-append against the head this store knows: the row says otherwise.
+        with pytest.raises(ConcurrencyConflict):
+            store.append(s.id, "message.user", user(2), expected_head=mine.id)
+        with pytest.raises(ConcurrencyConflict):
+            store.append_many(
+                s.id, [{"type": "message.user", "payload": user(2)}], expected_head=mine.id
+            )
+        chain = store.append_many(
+            s.id,
+            [{"type": "message.user", "payload": user(n)} for n in (3, 4)],
+            expected_head=theirs.id,
+        )
+        assert chain[0].parent_id == theirs.id and chain[1].sequence == theirs.sequence + 2
+        other.append(s.id, "message.user", user(5))
+        other.end_session(s.id)
+        with pytest.raises(SessionNotActive):
+            store.append(s.id, "message.user", user(6))
+        with pytest.raises(SessionNotActive):
+            store.append_many(s.id, [{"type": "message.user", "payload": user(6)}])
+    chain_is_whole(store, s.id)
+    assert store.get_session(s.id).message_count == 5
+    s2 = store.create_session(working_directory="/w", model="m", provider="p")
+    store.append(s2.id, "message.user", user(0))
+    with EventStore.open(store.url) as other:
+        other.delete_session(s2.id)
+    with pytest.raises(SessionNotFound):
+        store.append(s2.id, "message.user", user(1))
+
+
+def test_the_counters_of_appends_to_the_known_head(store: EventStore) -> None:
+    """Messages, turns, tokens and cost add up on the session row as on the general path."""
+    s = store.create_session(working_directory="/w", model="m", provider="p")
+    store.append(s.id, "message.user", {"content": "q", "turn": 3})
+    usage = {"inputTokens": 10, "outputTokens": 5, "cacheReadTokens": 2, "cacheCreationTokens": 1}
+    store.append(s.id, "message.assistant", {"content": [], "turn": 2, "tokenUsage": usage})
+    store.append_many(
+        s.id,
+        [
+            {"type": "stream.turn_end", "payload": {"turn": 3, "cost": 0.25}},
+            {"type": "message.assistant", "payload": {"content": [], "tokenUsage": usage}},
+            {"type": "stream.turn_end", "payload": {"cost": 0.5}},
+        ],
+    )
+    row = store.get_session(s.id)
+    assert (row.message_count, row.turn_count, row.event_count) == (3, 3, 6)
+    assert (row.input_tokens, row.output_tokens) == (20, 10)
+    assert (row.cache_read_tokens, row.cache_creation_tokens) == (4, 2)
+    assert row.cost == pytest.approx(0.75)

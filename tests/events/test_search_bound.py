@@ -156,3 +156,38 @@ def test_revision_0003_cuts_long_search_rows_and_downgrade_restores_them(
         assert [h.event_id for h in store.search("startword")] == [long.id]
         assert [h.event_id for h in store.search("endword")] == [short.id]
         assert store.get_event(long.id).payload["content"] == whole  # type: ignore[union-attr]
+
+
+_block = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=12)}),
+    st.fixed_dictionaries({"type": st.just("text"), "text": st.integers() | st.none()}),
+    st.fixed_dictionaries({"type": st.just("text")}),
+    st.fixed_dictionaries({"type": st.just("thinking"), "thinking": st.text(max_size=12)}),
+    st.fixed_dictionaries({"type": st.just("image")}),
+    st.text(max_size=12),
+)
+
+
+@given(
+    event_type=st.sampled_from(["message.user", "message.assistant", "tool.result"]),
+    content=st.one_of(
+        st.text(alphabet=st.characters(codec="utf-8") | st.just("\x00"), max_size=30),
+        st.lists(_block, max_size=3),
+        st.none(),
+    ),
+    limit=st.sampled_from([None, 0, 5, MAX_INDEXED_CHARS]),
+)
+def test_the_common_content_shapes_index_what_the_general_walk_does(
+    event_type: str, content: Any, limit: int | None
+) -> None:
+    """``search_text`` takes a string or a single text block without its general walk
+    (every append indexes): the text is the walk's, bound and NULs included."""
+    from tron_events._storable import search_safe
+    from tron_events.search_text import _blocks_text, _Parts
+
+    out = _Parts(limit)
+    _blocks_text(content, out)
+    expected = "\n".join(out.items)
+    if limit is not None:
+        expected = expected[:limit]
+    assert search_text(event_type, {"content": content}, limit) == search_safe(expected)

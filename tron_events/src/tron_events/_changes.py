@@ -45,9 +45,12 @@ class ChangeSignal:
 
     def bump(self, *keys: str) -> None:
         """Record a commit touching ``keys``; safe from any thread."""
+        versions = self._versions
         with self._lock:
             for k in keys:
-                self._versions[k] = self._versions.get(k, 0) + 1
+                versions[k] = versions.get(k, 0) + 1
+            if not self._waiters:  # every append bumps: nobody waiting is the common case
+                return
             woken = [w for w in self._waiters if ANY in keys or w.keys.intersection(keys)]
         for w in woken:
             with contextlib.suppress(RuntimeError):  # a closed loop: its subscriber is gone

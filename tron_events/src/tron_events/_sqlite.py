@@ -205,7 +205,7 @@ class SQLiteRecorder(Recorder):
             cur.close()
 
     def _begin(self, conn: sqlite3.Connection, begin: str, give_up_s: float) -> None:
-        deadline = time.monotonic() + give_up_s
+        deadline = None  # the clock is read only once the database was busy
         delay = 0.001
         while True:
             try:
@@ -214,14 +214,17 @@ class SQLiteRecorder(Recorder):
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc):
                     raise
-                if time.monotonic() > deadline:
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + give_up_s
+                if now >= deadline:
                     raise StoreBusy(self.path) from exc
                 log.debug("sqlite busy on %s; retrying", begin)
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
 
     def _commit(self, conn: sqlite3.Connection) -> None:
-        deadline = time.monotonic() + BUSY_GIVE_UP_S
+        deadline = None
         while True:
             try:
                 conn.execute("COMMIT")
@@ -230,9 +233,13 @@ class SQLiteRecorder(Recorder):
                 # A COMMIT can be busy while readers hold an old snapshot during a
                 # checkpoint; the transaction stays open and COMMIT can be retried.
                 busy = isinstance(exc, sqlite3.OperationalError) and _is_busy(exc)
-                if busy and time.monotonic() <= deadline:
-                    time.sleep(0.005)
-                    continue
+                if busy:
+                    now = time.monotonic()
+                    if deadline is None:
+                        deadline = now + BUSY_GIVE_UP_S
+                    if now < deadline:
+                        time.sleep(0.005)
+                        continue
                 self._rollback(conn)
                 typed = _translate(exc, self.path) or (StoreBusy(self.path) if busy else None)
                 if typed is not None:

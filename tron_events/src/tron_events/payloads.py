@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticSerializationError
 
-from ._payload_json import check_json_value_fast
+from ._fast_payload import SLOW, plan_for
+from ._payload_json import check_json_value_fast, exact_json_copy
 from ._storable import is_storable
 from .errors import InvalidPayload, UnknownEventType
 from .normalize import normalize_assistant_payload, normalize_tool_result_payload
@@ -657,6 +658,23 @@ def validate_payload(event_type: str, payload: Any) -> dict[str, Any]:
     and its type's model accepts it.
     """
     spec = get_event_type(event_type)
+    if type(payload) is dict:
+        # The common case without pydantic (_fast_payload.py): a payload of exact
+        # JSON types, copied by orjson, that the model would only copy again.
+        plan = plan_for(spec.model)
+        if plan is not None:
+            copy = exact_json_copy(payload)
+            if copy is not None:
+                data = plan.apply(copy)
+                if data is not SLOW:
+                    return data if spec.normalizer is None else spec.normalizer(data)
+    return _validated_by_model(spec, payload)
+
+
+def _validated_by_model(spec: EventType, payload: Any) -> dict[str, Any]:
+    """``validate_payload`` through the type's pydantic model (every payload the
+    fast path does not vouch for)."""
+    event_type = spec.name
     if isinstance(payload, BaseModel):
         payload = payload.model_dump(by_alias=True, exclude_unset=True)
     if not isinstance(payload, dict):

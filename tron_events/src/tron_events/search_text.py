@@ -26,6 +26,10 @@ from ._storable import search_safe
 #: PostgreSQL tsvector holds at most 1 MB; FTS5's snippets cost grows with the
 #: square of the matches in a text, see ``_sqlite_snippets.py``).
 MAX_INDEXED_CHARS = 200_000
+#: Types whose ``content`` (a string or blocks) is their text.
+_CONTENT_TYPES = frozenset(
+    {"message.user", "message.assistant", "message.system", "tool.result", "hook.context"}
+)
 
 
 class _Parts:
@@ -103,15 +107,23 @@ def search_text(
     """The text indexed for an event ("" for types that are not indexed): at
     most ``limit`` characters (None: all of it), NULs and lone surrogates as
     spaces."""
+    if event_type in _CONTENT_TYPES:
+        content = payload.get("content")
+        # The common shapes without the general walk (every append indexes): a
+        # string, or one text block.
+        if type(content) is list and len(content) == 1:
+            block = content[0]
+            if type(block) is dict and block.get("type") == "text":
+                content = block.get("text", "")
+                if type(content) is not str:
+                    content = str(content)
+        if type(content) is str:
+            if limit is not None and len(content) > limit:
+                content = content[:limit]
+            return search_safe(content)
     out = _Parts(limit)
-    if event_type in (
-        "message.user",
-        "message.assistant",
-        "message.system",
-        "tool.result",
-        "hook.context",
-    ):
-        _blocks_text(payload.get("content"), out)
+    if event_type in _CONTENT_TYPES:
+        _blocks_text(content, out)
     elif event_type == "tool.call":
         out.append(str(payload.get("name", "")))
         out.append(_json_text(payload.get("arguments", {})))

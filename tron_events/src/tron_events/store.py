@@ -196,13 +196,17 @@ def _retry_transient(method: Callable[_P, _T]) -> Callable[_P, _T]:
 
     @functools.wraps(method)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _T:
-        for attempt in range(TRANSIENT_ATTEMPTS):
+        try:  # the first attempt outside the loop: every append goes through here
+            return method(*args, **kwargs)
+        except TransientConflict:
+            pass
+        for attempt in range(1, TRANSIENT_ATTEMPTS):
+            time.sleep(random.uniform(0, 0.01 * 2 ** (attempt - 1)))
             try:
                 return method(*args, **kwargs)
             except TransientConflict:
                 if attempt == TRANSIENT_ATTEMPTS - 1:
                     raise
-                time.sleep(random.uniform(0, 0.01 * 2**attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
     return wrapper
@@ -620,6 +624,7 @@ class EventStore:
             self._tips.pop(session_id, None)
             return None
         events: list[Event] = []
+        cached: list[tuple[Any, ...]] = []
         for (values, _), (_, data, _), position in zip(rows, items, positions, strict=True):
             e: Event = _new_event(Event)
             (e.id, e.parent_id, e.session_id, e.workspace_id, e.sequence, e.depth, e.type,
@@ -627,7 +632,10 @@ class EventStore:
             e._payload = data
             e.position = position
             events.append(e)
-        self._committed(session_id, workspace_id, events)
+            cached.append((position, *values[:2], *values[4:8], SharedPayload(values[8], data)))
+        # _committed, written out: the path cache takes the rows as they are.
+        self._rec.path_cache.extend(session_id, workspace_id, tip[2] - 1, cached)
+        self._rec.changes.bump(session_id, workspace_id, ALL_EVENTS)
         self._set_tip(session_id, (parent_id, depth, sequence, workspace_id))
         return events
 
@@ -696,7 +704,7 @@ class EventStore:
                 f"{type} events are written by the store itself "
                 "(create_session, fork, end_session), not appended"
             )
-        if isinstance(payload, Mapping) and not isinstance(payload, dict):
+        if payload.__class__ is not dict and isinstance(payload, Mapping):
             payload = dict(payload)
         return validate_payload(type, payload)
 
