@@ -429,7 +429,7 @@ def opencode_session(database: Path, cwd: Path, turns: list[Turn], version: str,
     a first run of opencode)."""
     import sqlite3
 
-    rng = random.Random(len(turns))
+    rng = random.Random(uuid.uuid4().int)  # ids unique across the sessions of one database
     sid = _oc_id("ses", int(datetime.now(UTC).timestamp() * 1000), rng)
     now = int(datetime.now(UTC).timestamp() * 1000) - 10 * len(turns) * 1000
     models = {"providerID": "anthropic", "modelID": model}

@@ -605,6 +605,7 @@ def main() -> None:
                     for size, run in zip(sizes, resumed, strict=True):
                         results[name][f"resume{size}"].append(run)
                     print(f"round {i + 1} {name}: first request {one.first_request}, "
+                          f"tool turn's first request {tools.first_request}, "
                           f"round trip {tools.round_trip}, peak PSS {tools.peak_pss_mb:.0f} MB, "
                           f"{tools.requests} requests" + "".join(
                               f", resume {t}: {r.first_request} "
@@ -646,8 +647,12 @@ def report(
                 _median([r.round_trip for r in runs["tools"]])
             ),
             "peak_pss_mb": _median([r.peak_pss_mb for r in runs["tools"]]),
+            # The tool turn's start to its first request: for Tron a started server's new
+            # session, the baseline of its resumes.
+            "tool_turn_first_request_s": _median([r.first_request for r in runs["tools"]]),
             "per_round": {
                 "first_request_s": [r.first_request for r in runs["oneshot"]],
+                "tool_turn_first_request_s": [r.first_request for r in runs["tools"]],
                 "round_trip_ms": [
                     r.round_trip * 1000 if r.round_trip is not None else None for r in runs["tools"]
                 ],
@@ -683,6 +688,9 @@ def print_resume_table(rows: dict[str, dict[str, Any]], sizes: list[int]) -> Non
     names = list(rows)
     print("\n| resume, start → first model request | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
+    base = [rows[n]["tool_turn_first_request_s"] for n in names]
+    print("| a new session (the tool turn's start → first request), median | "
+          + " | ".join(f"{v:.2f} s" if v is not None else "–" for v in base) + " |")  # fmt: skip
     for size in sizes:
         cells = []
         for name in names:
