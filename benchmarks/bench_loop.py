@@ -173,6 +173,19 @@ def instrument() -> Marks:
     wrap(m, compaction, "maybe_auto_compact", "maybe_auto_compact")
     wrap(m, turn, "check_history", "check_history")
     wrap(m, hub.Hub, "publish", "Hub.publish")
+    # Inside the Bash tool: the process, its supervision, the file changes' snapshots.
+    import tron_server.tools.bash as bash
+    from tron_server.tools._proctree import ProcessTree
+
+    wrap(m, bash.Bash, "_run", "Bash._run (process)")
+    wrap(m, bash.Bash, "_supervise", "Bash._supervise (output, exit)")
+    wrap(m, ProcessTree, "start", "ProcessTree.start")
+    recorder = getattr(bash, "FileRecorder", None)
+    if recorder is not None and hasattr(recorder, "around_command"):
+        wrap(m, recorder, "around_command", "FileRecorder.around_command (enter)")
+    import tron_server.hooks.base as hooks
+
+    wrap(m, hooks.HookEngine, "run_blocking", "HookEngine.run_blocking")
     return m
 
 
