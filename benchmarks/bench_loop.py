@@ -99,7 +99,7 @@ def wrap(marks: Marks, owner: Any, name: str, label: str, after: Callable[[], No
                 if after is not None:
                     after()
 
-        setattr(owner, name, timed_async)
+        setattr(owner, name, _like(owner, name, timed_async))
     else:
 
         @functools.wraps(fn)
@@ -114,7 +114,12 @@ def wrap(marks: Marks, owner: Any, name: str, label: str, after: Callable[[], No
                 if after is not None:
                     after()
 
-        setattr(owner, name, timed)
+        setattr(owner, name, _like(owner, name, timed))
+
+
+def _like(owner: Any, name: str, fn: Any) -> Any:
+    """``fn`` as ``owner.name`` was defined (a staticmethod stays one)."""
+    return staticmethod(fn) if isinstance(inspect.getattr_static(owner, name), staticmethod) else fn
 
 
 def instrument() -> Marks:
