@@ -135,18 +135,24 @@ def server_round(db: Path) -> dict[str, float]:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         env = {**os.environ, "TRON_ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "bench"}
+        log = Path(tmp) / "server.log"
         server = subprocess.Popen(
             [str(HERE.parent / ".venv" / "bin" / "tron-server"), "--home", str(home),
              "--port", str(port), "--database-url", f"sqlite:///{copy}",
              "--log-level", "warning"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"),
         )  # fmt: skip
         try:
-            for _ in range(600):
+            deadline = time.monotonic() + 300
+            while True:
                 try:
                     urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
                     break
                 except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"tron-server did not start: {log.read_text()}"
+                        ) from None
                     time.sleep(0.05)
 
             async def resume(sid: str) -> None:
