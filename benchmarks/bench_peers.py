@@ -24,20 +24,23 @@ Scenarios, each in interleaved rounds (the order of the peers rotates), medians:
   sequential shell calls: the median interval between consecutive model requests (a tool
   call's round trip: the CLI runs ``echo``, records it, asks again). Tron's server is
   running here (a second turn of a started server).
+* **floor** (contender ``floor``, not a peer): ``benchmarks/_floor_agent.py``, the least a
+  Python agent on Tron's libraries does (httpx, an asyncio ``bash -c`` per call, no store):
+  what Tron's figures cannot go below on this machine.
 * **peak PSS**: the largest sum of ``Pss`` (``/proc/PID/smaps_rollup``) over the CLI's
   process tree (and, for Tron, its server) sampled every 20 ms during the tool turn.
-* **resume** (``--resume-turns``, default 500 and 2,000): a generated session of that many
-  turns, written in the agent's own store (``_peer_sessions.py``: Claude Code's project
-  JSONL, pi's session file, Codex's rollout, opencode's database, Tron's event store), is
-  resumed in print mode with the agent's own flag (``claude -p --resume ID``, ``pi -p
-  --session FILE``, ``codex exec resume ID``, ``opencode run --session ID``, ``tron -p
-  --resume ID``) and a one-line prompt: the CLI's start to its first model request that
-  offers tools. Tron's server is running (started by the round's earlier runs; it has
-  not read the session). Each round resumes a session of its own, written before the
-  first round. The scripted model counts the generated turns the request carries (each
-  user message is marked ``(turn N of T)``) and its history items (``messages``, or the
-  Responses ``input``): a run that did not send all T turns is invalid and left out of
-  the medians.
+* **resume** (``--resume-turns``, default 500 and 2,000): a generated session of that
+  many turns, written in the agent's own store (``_peer_sessions.py``: Claude Code's
+  project JSONL, pi's session file, Codex's rollout, opencode's database, Tron's event
+  store), is resumed in print mode with the agent's own flag (``claude -p --resume ID``,
+  ``pi -p --session FILE``, ``codex exec resume ID``, ``opencode run --session ID``,
+  ``tron -p --resume ID``; not the floor, which keeps no session) and a one-line prompt:
+  the CLI's start to its first model request that offers tools. Tron's server is running
+  (started by the round's earlier runs; it has not read the session). Each round resumes
+  a session of its own, written before the first round. The scripted model counts the
+  generated turns the request carries (each user message is marked ``(turn N of T)``)
+  and its history items (``messages``, or the Responses ``input``): a run that did not
+  send all T turns is invalid and left out of the medians.
 
 Before the rounds each agent runs once unmeasured, so that its home exists as a user's
 does (Tron's and opencode's databases, into which the sessions are then written).
@@ -78,6 +81,7 @@ PACKAGES = {
     "codex": "@openai/codex",
     "opencode": "opencode-ai",
 }
+RESUMABLE = ("tron", "claude", "pi", "codex", "opencode")  # a session writer each
 SHELL_TOOLS = ("bash", "shell", "exec_command", "local_shell", "run_shell_command")
 MODEL = "claude-sonnet-4-5"
 
@@ -347,6 +351,9 @@ def make_peer(name: str, base_url: str, work: Path, peers: Path, prompt: str) ->
                    TRON_PORT=str(_free_port()))  # fmt: skip
         argv = [str(ROOT / ".venv" / "bin" / "tron"), "-p", prompt,
                 "--permission-mode", "bypassPermissions"]  # fmt: skip
+    elif name == "floor":
+        floor = ROOT / "benchmarks" / "_floor_agent.py"
+        argv = [str(ROOT / ".venv" / "bin" / "python"), str(floor), base_url, prompt]
     elif name == "claude":
         env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="bench",
                    DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1",
@@ -550,11 +557,13 @@ def main() -> None:
     args = parser.parse_args()
     names = args.peers.split(",")
     sizes = [int(t) for t in args.resume_turns.split(",") if t.strip()]
-    versions = install_peers(args.peers_dir, [n for n in names if n != "tron"])
+    local = ("tron", "floor")
+    versions = install_peers(args.peers_dir, [n for n in names if n not in local])
+    versions["floor"] = "benchmarks/_floor_agent.py (httpx, asyncio)"
     tron = [str(ROOT / ".venv" / "bin" / "tron"), "--version"]
     versions["tron"] = subprocess.run(tron, capture_output=True, text=True, check=False).stdout
     versions["tron"] = versions["tron"].strip()
-    active = [n for n in names if n == "tron" or not versions.get(n, "").startswith("skipped")]
+    active = [n for n in names if n in local or not versions.get(n, "").startswith("skipped")]
     model = Model()
     scenarios = ["oneshot", "tools", *(f"resume{t}" for t in sizes)]
     results: dict[str, dict[str, list[Run]]] = {n: {k: [] for k in scenarios} for n in active}
@@ -567,24 +576,24 @@ def main() -> None:
             n: make_peer(n, url, work, args.peers_dir, f"Run `echo hi` {args.tools} times.")
             for n in active
         }
-        # One unmeasured run each: the homes exist (Tron's database, opencode's) as a
-        # user's do, and the generated sessions can be written into them.
-        for name in active:
-            warm = run_peer(peers[name], model, 0, args.timeout)
-            if name == "tron":
-                stop_tron_server(peers["tron"])
-            elif warm.error:
-                skipped[name] = f"skipped: {warm.error}"
-        resumes: dict[tuple[str, int, int], Peer] = {}
-        for size in sizes:
-            turns = sessions.history(size, seed=size)
-            for name in active:
-                if name in skipped:
-                    continue
-                for i in range(args.rounds):  # a session per round: none was opened before
-                    resume = write_session(peers[name], turns, versions)
-                    resumes[name, size, i] = resume_peer(peers[name], resume)
         try:
+            # One unmeasured run each: the homes exist (Tron's database, opencode's) as a
+            # user's do, and the generated sessions can be written into them.
+            for name in active:
+                warm = run_peer(peers[name], model, 0, args.timeout)
+                if name == "tron":
+                    stop_tron_server(peers["tron"])
+                elif warm.error:
+                    skipped[name] = f"skipped: {warm.error}"
+            resumes: dict[tuple[str, int, int], Peer] = {}
+            for size in sizes:
+                turns = sessions.history(size, seed=size)
+                for name in active:
+                    if name in skipped or name not in RESUMABLE:
+                        continue
+                    for i in range(args.rounds):  # a session per round: none was opened before
+                        resume = write_session(peers[name], turns, versions)
+                        resumes[name, size, i] = resume_peer(peers[name], resume)
             for i in range(args.rounds):
                 order = active[i % len(active) :] + active[: i % len(active)]
                 for name in order:
@@ -594,7 +603,7 @@ def main() -> None:
                     tools = run_peer(tool_peers[name], model, args.tools, args.timeout)
                     # Tron's server is still running: its resumes are a started server's.
                     resumed = [run_peer(resumes[name, t, i], model, 0, args.timeout)
-                               for t in sizes]  # fmt: skip
+                               for t in sizes if (name, t, i) in resumes]  # fmt: skip
                     if name == "tron":
                         stop_tron_server(peers[name])
                     if one.error and tools.error:
@@ -602,7 +611,7 @@ def main() -> None:
                         continue
                     results[name]["oneshot"].append(one)
                     results[name]["tools"].append(tools)
-                    for size, run in zip(sizes, resumed, strict=True):
+                    for size, run in zip(sizes, resumed, strict=False):
                         results[name][f"resume{size}"].append(run)
                     print(f"round {i + 1} {name}: first request {one.first_request}, "
                           f"tool turn's first request {tools.first_request}, "
@@ -610,7 +619,7 @@ def main() -> None:
                           f"{tools.requests} requests" + "".join(
                               f", resume {t}: {r.first_request} "
                               f"({r.history_turns} turns, {r.history_messages} messages)"
-                              for t, r in zip(sizes, resumed, strict=True)),
+                              for t, r in zip(sizes, resumed, strict=False)),
                           flush=True)  # fmt: skip
                 load.append(os.getloadavg()[0])
         finally:
@@ -697,7 +706,7 @@ def print_resume_table(rows: dict[str, dict[str, Any]], sizes: list[int]) -> Non
             value = rows[name][f"resume{size}_s"]
             rounds = rows[name]["per_round"][f"resume{size}"]
             invalid = sum(1 for r in rounds if not r["valid"])
-            cell = f"{value:.2f} s" if value is not None else "invalid"
+            cell = f"{value:.2f} s" if value is not None else "invalid" if rounds else "–"
             cells.append(cell + (f" ({invalid} invalid)" if invalid else ""))
         print(f"| {size:,} turns, median | " + " | ".join(cells) + " |")
         for k in range(max(len(rows[n]["per_round"][f"resume{size}"]) for n in names)):
