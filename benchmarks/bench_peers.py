@@ -24,6 +24,9 @@ Scenarios, each in interleaved rounds (the order of the peers rotates), medians:
   sequential shell calls: the median interval between consecutive model requests (a tool
   call's round trip: the CLI runs ``echo``, records it, asks again). Tron's server is
   running here (a second turn of a started server).
+* **floor** (contender ``floor``, not a peer): ``benchmarks/_floor_agent.py``, the least a
+  Python agent on Tron's libraries does (httpx, an asyncio ``bash -c`` per call, no store):
+  what Tron's figures cannot go below on this machine.
 * **peak PSS**: the largest sum of ``Pss`` (``/proc/PID/smaps_rollup``) over the CLI's
   process tree (and, for Tron, its server) sampled every 20 ms during the tool turn.
 
@@ -326,6 +329,9 @@ def make_peer(name: str, base_url: str, work: Path, peers: Path, prompt: str) ->
                    TRON_PORT=str(_free_port()))  # fmt: skip
         argv = [str(ROOT / ".venv" / "bin" / "tron"), "-p", prompt,
                 "--permission-mode", "bypassPermissions"]  # fmt: skip
+    elif name == "floor":
+        floor = ROOT / "benchmarks" / "_floor_agent.py"
+        argv = [str(ROOT / ".venv" / "bin" / "python"), str(floor), base_url, prompt]
     elif name == "claude":
         env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="bench",
                    DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1",
@@ -487,11 +493,13 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     names = args.peers.split(",")
-    versions = install_peers(args.peers_dir, [n for n in names if n != "tron"])
+    local = ("tron", "floor")
+    versions = install_peers(args.peers_dir, [n for n in names if n not in local])
+    versions["floor"] = "benchmarks/_floor_agent.py (httpx, asyncio)"
     tron = [str(ROOT / ".venv" / "bin" / "tron"), "--version"]
     versions["tron"] = subprocess.run(tron, capture_output=True, text=True, check=False).stdout
     versions["tron"] = versions["tron"].strip()
-    active = [n for n in names if n == "tron" or not versions.get(n, "").startswith("skipped")]
+    active = [n for n in names if n in local or not versions.get(n, "").startswith("skipped")]
     model = Model()
     results: dict[str, dict[str, list[Run]]] = {n: {"oneshot": [], "tools": []} for n in active}
     skipped: dict[str, str] = {n: v for n, v in versions.items() if v.startswith("skipped")}
