@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import ssl
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -25,12 +27,28 @@ from .errors import (
     error_for_status,
 )
 
-__all__ = ["HTTPCall", "HTTPProvider", "StreamParser"]
+__all__ = ["HTTPCall", "HTTPProvider", "StreamParser", "shared_ssl_context"]
 
 log = logging.getLogger("tron_llm")
 
 # Streams of long thinking can go quiet for minutes; connecting should not.
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+
+
+_SSL_LOCK = threading.Lock()
+_SSL_CONTEXT: ssl.SSLContext | None = None
+
+
+def shared_ssl_context() -> ssl.SSLContext:
+    """The TLS context of every adapter's own HTTP client (httpx's default: certifi's
+    CAs, ``SSL_CERT_FILE``/``SSL_CERT_DIR`` honoured), made once per process: loading the
+    CA bundle takes tens of milliseconds, which a server's first request should not pay
+    (it may be made ahead of time in a thread; callers meanwhile wait for it)."""
+    global _SSL_CONTEXT
+    with _SSL_LOCK:
+        if _SSL_CONTEXT is None:
+            _SSL_CONTEXT = httpx.create_ssl_context(trust_env=True)
+        return _SSL_CONTEXT
 
 
 @dataclass
@@ -114,7 +132,7 @@ class HTTPProvider(ABC):
         self.base_url_source = base_url_source if base_url else None
         """The variable or option that set ``base_url`` (None: the default or unknown)."""
         self._own_client = client is None
-        self._client = client or httpx.AsyncClient(timeout=timeout)
+        self._client = client or httpx.AsyncClient(timeout=timeout, verify=shared_ssl_context())
         self.retry = retry or RetryPolicy()
         self._extra_headers = dict(headers or {})
 

@@ -208,6 +208,9 @@ async def open_services(
     # once the server answers, neither before it does nor in the first turn (which,
     # should it come first, waits for the import as any importer does).
     asyncio.get_running_loop().call_later(WARM_PRICES_AFTER, _warm_prices_in_background)
+    # The adapters' TLS context (the CA bundle: tens of ms) before the first model call
+    # needs it; OpenSSL reads the file without the GIL.
+    threading.Thread(target=_warm_tls, name="tron-warm-tls", daemon=True).start()
     return services
 
 
@@ -254,6 +257,12 @@ def _add_web_tools(services: Services) -> None:
     services.tools.register(WebFetch(SessionModelSummarizer(services.store, services.providers)))
     manager = BrowserManager(emit, chromium=services.settings.chromium_path)
     services.tools.register(Browser(manager))
+
+
+def _warm_tls() -> None:
+    from tron_llm import shared_ssl_context
+
+    shared_ssl_context()
 
 
 def _warm_prices() -> None:
