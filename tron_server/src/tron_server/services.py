@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .runtime import Runtime
 from .settings import Settings
+from .version import server_version
 from .workspace.editor import FileProviders
 
 if TYPE_CHECKING:
@@ -31,16 +32,6 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 log = logging.getLogger("tron_server.services")
-
-
-def server_version() -> str:
-    """The installed tron-server version."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("tron-server")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0.0.0"
 
 
 class Notifier(Protocol):
@@ -112,6 +103,19 @@ class Services:
 
 
 # -- building the services of a running server ------------------------------------------
+
+
+def import_runtime() -> None:
+    """Import what :func:`open_services` builds the runtime from (the store, the agent, the
+    tools, MCP, the providers), without building anything: ``tron-server`` does it in a
+    thread while it already answers ``/health``, so that the event loop is not held by
+    the imports. Importing is all it does: safe in any thread."""
+    import tron_events  # noqa: F401
+
+    from . import agent, browser, hooks, interaction, mcp, providers, tools, workspace  # noqa: F401
+    from .agent import orchestrator, subagents  # noqa: F401
+    from .tools import browser as browser_tool  # noqa: F401
+    from .tools import recall, webfetch  # noqa: F401
 
 
 async def open_services(
