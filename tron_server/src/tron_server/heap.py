@@ -65,7 +65,7 @@ def limit_malloc_arenas(count: int = 2) -> bool:
     own (up to eight per core): the store's worker threads' bursts (a long session's
     resume) then leave free pages spread over several heaps, which ``malloc_trim`` cannot
     give back. Measured: 20 resumed 2,000-turn sessions left a server at 1.47× its fresh
-    RSS, 1.32× with one arena (``benchmarks/RESULTS_peers.md``). Call before threads
+    RSS, 1.32× with two (``benchmarks/RESULTS_peers.md``). Call before threads
     start; False when unavailable or left to the variable."""
     if os.environ.get("MALLOC_ARENA_MAX"):
         return False
