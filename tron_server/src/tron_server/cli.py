@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from .heap import limit_malloc_arenas
 from .logging import FORMATS, LEVELS, configure_logging, private_dir, release_stderr
 from .provider_env import fingerprint
 from .security import is_loopback_host
@@ -577,6 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sock = listening_socket(settings)
     except CannotStart as exc:
         return fail(str(exc))
+    limit_malloc_arenas()  # before any thread: see heap.py
     try:
         tighten(settings)
         # stderr holds its lines until the server is ready: a start that fails says one.
