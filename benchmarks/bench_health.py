@@ -4,6 +4,7 @@ floor of the same run: a Python process that only imports the web stack it serve
     uv run python benchmarks/bench_health.py --rounds 5
     git archive OLD tron_server/src tron_events/src tron_llm/src | tar -x -C /tmp/old
     uv run python benchmarks/bench_health.py --rounds 5 --compare /tmp/old
+    uv run python benchmarks/bench_health.py --rounds 5 --compare /tmp/old --print-mode
 
 Each round starts a server on a new home (the schema is created), stops it, then starts
 it again on that home (the schema is current: the case the goal is about); rounds are
@@ -15,6 +16,11 @@ Two times per start: the first answer of ``/health``, and the first answer sayin
 ready when it answers). Every source tree is byte-compiled first, as an installed
 package is: a start must not pay for compiling our modules (``PYTHONDONTWRITEBYTECODE``
 would otherwise make every start compile what changed).
+
+``--print-mode`` adds, in the same rounds, ``tron -p`` with no server running on an
+existing home: its start to the first model request (the scripted model of
+``bench_peers.py``), the server started in the background by the client as a user meets
+it (then stopped), for this code and ``--compare``'s.
 """
 
 from __future__ import annotations
@@ -75,6 +81,36 @@ def _serve(home: str, source: Path | None = None) -> tuple[float, float]:
         proc.wait()
 
 
+class PrintMode:
+    """``tron -p`` against bench_peers' scripted model, no server running (see above)."""
+
+    def __init__(self, work: Path) -> None:
+        import bench_peers
+
+        self._peers = bench_peers
+        self.model = bench_peers.Model()
+        self._serving = bench_peers.serve_model(self.model)
+        url = self._serving.__enter__()
+        self.peer = bench_peers.make_peer("tron", url, work, work / "peers", "Say hi.")
+        self.run()  # the home and its database exist before the rounds
+
+    def run(self, source: Path | None = None) -> float:
+        peer = self.peer
+        env = dict(peer.env)
+        if source is not None:
+            env["PYTHONPATH"] = os.pathsep.join(str(source / p / "src") for p in PACKAGES)
+        run = self._peers.run_peer(
+            self._peers.Peer(peer.name, peer.argv, env, peer.cwd), self.model, 0, 120
+        )
+        self._peers.stop_tron_server(peer)
+        if run.first_request is None:
+            raise SystemExit(f"tron -p made no model request: {run.error}")
+        return run.first_request
+
+    def close(self) -> None:
+        self._serving.__exit__(None, None, None)
+
+
 def _floor() -> float:
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", FLOOR], check=True)
@@ -90,6 +126,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--compare", type=Path, help="a source tree of other code to run too")
+    parser.add_argument("--print-mode", action="store_true", help="also time tron -p")
     args = parser.parse_args()
     _compile(ROOT)
     if args.compare is not None:
@@ -100,6 +137,9 @@ def main() -> None:
         series.setdefault(name, []).append(value)
 
     loads = [os.getloadavg()[0]]
+    printing = (
+        PrintMode(Path(tempfile.mkdtemp(prefix="tron-bench-p-"))) if args.print_mode else None
+    )
     for _ in range(args.rounds):
         home = tempfile.mkdtemp(prefix="tron-bench-health-")
         answer, ready = _serve(home)
@@ -113,7 +153,13 @@ def main() -> None:
             answer, ready = _serve(home, args.compare)
             add("compared: answers", answer)
             add("compared: ready", ready)
+        if printing is not None:
+            add("tron -p: request", printing.run())
+            if args.compare is not None:
+                add("compared -p: request", printing.run(args.compare))
         loads.append(os.getloadavg()[0])
+    if printing is not None:
+        printing.close()
     print(f"load average (1 min) per round: {', '.join(f'{x:.2f}' for x in loads)}")
     floor = statistics.median(series["floor"])
     for name, values in series.items():

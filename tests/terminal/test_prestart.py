@@ -115,3 +115,14 @@ def test_a_server_is_started_and_the_start_lock_held_until_released(
         assert process_exists(started.launched.process.pid)
     finally:
         _stop(started)
+
+
+def test_the_version_is_read_only_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    from tron_server.terminal.options import build_parser
+
+    with pytest.raises(SystemExit) as done:
+        build_parser().parse_args(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"tron {version('tron-server')}\n"

@@ -78,13 +78,26 @@ def transport_max_size(settings: Settings) -> int:
     return settings.max_frame_bytes * 4
 
 
+class WebSocketProtocol(asyncio.Protocol):
+    """uvicorn's ``websockets-sansio`` protocol, imported at the first WebSocket upgrade
+    rather than before the server answers (the websockets package: tens of ms of the
+    first ``/health``; the start's thread imports it meanwhile, see :class:`DeferredStart`)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        from uvicorn.protocols.websockets.websockets_sansio_impl import (
+            WebSocketsSansIOProtocol,
+        )
+
+        return WebSocketsSansIOProtocol(*args, **kwargs)
+
+
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """Keyword arguments for ``uvicorn.Config`` / ``uvicorn.run`` matching ``settings``."""
     return {
         "host": settings.host,
         "port": settings.port,
         "ws_max_size": transport_max_size(settings),
-        "ws": "websockets-sansio",
+        "ws": WebSocketProtocol,
         # Every client offers permessage-deflate; compressing each frame for each client
         # on the event loop stalled every other connection (benchmarks/RESULTS_server.md).
         "ws_per_message_deflate": False,
@@ -244,6 +257,8 @@ def create_app(
         def load() -> Dispatcher:
             # Every import of the start, here: the event loop keeps answering /health
             # while this thread loads the modules.
+            import uvicorn.protocols.websockets.websockets_sansio_impl  # noqa: F401
+
             from . import hub  # noqa: F401
             from .rpc import Dispatcher
             from .services import import_runtime

@@ -13,12 +13,17 @@ Start-up, in this order, so that a server that cannot run changes nothing:
    8420 is in use (is another tron-server running? pid N)") and exit status 2,
    before any file is written;
 2. the home folder and the log file are made user-only (0700 / 0600);
-3. the database is opened (created and migrated if needed) — a database that
-   cannot be used is one line naming why, and exit status 2; a SQLite file is then
-   locked (``flock``) for as long as the server runs: a second tron-server on it
-   refuses to start, saying so (SQLite serves one server; PostgreSQL several);
+3. an existing SQLite database is locked (``flock``) for as long as the server runs:
+   a second tron-server on it refuses to start, saying so (SQLite serves one server;
+   PostgreSQL several);
 4. the token is read from ``<home>/server-token``, or created there (0600);
-5. once the server accepts connections: it records itself in ``<home>/servers/``
+5. ``/health`` answers (``"ready": false``): the rest is built behind it
+   (:class:`~tron_server.app.DeferredStart`), and ``/rpc`` requests sent meanwhile wait;
+6. the runtime's modules are loaded (in a thread), then the database is opened
+   (created and migrated if needed; a new SQLite file is locked then) — a database
+   that cannot be used is one line naming why, and exit status 2 (what uvicorn logged
+   meanwhile stays in the log file, and nothing was recorded or said "listening");
+7. once everything serves (``"ready": true``): it records itself in ``<home>/servers/``
    and, unless another running tron-server is there, in ``<home>/server.json``
    (clients read it; see :mod:`.server_record`: a second server on one home takes
    over when the first stops), and "listening" and the one-time login URL are
@@ -43,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from .heap import limit_malloc_arenas
 from .logging import FORMATS, LEVELS, configure_logging, private_dir, release_stderr
 from .provider_env import fingerprint
 from .security import is_loopback_host
@@ -572,6 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sock = listening_socket(settings)
     except CannotStart as exc:
         return fail(str(exc))
+    limit_malloc_arenas()  # before any thread: see heap.py
     try:
         tighten(settings)
         # stderr holds its lines until the server is ready: a start that fails says one.

@@ -40,6 +40,8 @@ from typing import Any
 
 import orjson
 
+from .folders import private_dir
+
 LEVELS = ("critical", "error", "warning", "info", "debug")
 FORMATS = ("json", "text")
 
@@ -308,14 +310,6 @@ class _NoFrameContents(logging.Filter):
             ):
                 record.args = (f"{opcode.name} [{len(data)} bytes]",)
         return True
-
-
-def private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) if needed; make it user-only (0700)."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if (path.stat().st_mode & 0o777) != 0o700:
-        path.chmod(0o700)
-    return path
 
 
 class _HeldStderr(logging.handlers.MemoryHandler):

@@ -110,6 +110,10 @@ def import_runtime() -> None:
     tools, MCP, the providers), without building anything: ``tron-server`` does it in a
     thread while it already answers ``/health``, so that the event loop is not held by
     the imports. Importing is all it does: safe in any thread."""
+    # anyio loads its asyncio backend at the first call that needs it (the store's first
+    # worker thread): ~20 ms that would otherwise be spent in the event loop.
+    import anyio._backends._asyncio  # noqa: F401
+
     import tron_events  # noqa: F401
 
     from . import agent, browser, hooks, interaction, mcp, providers, tools, workspace  # noqa: F401

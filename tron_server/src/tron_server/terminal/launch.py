@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..logging import private_dir
+from ..folders import private_dir
 from ..server_record import new_record, read_server_record, write_server_record
 from .errors import EXIT_NO_SERVER, TerminalError
 

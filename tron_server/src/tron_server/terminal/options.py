@@ -51,6 +51,18 @@ def version() -> str:
         return "0+unknown"
 
 
+class _Version(argparse.Action):
+    """``--version``, reading the version only when asked (the package metadata costs the
+    start of every ``tron`` otherwise)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(f"tron {version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tron",
@@ -125,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not start tron-server when none answers (fail instead)",
     )
-    parser.add_argument("--version", action="version", version=f"tron {version()}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     return parser
 
 
