@@ -46,6 +46,11 @@ def _read(
         ("echo ${a:-\\}} b; c", "a ${…} expansion this reader does not follow",
          [(("echo", "${a:-\\}}", "b"), ()), (("c",), ())]),
         ("echo ${a", "a ${…} expansion this reader does not follow", [(("echo", "${}"), ())]),
+        # braces count in pairs (an escaped one does not), so a ; inside does not end it
+        ("echo ${a:-\\{} b; c", "a ${…} expansion this reader does not follow",
+         [(("echo", "${a:-\\{}", "b"), ()), (("c",), ())]),
+        ("echo ${a:-{b};} c", None, [(("echo", "${a:-{b};}", "c"), ())]),
+        ("echo ${a:-{{b}};} c", None, [(("echo", "${a:-{{b}};}", "c"), ())]),
         ("echo ${a:-\\", "a ${…} expansion this reader does not follow",
          [(("echo", "${}"), ())]),
         # Backticks: \`, \$ and \\ are unescaped inside, other backslashes are kept.
@@ -83,6 +88,26 @@ def _read(
         # Double quotes: \" does not end them; a backslash at the very end.
         ('echo "a\\"; rm x"', None, [(("echo", 'a"; rm x'), ())]),
         ('echo "a\\', "an unclosed double quote", [(("echo", "a\\"), ())]),
+        ('echo "a\\"', "an unclosed double quote", [(("echo", 'a"'), ())]),
+        # a line continuation inside them is removed; other escapes keep their backslash;
+        # $'…' and $"…" are not quotes there
+        ('echo "a\\\nb" "\\X" "\\a"', None, [(("echo", "ab", "\\X", "\\a"), ())]),
+        ("echo \"$'x'\" \"$\\\"x\\\"\"", None, [(("echo", "$'x'", '$"x"'), ())]),
+        # $(( … )): read to its own )), not an earlier or a later one; then the line goes on
+        ("echo $(echo $(a)) $((1+2)); b", None,
+         [(("a",), ()), (("echo", "$(a)"), ()), (("echo", "$(echo $(a))", "$((1+2))"), ()),
+          (("b",), ())]),
+        ("echo $((1+2)) $((3))", None, [(("echo", "$((1+2))", "$((3))"), ())]),
+        ("echo $((a))$((1)); b", None, [(("echo", "$((a))$((1))"), ()), (("b",), ())]),
+        ("echo $(()) x", None, [(("echo", "$(())", "x"), ())]),
+        ("echo $((1));c", None, [(("echo", "$((1))"), ()), (("c",), ())]),
+        ("echo $(( (1) )); c", None, [(("echo", "$(( (1) ))"), ()), (("c",), ())]),
+        ("$((1+2)) x", "an expansion in command position ($((1+2)))", [(("$((1+2))", "x"), ())]),
+        # … and what it cannot read is a command substitution to bash: its commands
+        ("echo $((a) | (b)); c", "an arithmetic expansion this reader cannot read",
+         [(("a",), ()), (("b",), ()), (("echo", "$((a) | (b))"), ()), (("c",), ())]),
+        ("echo $((1", "an arithmetic expansion this reader cannot read",
+         [(("1",), ()), (("echo", "$((1"), ())]),
         # $'…' octal escapes: up to three digits, the value's low byte.
         ("echo $'\\101x' $'\\1011' $'\\777' $'\\0'", None,
          [(("echo", "Ax", "A1", "\xff", "\x00"), ())]),
@@ -125,3 +150,9 @@ def test_every_form_of_every_command() -> None:
     assert split("FOO=1 'rm' -rf / && FOO=1 'rm' -rf /; ls").texts() == (
         "FOO=1 'rm' -rf /", "'rm' -rf /", "rm -rf /", "ls",
     )  # fmt: skip
+
+
+def test_a_substitution_inside_arithmetic_is_found() -> None:
+    found = split("echo $(($(a)+1))")
+    assert found.uncertain == "an arithmetic expansion this reader cannot read"
+    assert "a" in found.names
