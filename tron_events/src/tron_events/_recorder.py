@@ -30,6 +30,8 @@ class Cursor(Protocol):
     def executemany(self, sql: Any, params: Any, /) -> Any: ...
     def fetchone(self) -> Any: ...
     def fetchall(self) -> list[Any]: ...
+    @property
+    def rowcount(self) -> int: ...
 
 
 EVENT_COLUMNS = (
@@ -124,6 +126,47 @@ class SessionDelta:
     last_activity_at: str = ""
 
 
+#: An event to append after a known head: its ``INSERT_EVENT`` values (id,
+#: parent_id, session_id, workspace_id, sequence, depth, type, timestamp, payload)
+#: and the text to index ("" for none).
+RowToAppend = tuple[tuple[str, str, str, str, int, int, str, str, str], str]
+#: What an append adds to the session row: messages, the highest turn seen, input,
+#: output, cache-read and cache-creation tokens, cost.
+Counters = tuple[int, int, int, int, int, int, float]
+
+INSERT_EVENT = (
+    "INSERT INTO events (id, parent_id, session_id, workspace_id, sequence, depth, "
+    "type, timestamp, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+#: The session row of an append to the head the store knows: moved on only if it
+#: is still at that head and count, and active (``Recorder.append_after_head``).
+ADVANCE_HEAD = (
+    "UPDATE sessions SET head_event_id = ?, event_count = event_count + ?, "
+    "message_count = message_count + ?, "
+    "turn_count = CASE WHEN turn_count > ? THEN turn_count ELSE ? END, "
+    "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
+    "cache_read_tokens = cache_read_tokens + ?, "
+    "cache_creation_tokens = cache_creation_tokens + ?, cost = cost + ?, "
+    "last_activity_at = ? "
+    "WHERE id = ? AND head_event_id = ? AND event_count = ? AND status = 'active'"
+)
+
+
+def advance_params(
+    session_id: str, head_id: str, event_count: int, rows: Sequence[RowToAppend], c: Counters
+) -> tuple[Any, ...]:
+    """``ADVANCE_HEAD``'s parameters."""
+    last = rows[-1][0]
+    return (
+        last[0], len(rows), c[0], c[1], c[1], c[2], c[3], c[4], c[5], c[6], last[7],
+        session_id, head_id, event_count,
+    )  # fmt: skip
+
+
+class _HeadMoved(Exception):
+    """The session row no longer says what the store knew: roll back (internal)."""
+
+
 class Recorder(abc.ABC):
     """Storage for the event store. Each method taking ``cur`` runs inside a
     transaction opened by :meth:`write` or :meth:`read`.
@@ -182,19 +225,6 @@ class Recorder(abc.ABC):
         default: PostgreSQL's caches live in the server)."""
         return None
 
-    def lock_session_key(self, cur: Cursor, session_id: str) -> tuple[Any, ...] | None:
-        """Lock the session row as :meth:`lock_session` does and return what an
-        append relies on: (head_event_id, status, event_count, model, provider)."""
-        cur.execute(
-            self.sql(
-                "SELECT head_event_id, status, event_count, model, provider FROM sessions "
-                "WHERE id = ?" + self.lock_clause
-            ),
-            (session_id,),
-        )
-        row = cur.fetchone()
-        return tuple(row) if row is not None else None
-
     @abc.abstractmethod
     def lock_session(self, cur: Cursor, session_id: str) -> tuple[Session, Event] | None:
         """Read a session row and its head event in one statement, and hold the
@@ -212,6 +242,37 @@ class Recorder(abc.ABC):
         this backend has no fast path): the store then takes the general path.
         """
         return None
+
+    def append_after_head(
+        self,
+        session_id: str,
+        head_id: str,
+        event_count: int,
+        rows: Sequence[RowToAppend],
+        counters: Counters,
+    ) -> list[int] | None:
+        """The store's append to a head it knows (``EventStore._tips``), in a
+        transaction of its own: the session row moves on (``ADVANCE_HEAD``: head,
+        counters, activity) only if it is active and still at ``head_id`` with
+        ``event_count`` events, which its write lock then holds; the rows follow.
+        Returns their positions, or None when the row said otherwise (another
+        writer moved the head, a rewind, an end, a deletion): nothing was
+        written and the store takes the general path, which reads the row.
+
+        ``rows``: (the events' column values in ``INSERT_EVENT``'s order, the
+        text to index); ``counters``: what :data:`ADVANCE_HEAD` adds (see
+        ``store._counters``)."""
+        try:
+            with self.write() as cur:
+                cur.execute(
+                    self.sql(ADVANCE_HEAD),
+                    advance_params(session_id, head_id, event_count, rows, counters),
+                )
+                if cur.rowcount != 1:
+                    raise _HeadMoved
+                return self.insert_events(cur, [NewEvent(*r, text) for r, text in rows])
+        except _HeadMoved:
+            return None
 
     @abc.abstractmethod
     def insert_events(self, cur: Cursor, rows: Sequence[NewEvent]) -> list[int]:

@@ -26,7 +26,18 @@ from contextlib import contextmanager
 from typing import Any
 
 from ._changes import ANY
-from ._recorder import SESSION_AND_HEAD, Cursor, NewEvent, Recorder, session_and_head_from_row
+from ._recorder import (
+    ADVANCE_HEAD,
+    INSERT_EVENT,
+    SESSION_AND_HEAD,
+    Counters,
+    Cursor,
+    NewEvent,
+    Recorder,
+    RowToAppend,
+    advance_params,
+    session_and_head_from_row,
+)
 from ._sqlite_snippets import CHUNK_CHARS, SNIPPET_WORDS, long_text_snippet
 from .errors import (
     DatabaseReadOnly,
@@ -304,12 +315,55 @@ class SQLiteRecorder(Recorder):
         row = cur.fetchone()
         return session_and_head_from_row(row) if row else None
 
+    def append_after_head(
+        self,
+        session_id: str,
+        head_id: str,
+        event_count: int,
+        rows: Sequence[RowToAppend],
+        counters: Counters,
+    ) -> list[int] | None:
+        # The base class's, written out: the appends' hot path, where the context
+        # managers and per-event objects were a third of the store's own CPU
+        # (benchmarks/RESULTS.md §12). The same statements as the floor's, in the
+        # same transaction handling as _transaction.
+        conn = self._connection()
+        try:
+            self._begin(conn, "BEGIN IMMEDIATE", BUSY_GIVE_UP_S)
+        except sqlite3.Error as exc:
+            raise (_translate(exc, self.path) or exc) from exc
+        try:
+            cur = conn.cursor()
+            execute = cur.execute
+            if (
+                execute(
+                    ADVANCE_HEAD, advance_params(session_id, head_id, event_count, rows, counters)
+                ).rowcount
+                != 1
+            ):
+                self._rollback(conn)
+                return None
+            positions: list[int] = []
+            for values, text in rows:
+                position: int = execute(INSERT_EVENT, values).lastrowid  # type: ignore[assignment]
+                positions.append(position)
+                if text:
+                    execute("INSERT INTO events_fts (rowid, text) VALUES (?, ?)", (position, text))
+        except BaseException as exc:
+            self._rollback(conn)
+            if isinstance(exc, sqlite3.Error):
+                typed = _translate(exc, self.path)
+                if typed is not None:
+                    raise typed from exc
+            raise
+        self._commit(conn)
+        return positions
+
     def insert_events(self, cur: Cursor, rows: Sequence[NewEvent]) -> list[int]:
         positions: list[int] = []
         for r in rows:
             cur.execute(
-                "INSERT INTO events (id, parent_id, session_id, workspace_id, sequence, depth, "
-                "type, timestamp, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                INSERT_EVENT,
                 (r.id, r.parent_id, r.session_id, r.workspace_id, r.sequence, r.depth, r.type,
                  r.timestamp, r.payload_json),
             )  # fmt: skip

@@ -6,6 +6,7 @@ backend (``_sqlite.py``, ``_postgres.py``) only stores and finds rows.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import random
@@ -27,9 +28,11 @@ from ._payload_json import payload_json
 from ._projection_cache import ProjectionCache
 from ._recorder import (
     EVENT_COLUMNS,
+    Counters,
     Cursor,
     NewEvent,
     Recorder,
+    RowToAppend,
     SessionDelta,
     event_from_row,
     page_of,
@@ -176,11 +179,12 @@ _T = TypeVar("_T")
 #: See ``_state_snapshots.py`` (kept here so the store imports no pydantic models).
 DEFAULT_SNAPSHOT_MIN_EVENTS = 200
 DEFAULT_SNAPSHOT_KEEP = 2
-#: Sessions whose last append (row and head) the store keeps to skip re-reading them.
+#: Sessions whose head (as this process's last append left it) the store keeps.
 HEADS_KEPT = 256
-_SESSION_SLOTS: tuple[str, ...] = Session.__slots__
-_new_session = object.__new__
-_set_field = object.__setattr__
+#: What the store knows of a session's head: (head event id, its depth, the
+#: session's event count, its workspace id). See ``EventStore._tips``.
+Tip = tuple[str, int, int, str]
+_new_event = object.__new__
 #: Attempts of one write before a TransientConflict reaches the caller.
 TRANSIENT_ATTEMPTS = 5
 
@@ -223,10 +227,11 @@ class EventStore:
         self._snapshots_usable: bool | None = None  # None: not checked yet
         #: The last projection of each recently resumed session (``_projection_cache.py``).
         self._projections = ProjectionCache()
-        #: Sessions this process appended to last: the session row and head event as
-        #: the append left them, used again when the locked row still says the same
-        #: (``_locked_for_append``), instead of reading both again.
-        self._heads: dict[str, tuple[Session, Event]] = {}
+        #: The heads of the sessions this process appended to last, as its appends
+        #: left them: an append to one writes after it without reading the session
+        #: row or the head event, moving the row on only if it still says the same
+        #: (``Recorder.append_after_head``; else the general path reads them).
+        self._tips: dict[str, Tip] = {}
 
     @classmethod
     def open(
@@ -292,7 +297,7 @@ class EventStore:
         self._rec.path_cache.forget(ids)
         self._projections.forget(ids)
         for sid in ids:
-            self._heads.pop(sid, None)
+            self._tips.pop(sid, None)
         if ids:
             # Off the caller's thread (a server's event loop): a connection busy with a
             # long read would make it wait.
@@ -430,6 +435,7 @@ class EventStore:
             self._rec.insert_events(cur, [root])
             self._rec.touch_workspace(cur, ws.id, when)
         self._committed(session.id, session.workspace_id)
+        self._set_tip(session.id, (root.id, 0, 1, ws.id))
         return session
 
     def _check_spawn(self, cur: Cursor, parent_session_id: str, spawned_by: Any) -> None:
@@ -527,21 +533,22 @@ class EventStore:
         data = self._prepare(type, payload)
         if event_id is not None:
             ids.check_client_event_id(event_id)
-        elif (
-            parent_id is None
-            and type != "message.deleted"
-            and type not in HEAD_MODEL_TYPES
-            and self._rec.has_append_at_head
-            and findable(session_id)
-            and (expected_head is None or findable(expected_head))
-        ):
-            fast = self._append_at_head(session_id, type, data, expected_head)
-            if fast is not None:
-                return fast
+        elif parent_id is None and type not in CHECKED_TYPES:
+            if self._rec.has_append_at_head:
+                if findable(session_id) and (expected_head is None or findable(expected_head)):
+                    fast = self._append_at_head(session_id, type, data, expected_head)
+                    if fast is not None:
+                        return fast
+            elif isinstance(session_id, str):
+                tip = self._tips.get(session_id)
+                if tip is not None and (expected_head is None or expected_head == tip[0]):
+                    appended = self._append_to_tip(session_id, tip, ((type, data, None),))
+                    if appended is not None:
+                        return appended[0]
         with self._rec.write() as cur:
             # Lock the session before looking for the id: a retry racing its
             # original then sees the stored event instead of a duplicate key.
-            session, head = self._locked_for_append(cur, session_id)
+            session, head = self._locked_session(cur, session_id)
             if event_id is not None:
                 existing = self._existing(cur, event_id, session_id, type, data)
                 if existing is not None:
@@ -553,7 +560,7 @@ class EventStore:
                 parent = self._parent_on_tree(cur, session, parent_id)
             events = self._append_chain(cur, session, [(type, data, event_id)], parent)
         self._committed(session.id, session.workspace_id, events)
-        self._remember_head(session, parent, events)
+        self._remember_tip(session, events)
         return events[0]
 
     def _append_at_head(
@@ -579,7 +586,50 @@ class EventStore:
             raw_payload=row.payload_json, position=position,
         )  # fmt: skip
         self._committed(session_id, workspace_id, [event])
+        self._set_tip(session_id, (event.id, depth, sequence + 1, workspace_id))
         return event
+
+    def _append_to_tip(
+        self,
+        session_id: str,
+        tip: Tip,
+        items: Sequence[tuple[str, dict[str, Any], str | None]],
+    ) -> list[Event] | None:
+        """Append ``items`` (validated, none of ``CHECKED_TYPES``, no client ids) as a
+        chain after ``tip``, in one transaction, if the session row still says what
+        ``tip`` says (else None, nothing written: the caller takes the general
+        path). The appends' hot path: plain tuples, no session or head objects."""
+        head_id, depth, sequence, workspace_id = tip
+        when = now()
+        rows: list[RowToAppend] = []
+        parent_id = head_id
+        for t, data, _ in items:
+            eid = ids.new_event_id()
+            depth += 1
+            values = (eid, parent_id, session_id, workspace_id, sequence, depth, t, when,
+                      _validated_json(data, t))  # fmt: skip
+            rows.append((values, search_text(t, data)))
+            parent_id = eid
+            sequence += 1
+        if len(items) == 1:
+            counters = _counters(items[0][0], items[0][1])
+        else:
+            counters = _sum_counters(_counters(t, data) for t, data, _ in items)
+        positions = self._rec.append_after_head(session_id, head_id, tip[2], rows, counters)
+        if positions is None:
+            self._tips.pop(session_id, None)
+            return None
+        events: list[Event] = []
+        for (values, _), (_, data, _), position in zip(rows, items, positions, strict=True):
+            e: Event = _new_event(Event)
+            (e.id, e.parent_id, e.session_id, e.workspace_id, e.sequence, e.depth, e.type,
+             e.timestamp, e._raw) = values  # fmt: skip
+            e._payload = data
+            e.position = position
+            events.append(e)
+        self._committed(session_id, workspace_id, events)
+        self._set_tip(session_id, (parent_id, depth, sequence, workspace_id))
+        return events
 
     @_retry_transient
     def append_many(
@@ -597,8 +647,16 @@ class EventStore:
         items = [self._draft(d) for d in drafts]
         if not items:
             return []
+        if isinstance(session_id, str) and all(
+            eid is None and t not in CHECKED_TYPES for t, _, eid in items
+        ):
+            tip = self._tips.get(session_id)
+            if tip is not None and (expected_head is None or expected_head == tip[0]):
+                appended = self._append_to_tip(session_id, tip, items)
+                if appended is not None:
+                    return appended
         with self._rec.write() as cur:
-            session, head = self._locked_for_append(cur, session_id)
+            session, head = self._locked_session(cur, session_id)
             if all(eid is not None for _, _, eid in items):
                 stored = [self._existing(cur, eid, session_id, t, p) for t, p, eid in items]  # type: ignore[arg-type]
                 if all(e is not None for e in stored):
@@ -616,7 +674,7 @@ class EventStore:
             self._check_head(session, expected_head)
             events = self._append_chain(cur, session, items, head)
         self._committed(session.id, session.workspace_id, events)
-        self._remember_head(session, head, events)
+        self._remember_tip(session, events)
         return events
 
     def _draft(self, d: EventDraft | Mapping[str, Any]) -> tuple[str, dict[str, Any], str | None]:
@@ -663,53 +721,25 @@ class EventStore:
             raise SessionNotFound(session_id)
         return locked
 
-    def _locked_for_append(self, cur: Cursor, session_id: str) -> tuple[Session, Event]:
-        """``_locked_session``, from what this process's last append to the session
-        left when the locked row shows nothing else happened since (same head,
-        status, count, model): one narrow read instead of the session row and the
-        head event's."""
-        if not findable(session_id):
-            raise SessionNotFound(session_id)
-        known = self._heads.get(session_id)
-        if known is not None:
-            session = known[0]
-            key = self._rec.lock_session_key(cur, session_id)
-            if key == (
-                session.head_event_id,
-                session.status,
-                session.event_count,
-                session.model,
-                session.provider,
-            ):
-                return known
-        return self._locked_session(cur, session_id)
+    def _remember_tip(self, session: Session, events: Sequence[Event]) -> None:
+        """After an append's commit under the session row's lock (``session``, as the
+        lock found it): the head it left (its rows moved the head to the last one
+        and added their count, whichever event they followed)."""
+        if events:
+            last = events[-1]
+            self._set_tip(
+                session.id,
+                (last.id, last.depth, session.event_count + len(events), session.workspace_id),
+            )
 
-    def _remember_head(self, session: Session, parent: Event, events: Sequence[Event]) -> None:
-        """After an append's commit: the session row and head as it left them (when
-        the row's model cannot have moved; else forget the session)."""
-        heads = self._heads
-        if (
-            not events
-            or parent.id != session.head_event_id
-            or any(e.type in HEAD_MODEL_TYPES for e in events)
-        ):
-            heads.pop(session.id, None)
-            return
-        last = events[-1]
-        # A copy with three fields changed (dataclasses.replace costs 4× more).
-        after = _new_session(Session)
-        for name in _SESSION_SLOTS:
-            _set_field(after, name, getattr(session, name))
-        _set_field(after, "head_event_id", last.id)
-        _set_field(after, "event_count", session.event_count + len(events))
-        _set_field(after, "last_activity_at", last.timestamp)
-        heads.pop(session.id, None)
-        heads[session.id] = (after, last)
-        while len(heads) > HEADS_KEPT:
-            try:
-                heads.pop(next(iter(heads)))
-            except (StopIteration, KeyError, RuntimeError):  # another thread got there
-                break
+    def _set_tip(self, session_id: str, tip: Tip) -> None:
+        tips = self._tips
+        tips.pop(session_id, None)  # the newest last: the oldest go first
+        tips[session_id] = tip
+        if len(tips) > HEADS_KEPT:
+            # another thread may get there first
+            with contextlib.suppress(StopIteration, KeyError, RuntimeError):
+                tips.pop(next(iter(tips)))
 
     @staticmethod
     def _check_active(session: Session) -> None:
@@ -1508,29 +1538,70 @@ def _check_int(value: object, what: str, error: type[TronEventsError]) -> None:
         raise error(f"{what} is out of range (a 64-bit integer is expected)")
 
 
-def _count(delta: SessionDelta, type: str, data: dict[str, Any]) -> None:
-    """Fold one event into the session-row counters."""
+_NO_COUNTS: Counters = (0, 0, 0, 0, 0, 0, 0.0)
+
+
+def _counters(type: str, data: dict[str, Any]) -> Counters:
+    """What one event adds to its session row: (messages, its turn (0: none),
+    input, output, cache-read and cache-creation tokens, cost)."""
     if type in MESSAGE_TYPES:
-        delta.messages += 1
         turn = data.get("turn")
-        if isinstance(turn, int) and turn > delta.max_turn:
-            delta.max_turn = turn
+        if not isinstance(turn, int) or turn < 0:
+            turn = 0
         usage = data.get("tokenUsage")
         if type == "message.assistant" and isinstance(usage, dict):
-            delta.input_tokens += usage.get("inputTokens") or 0
-            delta.output_tokens += usage.get("outputTokens") or 0
-            delta.cache_read_tokens += usage.get("cacheReadTokens") or 0
-            delta.cache_creation_tokens += usage.get("cacheCreationTokens") or 0
-    elif type == "stream.turn_end":
+            return (
+                1,
+                turn,
+                usage.get("inputTokens") or 0,
+                usage.get("outputTokens") or 0,
+                usage.get("cacheReadTokens") or 0,
+                usage.get("cacheCreationTokens") or 0,
+                0.0,
+            )
+        return (1, turn, 0, 0, 0, 0, 0.0)
+    if type == "stream.turn_end":
         # What a turn cost (tron_llm's price of its usage); None when unknown.
         cost = data.get("cost")
         if isinstance(cost, int | float) and not isinstance(cost, bool) and cost > 0:
-            delta.cost += cost
+            return (0, 0, 0, 0, 0, 0, 0.0 + cost)
+    return _NO_COUNTS
+
+
+def _sum_counters(each: Iterable[Counters]) -> Counters:
+    messages = turn = input_tokens = output_tokens = cache_read = cache_creation = 0
+    cost = 0.0
+    for c in each:
+        messages += c[0]
+        turn = max(turn, c[1])
+        input_tokens += c[2]
+        output_tokens += c[3]
+        cache_read += c[4]
+        cache_creation += c[5]
+        cost += c[6]
+    return (messages, turn, input_tokens, output_tokens, cache_read, cache_creation, cost)
+
+
+def _count(delta: SessionDelta, type: str, data: dict[str, Any]) -> None:
+    """Fold one event into the session-row counters."""
+    c = _counters(type, data)
+    if c is _NO_COUNTS:
+        return
+    delta.messages += c[0]
+    delta.max_turn = max(delta.max_turn, c[1])
+    delta.input_tokens += c[2]
+    delta.output_tokens += c[3]
+    delta.cache_read_tokens += c[4]
+    delta.cache_creation_tokens += c[5]
+    delta.cost += c[6]
 
 
 #: Events that change the model (and provider) the next turn uses, or its folder: the
 #: session row follows its head's (appends of these take the slow path).
 HEAD_MODEL_TYPES = frozenset({"config.model_switch", "config.working_directory"})
+#: Events an append checks against the session's tree or moves its model or folder
+#: with: they take the general path, which reads the session row and the head.
+CHECKED_TYPES = HEAD_MODEL_TYPES | {"message.deleted"}
 
 
 def _directory_at(path: Iterable[Event]) -> str | None:

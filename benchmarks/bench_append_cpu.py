@@ -1,0 +1,102 @@
+"""CPU time per append: ``EventStore.append`` against the bare-sqlite3 floor writer.
+
+    uv run --group bench python benchmarks/bench_append_cpu.py [--n 2000] [--pairs 3] [--profile]
+
+Wall time on this shared machine moves 2× from minute to minute; the CPU time of
+this process (``time.process_time``) moves much less, and the per-commit append is
+CPU-bound apart from the WAL write. Each pair writes ``message_stream(n, seed=11)``
+through the store and through ``bench_store.FloorWriter`` (same schema, pragmas and
+statements, nothing validated or read), each into a fresh file, in alternating
+order; the figure is the median of the pairs' floor / tron ratios
+(``benchmarks/RESULTS.md`` §11, §12). ``--profile`` prints a cProfile of the store's
+appends instead (its own overhead roughly doubles the Python parts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import pstats
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _workload import machine, median, message_stream
+from bench_store import FloorWriter, new_store, tmpdir
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args()
+    items = message_stream(args.n, seed=11)
+    work = tmpdir()
+
+    def tron(path: Path) -> Callable[[], None]:
+        store, sid, _ = new_store(path)
+        append = store.append
+
+        def run() -> None:
+            for t, p in items:
+                append(sid, t, p)
+
+        return run
+
+    def floor(path: Path) -> Callable[[], None]:
+        store, sid, ws = new_store(path)
+        head = store.get_session(sid).head_event_id
+        store.close()
+        w = FloorWriter(path, sid, ws, head)
+
+        def run() -> None:
+            for t, p in items:
+                w.append(t, p)
+
+        return run
+
+    def cpu(name: str, make: Callable[[Path], Callable[[], None]], i: int) -> float:
+        run = make(work / f"{name}-{i}.db")
+        gc.collect()
+        t0 = time.process_time()
+        run()
+        return (time.process_time() - t0) / args.n * 1e6
+
+    try:
+        if args.profile:
+            run = tron(work / "profile.db")
+            prof = cProfile.Profile(time.process_time)
+            prof.enable()
+            run()
+            prof.disable()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+            return
+        print(machine())
+        rows = []
+        for i in range(args.pairs):
+            order = [("tron", tron), ("floor", floor)]
+            if i % 2:
+                order.reverse()
+            got = {name: cpu(name, make, i) for name, make in order}
+            rows.append((got["tron"], got["floor"]))
+            print(
+                f"pair {i + 1}: tron {got['tron']:.0f} µs, floor {got['floor']:.0f} µs, "
+                f"floor/tron {got['floor'] / got['tron']:.2f}×"
+            )
+        print(
+            f"median: tron {median([r[0] for r in rows]):.0f} µs, "
+            f"floor {median([r[1] for r in rows]):.0f} µs, "
+            f"floor/tron {median([f / t for t, f in rows]):.2f}× (bar P1: ≥ 0.9×)"
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
