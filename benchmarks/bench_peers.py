@@ -36,11 +36,13 @@ Scenarios, each in interleaved rounds (the order of the peers rotates), medians:
   ``pi -p --session FILE``, ``codex exec resume ID``, ``opencode run --session ID``,
   ``tron -p --resume ID``; not the floor, which keeps no session) and a one-line prompt:
   the CLI's start to its first model request that offers tools. Tron's server is running
-  (started by the round's earlier runs; it has not read the session). Each round resumes
-  a session of its own, written before the first round. The scripted model counts the
-  generated turns the request carries (each user message is marked ``(turn N of T)``)
-  and its history items (``messages``, or the Responses ``input``): a run that did not
-  send all T turns is invalid and left out of the medians.
+  (started by the round's earlier runs; it has not read the session); Tron also resumes
+  another such session with no server running ("tron, no server": ``tron`` starts one,
+  stopped after; its baseline is the one-shot). Each round resumes a session of its own,
+  written before the first round. The scripted model counts the generated turns the
+  request carries (each user message is marked ``(turn N of T)``) and its history items
+  (``messages``, or the Responses ``input``): a run that did not send all T turns is
+  invalid and left out of the medians.
 
 Before the rounds each agent runs once unmeasured, so that its home exists as a user's
 does (Tron's and opencode's databases, into which the sessions are then written).
@@ -566,6 +568,7 @@ def main() -> None:
     active = [n for n in names if n in local or not versions.get(n, "").startswith("skipped")]
     model = Model()
     scenarios = ["oneshot", "tools", *(f"resume{t}" for t in sizes)]
+    scenarios += [f"resume{t}_cold" for t in sizes]  # Tron's, with no server running
     results: dict[str, dict[str, list[Run]]] = {n: {k: [] for k in scenarios} for n in active}
     skipped: dict[str, str] = {n: v for n, v in versions.items() if v.startswith("skipped")}
     load = [os.getloadavg()[0]]
@@ -585,15 +588,18 @@ def main() -> None:
                     stop_tron_server(peers["tron"])
                 elif warm.error:
                     skipped[name] = f"skipped: {warm.error}"
-            resumes: dict[tuple[str, int, int], Peer] = {}
+            # A session per round (and for Tron one more, resumed with no server running):
+            # none was opened before.
+            resumes: dict[tuple[str, int, int, bool], Peer] = {}
             for size in sizes:
                 turns = sessions.history(size, seed=size)
                 for name in active:
                     if name in skipped or name not in RESUMABLE:
                         continue
-                    for i in range(args.rounds):  # a session per round: none was opened before
-                        resume = write_session(peers[name], turns, versions)
-                        resumes[name, size, i] = resume_peer(peers[name], resume)
+                    for i in range(args.rounds):
+                        for cold in (False, True) if name == "tron" else (False,):
+                            resume = write_session(peers[name], turns, versions)
+                            resumes[name, size, i, cold] = resume_peer(peers[name], resume)
             for i in range(args.rounds):
                 order = active[i % len(active) :] + active[: i % len(active)]
                 for name in order:
@@ -602,10 +608,16 @@ def main() -> None:
                     one = run_peer(peers[name], model, 0, args.timeout)
                     tools = run_peer(tool_peers[name], model, args.tools, args.timeout)
                     # Tron's server is still running: its resumes are a started server's.
-                    resumed = [run_peer(resumes[name, t, i], model, 0, args.timeout)
-                               for t in sizes if (name, t, i) in resumes]  # fmt: skip
+                    resumed = [run_peer(resumes[name, t, i, False], model, 0, args.timeout)
+                               for t in sizes if (name, t, i, False) in resumes]  # fmt: skip
                     if name == "tron":
                         stop_tron_server(peers[name])
+                    cold_runs: list[Run] = []
+                    for t in sizes:  # each starts the server: stopped after each
+                        if (name, t, i, True) in resumes:
+                            cold_runs.append(run_peer(resumes[name, t, i, True], model, 0,
+                                                 args.timeout))  # fmt: skip
+                            stop_tron_server(peers[name])
                     if one.error and tools.error:
                         skipped[name] = f"skipped: {one.error}"
                         continue
@@ -613,13 +625,17 @@ def main() -> None:
                     results[name]["tools"].append(tools)
                     for size, run in zip(sizes, resumed, strict=False):
                         results[name][f"resume{size}"].append(run)
+                    for size, run in zip(sizes, cold_runs, strict=False):
+                        results[name][f"resume{size}_cold"].append(run)
                     print(f"round {i + 1} {name}: first request {one.first_request}, "
                           f"tool turn's first request {tools.first_request}, "
                           f"round trip {tools.round_trip}, peak PSS {tools.peak_pss_mb:.0f} MB, "
                           f"{tools.requests} requests" + "".join(
                               f", resume {t}: {r.first_request} "
                               f"({r.history_turns} turns, {r.history_messages} messages)"
-                              for t, r in zip(sizes, resumed, strict=False)),
+                              for t, r in zip(sizes, resumed, strict=False))
+                          + "".join(f", resume {t} with no server: {r.first_request}"
+                                    for t, r in zip(sizes, cold_runs, strict=False)),
                           flush=True)  # fmt: skip
                 load.append(os.getloadavg()[0])
         finally:
@@ -668,18 +684,14 @@ def report(
                 "peak_pss_mb": [r.peak_pss_mb for r in runs["tools"]],
             },
         }
-        for size in sizes:
-            resumed = runs[f"resume{size}"]
-            valid = [r for r in resumed if resume_valid(r, size)]
-            row[f"resume{size}_s"] = _median([r.first_request for r in valid])
-            row[f"resume{size}_pss_mb"] = _median([r.peak_pss_mb for r in valid])
-            row["per_round"][f"resume{size}"] = [
-                {"first_request_s": r.first_request, "history_turns": r.history_turns,
-                 "history_messages": r.history_messages, "peak_pss_mb": r.peak_pss_mb,
-                 "valid": resume_valid(r, size), "error": r.error}
-                for r in resumed
-            ]  # fmt: skip
+        _resume_fields(row, runs, sizes, "")
         rows[name] = row
+        if any(runs[f"resume{size}_cold"] for size in sizes):
+            # Tron's resumes with no server running: their baseline is the one-shot.
+            cold: dict[str, Any] = {"tool_turn_first_request_s": row["first_request_s"],
+                                    "per_round": {}}  # fmt: skip
+            _resume_fields(cold, runs, sizes, "_cold")
+            rows[f"{name}, no server"] = cold
     summary = {"versions": versions, "skipped": skipped, "rows": rows, "load": load,
                "rounds": args.rounds, "tools": args.tools, "resume_turns": sizes,
                "utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}  # fmt: skip
@@ -687,6 +699,22 @@ def report(
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
     print_resume_table(rows, sizes)
+
+
+def _resume_fields(
+    row: dict[str, Any], runs: dict[str, list[Run]], sizes: list[int], suffix: str
+) -> None:
+    for size in sizes:
+        resumed = runs[f"resume{size}{suffix}"]
+        valid = [r for r in resumed if resume_valid(r, size)]
+        row[f"resume{size}_s"] = _median([r.first_request for r in valid])
+        row[f"resume{size}_pss_mb"] = _median([r.peak_pss_mb for r in valid])
+        row["per_round"][f"resume{size}"] = [
+            {"first_request_s": r.first_request, "history_turns": r.history_turns,
+             "history_messages": r.history_messages, "peak_pss_mb": r.peak_pss_mb,
+             "valid": resume_valid(r, size), "error": r.error}
+            for r in resumed
+        ]  # fmt: skip
 
 
 def print_resume_table(rows: dict[str, dict[str, Any]], sizes: list[int]) -> None:
@@ -698,7 +726,8 @@ def print_resume_table(rows: dict[str, dict[str, Any]], sizes: list[int]) -> Non
     print("\n| resume, start → first model request | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
     base = [rows[n]["tool_turn_first_request_s"] for n in names]
-    print("| a new session (the tool turn's start → first request), median | "
+    print("| a new session (the tool turn's start → first request; Tron with no server: "
+          "the one-shot), median | "
           + " | ".join(f"{v:.2f} s" if v is not None else "–" for v in base) + " |")  # fmt: skip
     for size in sizes:
         cells = []
@@ -720,15 +749,18 @@ def print_resume_table(rows: dict[str, dict[str, Any]], sizes: list[int]) -> Non
                 cells.append(f"{r['first_request_s']:.2f} s, {r['history_turns']} turns, "
                              f"{r['history_messages']} msgs")  # fmt: skip
             print(f"| {size:,} turns, round {k + 1} | " + " | ".join(cells) + " |")
-    if "tron" in rows:
+    peers = [n for n in names if not n.startswith("tron")]
+    for tron in ("tron", "tron, no server"):
+        if tron not in rows:
+            continue
         for size in sizes:
-            tron = rows["tron"][f"resume{size}_s"]
+            mine = rows[tron][f"resume{size}_s"]
             ratios = [
-                f"{tron / rows[n][f'resume{size}_s']:.2f}× {n}"
-                for n in names
-                if n != "tron" and tron is not None and rows[n][f"resume{size}_s"]
+                f"{mine / rows[n][f'resume{size}_s']:.2f}× {n}"
+                for n in peers
+                if mine is not None and rows[n][f"resume{size}_s"]
             ]
-            print(f"\nTron / peer, resume {size:,} turns: " + ", ".join(ratios))
+            print(f"\n{tron} / peer, resume {size:,} turns: " + ", ".join(ratios))
 
 
 if __name__ == "__main__":
