@@ -2,15 +2,32 @@
 floor of the same run: a Python process that only imports the web stack it serves with.
 
     uv run python benchmarks/bench_health.py --rounds 5
+    git archive OLD tron_server/src tron_events/src tron_llm/src | tar -x -C /tmp/old
+    uv run python benchmarks/bench_health.py --rounds 5 --compare /tmp/old
+    uv run python benchmarks/bench_health.py --rounds 5 --compare /tmp/old --print-mode
 
 Each round starts a server on a new home (the schema is created), stops it, then starts
 it again on that home (the schema is current: the case the goal is about); rounds are
-interleaved with the floor so load affects both alike. Medians are printed.
+interleaved with the floor (and with ``--compare``'s code, run from its source tree
+through ``PYTHONPATH`` on the same home) so load affects all alike. Medians are printed.
+
+Two times per start: the first answer of ``/health``, and the first answer saying
+``"ready": true`` (``/rpc`` serves then; a server whose ``/health`` has no ``ready`` is
+ready when it answers). Every source tree is byte-compiled first, as an installed
+package is: a start must not pay for compiling our modules (``PYTHONDONTWRITEBYTECODE``
+would otherwise make every start compile what changed).
+
+``--print-mode`` adds, in the same rounds, ``tron -p`` with no server running on an
+existing home: its start to the first model request (the scripted model of
+``bench_peers.py``), the server started in the background by the client as a user meets
+it (then stopped), for this code and ``--compare``'s.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import json
 import os
 import socket
 import statistics
@@ -21,8 +38,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 FLOOR = "import uvicorn, starlette.applications, pydantic, pydantic_settings, sqlite3"
+PACKAGES = ("tron_server", "tron_events", "tron_llm")
 
 
 def _port() -> int:
@@ -32,24 +51,64 @@ def _port() -> int:
         return port
 
 
-def _serve(home: str) -> float:
+def _serve(home: str, source: Path | None = None) -> tuple[float, float]:
+    """Seconds from the start to the first /health answer, and to the first ready one."""
     port = _port()
     env = {**os.environ, "ANTHROPIC_API_KEY": "bench"}
+    if source is not None:
+        env["PYTHONPATH"] = os.pathsep.join(str(source / p / "src") for p in PACKAGES)
     start = time.perf_counter()
     proc = subprocess.Popen(
         [str(BIN / "tron-server"), "--home", home, "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
     )  # fmt: skip
+    first: float | None = None
     try:
         while True:
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).read()
-                return time.perf_counter() - start
+                url = f"http://127.0.0.1:{port}/health"
+                body = json.loads(urllib.request.urlopen(url, timeout=5).read())
             except OSError:
                 time.sleep(0.005)
+                continue
+            now = time.perf_counter() - start
+            first = now if first is None else first
+            if body.get("ready", True):
+                return first, now
+            time.sleep(0.005)
     finally:
         proc.terminate()
         proc.wait()
+
+
+class PrintMode:
+    """``tron -p`` against bench_peers' scripted model, no server running (see above)."""
+
+    def __init__(self, work: Path) -> None:
+        import bench_peers
+
+        self._peers = bench_peers
+        self.model = bench_peers.Model()
+        self._serving = bench_peers.serve_model(self.model)
+        url = self._serving.__enter__()
+        self.peer = bench_peers.make_peer("tron", url, work, work / "peers", "Say hi.")
+        self.run()  # the home and its database exist before the rounds
+
+    def run(self, source: Path | None = None) -> float:
+        peer = self.peer
+        env = dict(peer.env)
+        if source is not None:
+            env["PYTHONPATH"] = os.pathsep.join(str(source / p / "src") for p in PACKAGES)
+        run = self._peers.run_peer(
+            self._peers.Peer(peer.name, peer.argv, env, peer.cwd), self.model, 0, 120
+        )
+        self._peers.stop_tron_server(peer)
+        if run.first_request is None:
+            raise SystemExit(f"tron -p made no model request: {run.error}")
+        return run.first_request
+
+    def close(self) -> None:
+        self._serving.__exit__(None, None, None)
 
 
 def _floor() -> float:
@@ -58,21 +117,55 @@ def _floor() -> float:
     return time.perf_counter() - start
 
 
+def _compile(tree: Path) -> None:
+    for package in PACKAGES:
+        compileall.compile_dir(tree / package / "src", quiet=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--compare", type=Path, help="a source tree of other code to run too")
+    parser.add_argument("--print-mode", action="store_true", help="also time tron -p")
     args = parser.parse_args()
-    fresh, current, floor = [], [], []
+    _compile(ROOT)
+    if args.compare is not None:
+        _compile(args.compare)
+    series: dict[str, list[float]] = {}
+
+    def add(name: str, value: float) -> None:
+        series.setdefault(name, []).append(value)
+
+    loads = [os.getloadavg()[0]]
+    printing = (
+        PrintMode(Path(tempfile.mkdtemp(prefix="tron-bench-p-"))) if args.print_mode else None
+    )
     for _ in range(args.rounds):
         home = tempfile.mkdtemp(prefix="tron-bench-health-")
-        fresh.append(_serve(home))
-        floor.append(_floor())
-        current.append(_serve(home))
-    print(f"load average {os.getloadavg()[0]:.2f}")
-    for name, values in (("new home", fresh), ("schema current", current), ("floor", floor)):
-        rounds = [round(v, 3) for v in values]
-        print(f"{name:15} median {statistics.median(values):.3f} s  {rounds}")
-    print(f"schema current / floor: {statistics.median(current) / statistics.median(floor):.2f}x")
+        answer, ready = _serve(home)
+        add("new home: answers", answer)
+        add("new home: ready", ready)
+        add("floor", _floor())
+        answer, ready = _serve(home)
+        add("current: answers", answer)
+        add("current: ready", ready)
+        if args.compare is not None:
+            answer, ready = _serve(home, args.compare)
+            add("compared: answers", answer)
+            add("compared: ready", ready)
+        if printing is not None:
+            add("tron -p: request", printing.run())
+            if args.compare is not None:
+                add("compared -p: request", printing.run(args.compare))
+        loads.append(os.getloadavg()[0])
+    if printing is not None:
+        printing.close()
+    print(f"load average (1 min) per round: {', '.join(f'{x:.2f}' for x in loads)}")
+    floor = statistics.median(series["floor"])
+    for name, values in series.items():
+        rounds = ", ".join(f"{v:.3f}" for v in values)
+        median = statistics.median(values)
+        print(f"{name:20} median {median:.3f} s  {median / floor:5.2f}x floor  [{rounds}]")
 
 
 if __name__ == "__main__":

@@ -99,7 +99,7 @@ def wrap(marks: Marks, owner: Any, name: str, label: str, after: Callable[[], No
                 if after is not None:
                     after()
 
-        setattr(owner, name, timed_async)
+        setattr(owner, name, _like(owner, name, timed_async))
     else:
 
         @functools.wraps(fn)
@@ -114,7 +114,12 @@ def wrap(marks: Marks, owner: Any, name: str, label: str, after: Callable[[], No
                 if after is not None:
                     after()
 
-        setattr(owner, name, timed)
+        setattr(owner, name, _like(owner, name, timed))
+
+
+def _like(owner: Any, name: str, fn: Any) -> Any:
+    """``fn`` as ``owner.name`` was defined (a staticmethod stays one)."""
+    return staticmethod(fn) if isinstance(inspect.getattr_static(owner, name), staticmethod) else fn
 
 
 def instrument() -> Marks:
@@ -173,6 +178,19 @@ def instrument() -> Marks:
     wrap(m, compaction, "maybe_auto_compact", "maybe_auto_compact")
     wrap(m, turn, "check_history", "check_history")
     wrap(m, hub.Hub, "publish", "Hub.publish")
+    # Inside the Bash tool: the process, its supervision, the file changes' snapshots.
+    import tron_server.tools.bash as bash
+    from tron_server.tools._proctree import ProcessTree
+
+    wrap(m, bash.Bash, "_run", "Bash._run (process)")
+    wrap(m, bash.Bash, "_supervise", "Bash._supervise (output, exit)")
+    wrap(m, ProcessTree, "start", "ProcessTree.start")
+    recorder = getattr(bash, "FileRecorder", None)
+    if recorder is not None and hasattr(recorder, "around_command"):
+        wrap(m, recorder, "around_command", "FileRecorder.around_command (enter)")
+    import tron_server.hooks.base as hooks
+
+    wrap(m, hooks.HookEngine, "run_blocking", "HookEngine.run_blocking")
     return m
 
 

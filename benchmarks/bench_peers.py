@@ -24,11 +24,28 @@ Scenarios, each in interleaved rounds (the order of the peers rotates), medians:
   sequential shell calls: the median interval between consecutive model requests (a tool
   call's round trip: the CLI runs ``echo``, records it, asks again). Tron's server is
   running here (a second turn of a started server).
+* **floor** (contender ``floor``, not a peer): ``benchmarks/_floor_agent.py``, the least a
+  Python agent on Tron's libraries does (httpx, an asyncio ``bash -c`` per call, no store):
+  what Tron's figures cannot go below on this machine.
 * **peak PSS**: the largest sum of ``Pss`` (``/proc/PID/smaps_rollup``) over the CLI's
   process tree (and, for Tron, its server) sampled every 20 ms during the tool turn.
+* **resume** (``--resume-turns``, default 500 and 2,000): a generated session of that
+  many turns, written in the agent's own store (``_peer_sessions.py``: Claude Code's
+  project JSONL, pi's session file, Codex's rollout, opencode's database, Tron's event
+  store), is resumed in print mode with the agent's own flag (``claude -p --resume ID``,
+  ``pi -p --session FILE``, ``codex exec resume ID``, ``opencode run --session ID``,
+  ``tron -p --resume ID``; not the floor, which keeps no session) and a one-line prompt:
+  the CLI's start to its first model request that offers tools. Tron's server is running
+  (started by the round's earlier runs; it has not read the session); Tron also resumes
+  another such session with no server running ("tron, no server": ``tron`` starts one,
+  stopped after; its baseline is the one-shot). Each round resumes a session of its own,
+  written before the first round. The scripted model counts the generated turns the
+  request carries (each user message is marked ``(turn N of T)``) and its history items
+  (``messages``, or the Responses ``input``): a run that did not send all T turns is
+  invalid and left out of the medians.
 
-Not measured here (said in RESULTS_peers.md): resuming generated 500/2,000-turn sessions
-in each peer's own format.
+Before the rounds each agent runs once unmeasured, so that its home exists as a user's
+does (Tron's and opencode's databases, into which the sessions are then written).
 
     uv run python benchmarks/bench_peers.py                 # all peers, 3 rounds
     uv run python benchmarks/bench_peers.py --peers tron,claude --rounds 5
@@ -54,7 +71,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import _peer_sessions as sessions
 import uvicorn
+from _peer_sessions import Turn, turns_seen
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / ".data"
@@ -64,6 +83,7 @@ PACKAGES = {
     "codex": "@openai/codex",
     "opencode": "opencode-ai",
 }
+RESUMABLE = ("tron", "claude", "pi", "codex", "opencode")  # a session writer each
 SHELL_TOOLS = ("bash", "shell", "exec_command", "local_shell", "run_shell_command")
 MODEL = "claude-sonnet-4-5"
 
@@ -77,6 +97,8 @@ class Seen:
     path: str
     has_tools: bool
     results: int
+    messages: int  # history items sent: ``messages`` (Anthropic) or ``input`` (Responses)
+    turns: int  # distinct generated turns the request carries (_peer_sessions.MARK)
 
 
 @dataclass
@@ -115,8 +137,13 @@ class Model:
         responses = path.endswith("/responses")
         tools = request.get("tools") or []
         results = _count_results(request, responses)
+        items = request.get("input" if responses else "messages")
+        turns = turns_seen(body.decode(errors="replace"))
         with self.lock:
-            self.seen.append(Seen(at, path, bool(tools), results))
+            self.seen.append(
+                Seen(at, path, bool(tools), results, len(items) if isinstance(items, list) else 0,
+                     turns)
+            )  # fmt: skip
         shell = _shell_tool(tools, responses)
         call = shell is not None and results < self.tools
         if responses:
@@ -326,6 +353,9 @@ def make_peer(name: str, base_url: str, work: Path, peers: Path, prompt: str) ->
                    TRON_PORT=str(_free_port()))  # fmt: skip
         argv = [str(ROOT / ".venv" / "bin" / "tron"), "-p", prompt,
                 "--permission-mode", "bypassPermissions"]  # fmt: skip
+    elif name == "floor":
+        floor = ROOT / "benchmarks" / "_floor_agent.py"
+        argv = [str(ROOT / ".venv" / "bin" / "python"), str(floor), base_url, prompt]
     elif name == "claude":
         env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="bench",
                    DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1",
@@ -435,6 +465,8 @@ class Run:
     peak_pss_mb: float
     requests: int
     error: str | None = None
+    history_messages: int = 0  # history items in the first request with tools
+    history_turns: int = 0  # generated turns it carried (a resume: all of them, or invalid)
 
 
 def run_peer(peer: Peer, model: Model, tools: int, timeout: float) -> Run:
@@ -471,7 +503,44 @@ def run_peer(peer: Peer, model: Model, tools: int, timeout: float) -> Run:
     if not seen:
         tail = (out_err[0] if out_err else b"").decode(errors="replace").strip()
         error = f"no model request with tools (exit {proc.returncode}): {tail[-300:]}"
-    return Run(first, statistics.median(gaps) if gaps else None, peak / 1024, len(seen), error)
+    return Run(first, statistics.median(gaps) if gaps else None, peak / 1024, len(seen), error,
+               seen[0].messages if seen else 0, seen[0].turns if seen else 0)  # fmt: skip
+
+
+# -- resume of generated sessions ---------------------------------------------------------
+
+
+def write_session(peer: Peer, turns: list[Turn], versions: dict[str, str]) -> list[str]:
+    """Write ``turns`` as a session in ``peer``'s own store; the arguments that resume it
+    (the peer's own resume flag and the session's id or file)."""
+    home = Path(peer.env["HOME"])
+    if peer.name == "tron":
+        url = f"sqlite:///{Path(peer.env['TRON_HOME']) / 'database' / 'prod.db'}"
+        return ["--resume", sessions.tron_session(url, peer.cwd, turns, MODEL)]
+    if peer.name == "claude":
+        sid = sessions.claude_session(home, peer.cwd, turns, versions["claude"], MODEL)
+        return ["--resume", sid]
+    if peer.name == "pi":
+        return ["--session", str(sessions.pi_session(home, peer.cwd, turns, "bench", MODEL))]
+    if peer.name == "codex":
+        codex_home = Path(peer.env["CODEX_HOME"])
+        return [sessions.codex_session(codex_home, peer.cwd, turns, versions["codex"], "gpt-5")]
+    if peer.name == "opencode":
+        database = home / ".local" / "share" / "opencode" / "opencode.db"
+        sid = sessions.opencode_session(database, peer.cwd, turns, versions["opencode"], MODEL)
+        return ["--session", sid]
+    raise ValueError(peer.name)
+
+
+def resume_peer(peer: Peer, resume: list[str]) -> Peer:
+    """``peer`` (print mode, a prompt) resuming a session: ``resume`` from write_session."""
+    argv = list(peer.argv)
+    if peer.name == "codex":  # codex exec resume [OPTIONS] SESSION_ID PROMPT
+        at = argv.index("exec") + 1
+        argv = [*argv[:at], "resume", *argv[at:-1], *resume, argv[-1]]
+    else:
+        argv += resume
+    return Peer(peer.name, argv, peer.env, peer.cwd)
 
 
 # -- the benchmark ------------------------------------------------------------------------
@@ -482,18 +551,25 @@ def main() -> None:
     parser.add_argument("--peers", default="tron,claude,pi,codex,opencode")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tools", type=int, default=20)
+    parser.add_argument("--resume-turns", default="500,2000",
+                        help="sizes of the generated sessions to resume ('' for none)")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--peers-dir", type=Path, default=DATA / "peers")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     names = args.peers.split(",")
-    versions = install_peers(args.peers_dir, [n for n in names if n != "tron"])
+    sizes = [int(t) for t in args.resume_turns.split(",") if t.strip()]
+    local = ("tron", "floor")
+    versions = install_peers(args.peers_dir, [n for n in names if n not in local])
+    versions["floor"] = "benchmarks/_floor_agent.py (httpx, asyncio)"
     tron = [str(ROOT / ".venv" / "bin" / "tron"), "--version"]
     versions["tron"] = subprocess.run(tron, capture_output=True, text=True, check=False).stdout
     versions["tron"] = versions["tron"].strip()
-    active = [n for n in names if n == "tron" or not versions.get(n, "").startswith("skipped")]
+    active = [n for n in names if n in local or not versions.get(n, "").startswith("skipped")]
     model = Model()
-    results: dict[str, dict[str, list[Run]]] = {n: {"oneshot": [], "tools": []} for n in active}
+    scenarios = ["oneshot", "tools", *(f"resume{t}" for t in sizes)]
+    scenarios += [f"resume{t}_cold" for t in sizes]  # Tron's, with no server running
+    results: dict[str, dict[str, list[Run]]] = {n: {k: [] for k in scenarios} for n in active}
     skipped: dict[str, str] = {n: v for n, v in versions.items() if v.startswith("skipped")}
     load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp, serve_model(model) as url:
@@ -503,10 +579,27 @@ def main() -> None:
             n: make_peer(n, url, work, args.peers_dir, f"Run `echo hi` {args.tools} times.")
             for n in active
         }
-        if "tron" in peers:  # the home and its database exist before the first round
-            run_peer(peers["tron"], model, 0, args.timeout)
-            stop_tron_server(peers["tron"])
         try:
+            # One unmeasured run each: the homes exist (Tron's database, opencode's) as a
+            # user's do, and the generated sessions can be written into them.
+            for name in active:
+                warm = run_peer(peers[name], model, 0, args.timeout)
+                if name == "tron":
+                    stop_tron_server(peers["tron"])
+                elif warm.error:
+                    skipped[name] = f"skipped: {warm.error}"
+            # A session per round (and for Tron one more, resumed with no server running):
+            # none was opened before.
+            resumes: dict[tuple[str, int, int, bool], Peer] = {}
+            for size in sizes:
+                turns = sessions.history(size, seed=size)
+                for name in active:
+                    if name in skipped or name not in RESUMABLE:
+                        continue
+                    for i in range(args.rounds):
+                        for cold in (False, True) if name == "tron" else (False,):
+                            resume = write_session(peers[name], turns, versions)
+                            resumes[name, size, i, cold] = resume_peer(peers[name], resume)
             for i in range(args.rounds):
                 order = active[i % len(active) :] + active[: i % len(active)]
                 for name in order:
@@ -514,21 +607,41 @@ def main() -> None:
                         continue
                     one = run_peer(peers[name], model, 0, args.timeout)
                     tools = run_peer(tool_peers[name], model, args.tools, args.timeout)
+                    # Tron's server is still running: its resumes are a started server's.
+                    resumed = [run_peer(resumes[name, t, i, False], model, 0, args.timeout)
+                               for t in sizes if (name, t, i, False) in resumes]  # fmt: skip
                     if name == "tron":
                         stop_tron_server(peers[name])
+                    cold_runs: list[Run] = []
+                    for t in sizes:  # each starts the server: stopped after each
+                        if (name, t, i, True) in resumes:
+                            cold_runs.append(run_peer(resumes[name, t, i, True], model, 0,
+                                                 args.timeout))  # fmt: skip
+                            stop_tron_server(peers[name])
                     if one.error and tools.error:
                         skipped[name] = f"skipped: {one.error}"
                         continue
                     results[name]["oneshot"].append(one)
                     results[name]["tools"].append(tools)
+                    for size, run in zip(sizes, resumed, strict=False):
+                        results[name][f"resume{size}"].append(run)
+                    for size, run in zip(sizes, cold_runs, strict=False):
+                        results[name][f"resume{size}_cold"].append(run)
                     print(f"round {i + 1} {name}: first request {one.first_request}, "
+                          f"tool turn's first request {tools.first_request}, "
                           f"round trip {tools.round_trip}, peak PSS {tools.peak_pss_mb:.0f} MB, "
-                          f"{tools.requests} requests", flush=True)  # fmt: skip
+                          f"{tools.requests} requests" + "".join(
+                              f", resume {t}: {r.first_request} "
+                              f"({r.history_turns} turns, {r.history_messages} messages)"
+                              for t, r in zip(sizes, resumed, strict=False))
+                          + "".join(f", resume {t} with no server: {r.first_request}"
+                                    for t, r in zip(sizes, cold_runs, strict=False)),
+                          flush=True)  # fmt: skip
                 load.append(os.getloadavg()[0])
         finally:
             if "tron" in peers:
                 stop_tron_server(peers["tron"])
-    report(results, versions, skipped, load, args)
+    report(results, sizes, versions, skipped, load, args)
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -536,29 +649,118 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
+def resume_valid(run: Run, size: int) -> bool:
+    """Whether a resume sent the whole generated history in its first request."""
+    return run.error is None and run.first_request is not None and run.history_turns == size
+
+
 def report(
     results: dict[str, dict[str, list[Run]]],
+    sizes: list[int],
     versions: dict[str, str],
     skipped: dict[str, str],
     load: list[float],
     args: argparse.Namespace,
 ) -> None:
-    rows = {}
+    rows: dict[str, dict[str, Any]] = {}
     for name, runs in results.items():
         if name in skipped or not runs["tools"]:
             continue
-        rows[name] = {
+        row: dict[str, Any] = {
             "first_request_s": _median([r.first_request for r in runs["oneshot"]]),
             "round_trip_ms": (lambda v: v * 1000 if v is not None else None)(
                 _median([r.round_trip for r in runs["tools"]])
             ),
             "peak_pss_mb": _median([r.peak_pss_mb for r in runs["tools"]]),
+            # The tool turn's start to its first request: for Tron a started server's new
+            # session, the baseline of its resumes.
+            "tool_turn_first_request_s": _median([r.first_request for r in runs["tools"]]),
+            "per_round": {
+                "first_request_s": [r.first_request for r in runs["oneshot"]],
+                "tool_turn_first_request_s": [r.first_request for r in runs["tools"]],
+                "round_trip_ms": [
+                    r.round_trip * 1000 if r.round_trip is not None else None for r in runs["tools"]
+                ],
+                "peak_pss_mb": [r.peak_pss_mb for r in runs["tools"]],
+            },
         }
-    summary = {"versions": versions, "skipped": skipped, "rows": rows,
-               "load": load, "rounds": args.rounds, "tools": args.tools}  # fmt: skip
+        _resume_fields(row, runs, sizes, "")
+        rows[name] = row
+        if any(runs[f"resume{size}_cold"] for size in sizes):
+            # Tron's resumes with no server running: their baseline is the one-shot.
+            cold: dict[str, Any] = {"tool_turn_first_request_s": row["first_request_s"],
+                                    "per_round": {}}  # fmt: skip
+            _resume_fields(cold, runs, sizes, "_cold")
+            rows[f"{name}, no server"] = cold
+    summary = {"versions": versions, "skipped": skipped, "rows": rows, "load": load,
+               "rounds": args.rounds, "tools": args.tools, "resume_turns": sizes,
+               "utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}  # fmt: skip
     print(json.dumps(summary, indent=2))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
+    print_resume_table(rows, sizes)
+
+
+def _resume_fields(
+    row: dict[str, Any], runs: dict[str, list[Run]], sizes: list[int], suffix: str
+) -> None:
+    for size in sizes:
+        resumed = runs[f"resume{size}{suffix}"]
+        valid = [r for r in resumed if resume_valid(r, size)]
+        row[f"resume{size}_s"] = _median([r.first_request for r in valid])
+        row[f"resume{size}_pss_mb"] = _median([r.peak_pss_mb for r in valid])
+        row["per_round"][f"resume{size}"] = [
+            {"first_request_s": r.first_request, "history_turns": r.history_turns,
+             "history_messages": r.history_messages, "peak_pss_mb": r.peak_pss_mb,
+             "valid": resume_valid(r, size), "error": r.error}
+            for r in resumed
+        ]  # fmt: skip
+
+
+def print_resume_table(rows: dict[str, dict[str, Any]], sizes: list[int]) -> None:
+    """The resume figures as a Markdown table (medians of the valid rounds; per round: s,
+    turns sent, history messages sent)."""
+    if not sizes or not rows:
+        return
+    names = list(rows)
+    print("\n| resume, start → first model request | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    base = [rows[n]["tool_turn_first_request_s"] for n in names]
+    print("| a new session (the tool turn's start → first request; Tron with no server: "
+          "the one-shot), median | "
+          + " | ".join(f"{v:.2f} s" if v is not None else "–" for v in base) + " |")  # fmt: skip
+    for size in sizes:
+        cells = []
+        for name in names:
+            value = rows[name][f"resume{size}_s"]
+            rounds = rows[name]["per_round"][f"resume{size}"]
+            invalid = sum(1 for r in rounds if not r["valid"])
+            cell = f"{value:.2f} s" if value is not None else "invalid" if rounds else "–"
+            cells.append(cell + (f" ({invalid} invalid)" if invalid else ""))
+        print(f"| {size:,} turns, median | " + " | ".join(cells) + " |")
+        for k in range(max(len(rows[n]["per_round"][f"resume{size}"]) for n in names)):
+            cells = []
+            for name in names:
+                rounds = rows[name]["per_round"][f"resume{size}"]
+                if k >= len(rounds) or rounds[k]["first_request_s"] is None:
+                    cells.append("–")
+                    continue
+                r = rounds[k]
+                cells.append(f"{r['first_request_s']:.2f} s, {r['history_turns']} turns, "
+                             f"{r['history_messages']} msgs")  # fmt: skip
+            print(f"| {size:,} turns, round {k + 1} | " + " | ".join(cells) + " |")
+    peers = [n for n in names if not n.startswith("tron")]
+    for tron in ("tron", "tron, no server"):
+        if tron not in rows:
+            continue
+        for size in sizes:
+            mine = rows[tron][f"resume{size}_s"]
+            ratios = [
+                f"{mine / rows[n][f'resume{size}_s']:.2f}× {n}"
+                for n in peers
+                if mine is not None and rows[n][f"resume{size}_s"]
+            ]
+            print(f"\n{tron} / peer, resume {size:,} turns: " + ", ".join(ratios))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 #   benchmarks/mutation.sh MODULE show NAME   the diff of one mutant
 #   benchmarks/mutation.sh MODULE survivors [JOBS]   run again only the mutants that
 #       survived the last run (after adding tests; the source must be unchanged)
+#   benchmarks/mutation.sh MODULE resume [JOBS]      go on with an interrupted run
 #
 # mutmut wants the code under ./src and the tests under ./tests of the folder it runs in;
 # the workspace keeps tron_server under tron_server/src. So each module gets a scratch
@@ -20,6 +21,13 @@ set -euo pipefail
 module=${1:?usage: benchmarks/mutation.sh rules|paths|guardrails|shell [JOBS|results|show NAME]}
 action=${2:-2}
 repo=$(cd "$(dirname "$0")/.." && pwd)
+# A mutant still running after 2 x multiplier x (its tests' clean duration + constant)
+# CPU seconds, or half that in wall time, is taken as looping (killed).
+# mutmut's default, 15 x (t + 1 s), let each looping mutant of the walk hold a worker for
+# minutes; the tests' CPU time is steady (derandomized hypothesis, below), so 3 x (t + 2 s)
+# still leaves room.
+multiplier=3
+constant=2.0
 
 case "$module" in
 rules)
@@ -38,6 +46,10 @@ guardrails)
 shell)
     mutate='src/tron_server/shell/*.py'
     tests="tests/shell"
+    # The reader's loops: many of its mutants never end (some grow by a GB in seconds).
+    # mutmut also stops a mutant after half the CPU limit in *wall* time: on a loaded
+    # machine a run that does end needs the room (1 x (t + 1 s) timed out half of them).
+    constant=3.0
     ;;
 *)
     echo "unknown module $module: rules, paths, guardrails or shell" >&2
@@ -63,8 +75,10 @@ only_mutate = ["$mutate"]
 pytest_add_cli_args_test_selection = [$selection]
 # No xdist (mutmut forks its own workers), a fixed test order.
 pytest_add_cli_args = ["-p", "no:randomly", "-p", "no:cacheprovider", "-q"]
-# A mutant that loops is killed after 15 times the tests' clean duration plus 5 s.
-timeout_constant = 5.0
+# A mutant that loops is killed (SIGXCPU) after 2 x $multiplier x (the tests' clean
+# duration + $constant s) CPU seconds.
+timeout_constant = $constant
+timeout_multiplier = $multiplier
 
 [tool.pytest.ini_options]
 addopts = "-ra --strict-markers"
@@ -75,11 +89,17 @@ markers = [
 ]
 EOF
 
+# Hypothesis draws the same examples for every mutant and does not shrink (tests/conftest.py;
+# the differential test against bash runs fewer of them): a mutant's verdict does not
+# depend on the run, and a killed one costs no search for a minimal case.
+export HYPOTHESIS_PROFILE=mutation
+
 # The mutants are made anew from the sources each run: an old copy would hide an edit.
 mutmut() { (cd "$scratch" && uv run --project "$repo" --group mutation mutmut "$@"); }
 case "$action" in
 results) mutmut results ;;
 show) mutmut show "${3:?mutant name}" ;;
+resume) mutmut run --max-children "${3:-2}" && mutmut results ;;
 survivors)
     mapfile -t names < <(mutmut results | sed -n "s/^ *\\([^ ]*\\): \\(survived\\|no tests\\)$/\\1/p")
     mutmut run --max-children "${3:-2}" "${names[@]}"

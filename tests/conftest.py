@@ -9,7 +9,7 @@ import os
 import shutil
 import tempfile
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 pytest_plugins = ["tests.support.fixtures"]
 
@@ -18,6 +18,17 @@ settings.register_profile(
 )
 settings.register_profile(
     "dev", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+# benchmarks/mutation.sh: the same examples for every mutant (a mutant is killed or not,
+# whatever the run), none stored, and no shrinking (a killed mutant needs no minimal case).
+settings.register_profile(
+    "mutation",
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 

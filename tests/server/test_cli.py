@@ -458,3 +458,29 @@ def test_a_read_only_database_is_refused_at_start(tmp_path: Path) -> None:
         assert re.search(r"read-only|readonly", message, re.I), message
     finally:
         _writable_again(db)
+
+
+def test_the_settings_know_the_providers_tron_llm_has() -> None:
+    """The settings name the providers themselves (reading them must not import tron_llm:
+    the server's first answer would wait for it); they must be tron_llm's."""
+    from tron_llm.registry import PROVIDERS
+    from tron_server.settings import KNOWN_PROVIDERS
+
+    assert set(KNOWN_PROVIDERS) == set(PROVIDERS)
+
+
+def test_reading_the_settings_imports_no_runtime() -> None:
+    """What the server needs before its first answer (the command, its settings, the app
+    module) loads neither tron_llm, the store, the tools nor the methods: those load
+    behind /health (a fresh interpreter, so that nothing else imported them)."""
+    code = (
+        "import sys, tron_server.app; "
+        "from tron_server.cli import build_parser, settings_from_args; "
+        "settings_from_args(build_parser().parse_args([])); "
+        "print(sorted(m for m in ('tron_llm', 'tron_events', 'tron_server.tools', "
+        "'tron_server.methods', 'tron_server.commands', 'tron_server.services') "
+        "if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=True)  # fmt: skip
+    assert result.stdout.strip() == "[]", result.stdout

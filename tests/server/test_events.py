@@ -369,11 +369,13 @@ async def test_a_client_that_does_not_read_its_answers_gets_no_more_computed(
 
 
 async def _no_progress(conn: Any) -> bool:
-    """Let the server's loop run many times; True if the connection stays stalled."""
+    """Let the server's loop run many times; True if the connection stays stalled: nothing
+    new queued for it (what is queued may still drain into socket buffers the kernel grows,
+    which is not work done for the client) and its next bulk read still waiting."""
     before = conn.pending_bytes
     for _ in range(200):
         await asyncio.sleep(0)
-    return conn.pending_bytes == before and conn.bulk_lock.locked()
+    return conn.pending_bytes <= before and conn.bulk_lock.locked()
 
 
 def _collected(ref: weakref.ref[Any]) -> bool:

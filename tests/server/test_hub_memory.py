@@ -18,6 +18,7 @@ class _Conn:
 
     def __init__(self) -> None:
         self.subscriptions: set[str] = set()
+        self.without_events: set[str] = set()
 
 
 async def test_the_last_client_leaving_drops_the_sessions_caches(tmp_path: Path) -> None:

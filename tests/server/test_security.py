@@ -270,7 +270,8 @@ async def test_health_has_no_secrets(running_server: RunningServer) -> None:
         r = await http.get(f"{running_server.base_url}/health")
     assert r.status_code == 200
     body = r.json()
-    assert set(body) == {"status", "version"} and body["status"] == "ok"
+    assert set(body) == {"status", "version", "ready"} and body["status"] == "ok"
+    assert body["ready"] is True  # an app given its services serves /rpc once it answers
     assert running_server.token not in r.text and str(running_server.home) not in r.text
 
 

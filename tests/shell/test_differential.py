@@ -25,8 +25,8 @@ WRAPPERS = {"env": "/usr/bin/env", "nohup": "/usr/bin/nohup", "timeout": "/usr/b
             "sh": "/bin/sh"}  # fmt: skip
 BASH = "/bin/bash"
 #: Each example starts bash (and the wrappers' programs): few in CI, many under the dev
-#: profile (HYPOTHESIS_PROFILE=dev).
-EXAMPLES = 2000 if os.environ.get("HYPOTHESIS_PROFILE") == "dev" else 40
+#: profile (HYPOTHESIS_PROFILE=dev), fewer for each mutant of benchmarks/mutation.sh.
+EXAMPLES = {"dev": 2000, "mutation": 25}.get(os.environ.get("HYPOTHESIS_PROFILE", "ci"), 40)
 
 pytestmark = pytest.mark.skipif(
     not all(Path(p).exists() for p in [BASH, *WRAPPERS.values()]),

@@ -50,12 +50,18 @@ def test_every_kind_of_change_is_seen(tmp_path: Path) -> None:
         lambda: os.rename(tmp_path / "deep", tmp_path / "sub" / "deep"),
         lambda: (tmp_path / "sub" / "deep" / "er" / "f.txt").write_text("g"),
     ]
+    assert watch.quiet()
     for i, step in enumerate(steps):
         step()
+        # quiet() polls without reading: what the event loop's fast path asks first.
+        assert not watch.quiet(), f"step {i} left the watch quiet"
         assert watch.changed(), f"step {i} was not seen"
+        assert not watch.quiet()  # drained, but the flag is still up
         watch.clean()
         assert not watch.changed()
+        assert watch.quiet()
     watch.close()
+    assert not watch.quiet()  # a closed watch knows nothing
 
 
 def test_an_overflow_says_changed_and_watching_goes_on(
@@ -93,3 +99,22 @@ async def test_outside_changes_between_commands_are_not_the_next_commands(
     assert result.details is not None and result.details["filesChanged"] == 0
     events = await h.store.get_events(h.session_id, types=["file.changes"])
     assert len(events) == 1
+
+
+async def test_the_event_loop_takes_the_last_tree_only_while_the_folder_is_quiet(
+    harness: Harness,
+) -> None:
+    h = harness
+    await h.bash("echo one > a.txt")
+    shadow = h.workspace.recorder.shadow_for(h.root)
+    tree = shadow.unchanged_tree()
+    assert tree is not None and tree == shadow.snapshot()
+    (h.root / "a.txt").write_text("two\n")
+    assert shadow.unchanged_tree() is None  # a change is pending: a real snapshot is due
+    newer = shadow.snapshot()
+    assert newer != tree and shadow.unchanged_tree() == newer
+    result = await h.bash("cat a.txt")  # changes nothing: both snapshots are the last tree
+    assert result.details is not None and result.details["filesChanged"] == 0
+    result = await h.bash("echo three > a.txt")
+    assert result.details is not None and result.details["filesChanged"] == 1
+    assert shadow.unchanged_tree() not in (None, newer)

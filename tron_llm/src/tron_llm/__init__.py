@@ -13,7 +13,7 @@ OpenAI (Chat Completions and Responses, and any OpenAI-compatible server) and Ge
 
 from . import _httpx_cli  # noqa: F401  (before anything imports httpx)
 from ._cost import cost_usd
-from ._http import HTTPCall, HTTPProvider, StreamParser
+from ._http import HTTPCall, HTTPProvider, StreamParser, shared_ssl_context
 from ._ids import ToolIdMap, safe_tool_id
 from ._retry import RetryPolicy
 from ._sse import ServerSentEvent, SSEDecoder
@@ -99,4 +99,5 @@ __all__ = [
     "get_model",
     "list_models",
     "safe_tool_id",
+    "shared_ssl_context",
 ]

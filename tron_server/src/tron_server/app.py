@@ -19,32 +19,26 @@ itself closes the connection with 1009 (message too big) before reading it.
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import contextlib
 import contextvars
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
-import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from . import commands, methods
-from .connection import Connection
-from .heap import release_memory
-from .hub import Hub
 from .logging import add_secret
-from .rpc import Dispatcher, MethodRegistry, RpcContext
-from .rpc.frames import Request as RpcRequest
-from .rpc.mapping import to_rpc_error
 from .security import (
     COOKIE_NAME,
     Authenticator,
@@ -55,12 +49,17 @@ from .security import (
     load_or_create_token,
     login_url,
 )
-from .services import Services, open_services, server_version, stop_runtime
 from .settings import Settings
+from .version import server_version
 from .web import STATIC_DIR
 
+# What /rpc serves (the hub, the methods, the runtime's services) is imported where it is
+# built, not here: `tron-server` answers /health before it has loaded them (DeferredStart).
 if TYPE_CHECKING:
     from .cluster.node import ClusterNode
+    from .hub import Hub
+    from .rpc import Dispatcher, MethodRegistry
+    from .services import Services
 
 log = logging.getLogger("tron_server.app")
 
@@ -79,13 +78,26 @@ def transport_max_size(settings: Settings) -> int:
     return settings.max_frame_bytes * 4
 
 
+class WebSocketProtocol(asyncio.Protocol):
+    """uvicorn's ``websockets-sansio`` protocol, imported at the first WebSocket upgrade
+    rather than before the server answers (the websockets package: tens of ms of the
+    first ``/health``; the start's thread imports it meanwhile, see :class:`DeferredStart`)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        from uvicorn.protocols.websockets.websockets_sansio_impl import (
+            WebSocketsSansIOProtocol,
+        )
+
+        return WebSocketsSansIOProtocol(*args, **kwargs)
+
+
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """Keyword arguments for ``uvicorn.Config`` / ``uvicorn.run`` matching ``settings``."""
     return {
         "host": settings.host,
         "port": settings.port,
         "ws_max_size": transport_max_size(settings),
-        "ws": "websockets-sansio",
+        "ws": WebSocketProtocol,
         # Every client offers permessage-deflate; compressing each frame for each client
         # on the event loop stalled every other connection (benchmarks/RESULTS_server.md).
         "ws_per_message_deflate": False,
@@ -98,6 +110,9 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
 def build_registry() -> MethodRegistry:
     """Every method this server answers: the JSON-RPC methods (:mod:`.methods`), then
     the slash commands, which install ``command.list`` and route ``agent.message``."""
+    from . import commands, methods
+    from .rpc import MethodRegistry
+
     registry = MethodRegistry()
     methods.register(registry)
     commands.register(registry)
@@ -107,9 +122,81 @@ def build_registry() -> MethodRegistry:
 def served_hub(services: Services) -> Hub:
     """The hub the app runs and attaches connections to (a :class:`Hub`: the services
     below the transport know it only as their ``Notifier``)."""
+    from .hub import Hub
+
     if not isinstance(services.hub, Hub):
         raise TypeError(f"create_app needs services with a tron_server.hub.Hub: {services.hub!r}")
     return services.hub
+
+
+@dataclass(frozen=True)
+class DeferredStart:
+    """How ``tron-server`` starts: ``/health`` answers as soon as the socket is served,
+    while the rest is built in the background — the runtime's modules and the method
+    table imported in a thread, then ``open()`` (the store and the services). A ``/rpc``
+    connection made meanwhile is accepted and its requests wait: none is refused or
+    answered "method not found" for being early.
+
+    ``ready(services)`` is called once everything serves; ``failed(error)`` when
+    ``open()`` (or the imports) raised: ``/health`` then answers 503 and connections
+    waiting are closed (1011). The caller decides what a failure does (the command
+    stops the server and says why)."""
+
+    open: Callable[[], Awaitable[Services]]
+    ready: Callable[[Services], None]
+    failed: Callable[[BaseException], None]
+
+
+class NotServing(Exception):
+    """``/rpc`` cannot be served: the start failed, or the server stops before it was
+    ready. ``code`` is the WebSocket close code for connections that waited."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Backend:
+    """What ``/rpc`` serves — the services and the dispatcher — once they are built.
+
+    ``ready``: they are (``/health`` says so); ``await wait()`` returns them, or raises
+    :class:`NotServing` when they never will be."""
+
+    def __init__(self) -> None:
+        self._done = asyncio.Event()
+        self._served: tuple[Services, Dispatcher] | None = None
+        self._error: NotServing | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self._served is not None
+
+    @property
+    def failed(self) -> bool:
+        return self._error is not None
+
+    def serve(self, services: Services, dispatcher: Dispatcher) -> None:
+        if not self._done.is_set():
+            self._served = (services, dispatcher)
+            self._done.set()
+
+    def fail(self, message: str, code: int) -> None:
+        """Wake the connections waiting (they are closed with ``code``); no-op once ready."""
+        if not self._done.is_set():
+            self._error = NotServing(message, code)
+            self._done.set()
+
+    async def wait(self) -> tuple[Services, Dispatcher]:
+        await self._done.wait()
+        if self._served is None:
+            assert self._error is not None
+            raise self._error
+        return self._served
+
+
+#: WebSocket close codes for a connection that waited for a server that did not become ready.
+CLOSE_GOING_AWAY = 1001
+CLOSE_START_FAILED = 1011
 
 
 def create_app(
@@ -119,6 +206,7 @@ def create_app(
     token: str | None = None,
     owns_services: bool | None = None,
     registry: MethodRegistry | None = None,
+    deferred: DeferredStart | None = None,
 ) -> Starlette:
     """The server app, with ``token`` or the one in ``settings.token_path`` (a new
     one is written there, mode 0600, when there is none), answering the methods of
@@ -126,10 +214,15 @@ def create_app(
 
     Without ``services`` the lifespan opens the store and builds everything, and
     closes them at shutdown. With them, it runs their hub, and stops the runtime
-    and closes the store only if ``owns_services`` (the command opens them first,
-    so that a database it cannot open is one line, not a failed startup).
-    ``app.state.login_code`` is a one-time login code (see :mod:`.security`).
+    and closes the store only if ``owns_services``. With ``deferred`` (the command's
+    way, see :class:`DeferredStart`) the lifespan returns at once, so that ``/health``
+    answers while ``deferred.open()`` builds the services in the background; those
+    services are then owned (stopped and closed at shutdown).
+    ``app.state.login_code`` is a one-time login code (see :mod:`.security`);
+    ``app.state.backend`` says whether ``/rpc`` is ready (:class:`Backend`).
     """
+    if deferred is not None and services is not None:
+        raise ValueError("create_app takes services or deferred, not both")
     if token is None:
         token, _ = load_or_create_token(settings.token_path)
     auth = Authenticator(token)
@@ -141,24 +234,65 @@ def create_app(
         add_secret(code)
         return login_url(settings.host, settings.port, code)
 
-    registry = registry or build_registry()
-    dispatcher = Dispatcher(registry, max_frame_bytes=settings.max_frame_bytes)
+    backend = Backend()
+    dispatcher: Dispatcher | None = None
+    if deferred is None:
+        # Built now, as before: a caller may read app.state.registry before starting it.
+        from .rpc import Dispatcher
+
+        registry = registry or build_registry()
+        dispatcher = Dispatcher(registry, max_frame_bytes=settings.max_frame_bytes)
+
+    async def built() -> tuple[Services, Dispatcher, bool]:
+        """The services and the dispatcher, and whether this app owns the services."""
+        if deferred is None:
+            from .hub import Hub
+            from .services import open_services
+
+            assert dispatcher is not None
+            own = services is None if owns_services is None else owns_services
+            svc = await open_services(settings, Hub) if services is None else services
+            return svc, dispatcher, own
+
+        def load() -> Dispatcher:
+            # Every import of the start, here: the event loop keeps answering /health
+            # while this thread loads the modules.
+            import uvicorn.protocols.websockets.websockets_sansio_impl  # noqa: F401
+
+            from . import hub  # noqa: F401
+            from .rpc import Dispatcher
+            from .services import import_runtime
+
+            import_runtime()
+            table = registry or build_registry()
+            return Dispatcher(table, max_frame_bytes=settings.max_frame_bytes)
+
+        loaded = await asyncio.to_thread(load)
+        return await deferred.open(), loaded, True
 
     @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        own = services is None if owns_services is None else owns_services
-        svc = await open_services(settings, Hub) if services is None else services
+    async def running(app: Starlette) -> AsyncIterator[None]:
+        """Build (or take) the services, run their hub (and cluster node) and serve
+        ``/rpc``; on exit stop the runtime and close the store when they are ours."""
+        svc, disp, own = await built()
+        from .services import stop_runtime
+
         hub = served_hub(svc)
         svc.issue_login_url = issue_login_url
         app.state.services = svc
+        app.state.dispatcher = disp
+        app.state.registry = disp.registry
         try:
             async with hub, contextlib.AsyncExitStack() as stack:
                 if svc.cluster is not None:
-                    await stack.enter_async_context(join_cluster(svc, hub, dispatcher))
+                    await stack.enter_async_context(join_cluster(svc, hub, disp))
+                backend.serve(svc, disp)
                 log.info(
                     "tron-server ready",
                     extra={"fields": {"version": svc.version, "home": str(settings.home)}},
                 )
+                if deferred is not None:
+                    deferred.ready(svc)
                 yield
                 log.info("tron-server shutting down")
                 if own:
@@ -169,8 +303,45 @@ def create_app(
             if own and svc.store is not None:
                 await svc.store.aclose()
 
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if deferred is None:
+            async with running(app):
+                yield
+            return
+        stop = asyncio.Event()
+
+        async def in_background() -> None:
+            try:
+                async with running(app):
+                    await stop.wait()
+            except Exception as exc:
+                if backend.ready:
+                    log.exception("tron-server shutdown failed")
+                    return
+                backend.fail("tron-server could not start", CLOSE_START_FAILED)
+                deferred.failed(exc)
+
+        task = asyncio.create_task(in_background(), name="tron-server-start")
+        try:
+            yield
+        finally:
+            stop.set()
+            # Stopped while still starting: what was not built is not waited for.
+            backend.fail("tron-server is shutting down", CLOSE_GOING_AWAY)
+            if not backend.ready:
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
     async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "version": server_version()})
+        # "ready": /rpc answers now (before, its requests wait for the start to finish).
+        if backend.failed and not backend.ready:
+            return JSONResponse(
+                {"status": "failed", "version": server_version(), "ready": False},
+                status_code=503,
+            )
+        return JSONResponse({"status": "ok", "version": server_version(), "ready": backend.ready})
 
     async def login(request: Request) -> Response:
         candidate = request.query_params.get("token", "")
@@ -193,7 +364,15 @@ def create_app(
             await websocket.close(code=1008)  # before accept: HTTP 403
             return
         await websocket.accept()
-        await serve_connection(websocket, websocket.app.state.services, dispatcher)
+        if backend.ready:
+            svc, disp = await backend.wait()
+            await serve_connection(websocket, svc, disp)
+            return
+        early = await wait_for_backend(websocket, backend)
+        if early is None:
+            return  # the client left, or the server stopped, while it started
+        svc, disp = await backend.wait()
+        await serve_connection(websocket, svc, disp, early=early)
 
     async def rpc_over_http(request: Request) -> Response:
         return PlainTextResponse(
@@ -230,14 +409,20 @@ def create_app(
     app.state.login_code = login_code
     app.state.auth = auth
     app.state.settings = settings
-    app.state.dispatcher = dispatcher
-    app.state.registry = registry
+    app.state.backend = backend
+    if dispatcher is not None:
+        app.state.dispatcher = dispatcher
+        app.state.registry = dispatcher.registry
     return app
 
 
 def join_cluster(services: Services, hub: Hub, dispatcher: Dispatcher) -> ClusterNode:
     """Wire the services' cluster node to this hub and dispatcher (notifications both
     ways, forwarded calls answered like a client's); enter it to start it."""
+    from .rpc import RpcContext
+    from .rpc.frames import Request as RpcRequest
+    from .rpc.mapping import to_rpc_error
+
     node = services.cluster
     assert node is not None
 
@@ -258,11 +443,56 @@ def join_cluster(services: Services, hub: Hub, dispatcher: Dispatcher) -> Cluste
     return node
 
 
+async def wait_for_backend(websocket: WebSocket, backend: Backend) -> list[Message] | None:
+    """Until ``backend`` serves: the frames the client sent meanwhile (answered once it
+    does, in order), or None when the client left or the backend will never serve (the
+    connection is then closed with :class:`NotServing`'s code). The client is read while
+    waiting, so that a server stopping before it was ready does not wait for it."""
+    early: list[Message] = []
+    waiter = asyncio.ensure_future(backend.wait())
+    reader: asyncio.Future[Message] | None = None
+    try:
+        while not waiter.done():
+            # Enough frames held: the rest wait in the transport (it pushes back).
+            if reader is None and len(early) < MAX_IN_FLIGHT:
+                reader = asyncio.ensure_future(websocket.receive())
+            watched: set[asyncio.Future[Any]] = {waiter} if reader is None else {waiter, reader}
+            await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+            if reader is not None and reader.done():
+                message = reader.result()
+                reader = None
+                if message["type"] == "websocket.disconnect":
+                    return None
+                early.append(message)
+        try:
+            waiter.result()
+        except NotServing as exc:
+            await websocket.close(code=exc.code, reason=str(exc))
+            return None
+        return early
+    finally:
+        for pending in (waiter, reader):
+            if pending is not None and not pending.done():
+                pending.cancel()  # a queue's get: cancelling it loses no frame
+
+
 async def serve_connection(
-    websocket: WebSocket, services: Services, dispatcher: Dispatcher
+    websocket: WebSocket,
+    services: Services,
+    dispatcher: Dispatcher,
+    *,
+    early: Sequence[Message] = (),
 ) -> None:
     """Read frames and answer them (each in its own task) until the client leaves
-    or the connection is closed (shutdown, too slow)."""
+    or the connection is closed (shutdown, too slow); ``early``: messages already read
+    (while the server started), answered first."""
+    import anyio
+    import anyio.to_thread
+
+    from .connection import Connection
+    from .heap import release_memory
+    from .rpc import RpcContext
+
     settings = services.settings
     conn = Connection(
         websocket.send_text,
@@ -272,6 +502,7 @@ async def serve_connection(
     )
     ctx = RpcContext(services, conn, dispatcher.registry)
     in_flight = anyio.Semaphore(MAX_IN_FLIGHT)
+    held = collections.deque(early)
     hub = served_hub(services)
     hub.attach(conn)
 
@@ -294,7 +525,7 @@ async def serve_connection(
             while True:
                 # Replies piling up: leave the next requests unread (TCP pushes back).
                 await conn.wait_writable()
-                message = await websocket.receive()
+                message = held.popleft() if held else await websocket.receive()
                 if message["type"] == "websocket.disconnect":
                     break
                 frame = message.get("text")
@@ -380,6 +611,9 @@ def _extra_hosts(settings: Settings) -> list[str]:
 
 __all__ = [
     "MAX_IN_FLIGHT",
+    "Backend",
+    "DeferredStart",
+    "NotServing",
     "build_registry",
     "create_app",
     "serve_connection",

@@ -13,12 +13,17 @@ Start-up, in this order, so that a server that cannot run changes nothing:
    8420 is in use (is another tron-server running? pid N)") and exit status 2,
    before any file is written;
 2. the home folder and the log file are made user-only (0700 / 0600);
-3. the database is opened (created and migrated if needed) — a database that
-   cannot be used is one line naming why, and exit status 2; a SQLite file is then
-   locked (``flock``) for as long as the server runs: a second tron-server on it
-   refuses to start, saying so (SQLite serves one server; PostgreSQL several);
+3. an existing SQLite database is locked (``flock``) for as long as the server runs:
+   a second tron-server on it refuses to start, saying so (SQLite serves one server;
+   PostgreSQL several);
 4. the token is read from ``<home>/server-token``, or created there (0600);
-5. once the server accepts connections: it records itself in ``<home>/servers/``
+5. ``/health`` answers (``"ready": false``): the rest is built behind it
+   (:class:`~tron_server.app.DeferredStart`), and ``/rpc`` requests sent meanwhile wait;
+6. the runtime's modules are loaded (in a thread), then the database is opened
+   (created and migrated if needed; a new SQLite file is locked then) — a database
+   that cannot be used is one line naming why, and exit status 2 (what uvicorn logged
+   meanwhile stays in the log file, and nothing was recorded or said "listening");
+7. once everything serves (``"ready": true``): it records itself in ``<home>/servers/``
    and, unless another running tron-server is there, in ``<home>/server.json``
    (clients read it; see :mod:`.server_record`: a second server on one home takes
    over when the first stops), and "listening" and the one-time login URL are
@@ -43,7 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from .logging import FORMATS, LEVELS, configure_logging, private_dir
+from .heap import limit_malloc_arenas
+from .logging import FORMATS, LEVELS, configure_logging, private_dir, release_stderr
 from .provider_env import fingerprint
 from .security import is_loopback_host
 from .security import login_url as security_login_url
@@ -284,7 +290,8 @@ def private_umask() -> Iterator[None]:
     WAL/SHM and lock files, which SQLite and the migrations create).
 
     The umask is process-wide: this is used only while the server starts, before
-    it runs any tool (the tools read the user's umask when imported, before this).
+    it runs any tool (the tools read the user's umask when imported, before this: the
+    start imports them before it opens the store, see ``app.DeferredStart``).
     """
     old = os.umask(0o077)
     try:
@@ -432,19 +439,12 @@ async def open_for_serving(settings: Settings) -> Services:
 # -- serving ----------------------------------------------------------------------------
 
 
-def _uvicorn_server(
-    config: uvicorn.Config, on_started: Callable[[], None], on_stopped: Callable[[], None]
-) -> uvicorn.Server:
+def _uvicorn_server(config: uvicorn.Config, on_stopped: Callable[[], None]) -> uvicorn.Server:
     import uvicorn
 
     class _Server(uvicorn.Server):
-        """uvicorn's server, telling us when it really accepts connections and when it
-        has stopped (before uvicorn re-raises the signal that stopped it)."""
-
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            if self.started:
-                on_started()
+        """uvicorn's server, telling us when it has stopped (before uvicorn re-raises the
+        signal that stopped it)."""
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             try:
@@ -456,26 +456,36 @@ def _uvicorn_server(
 
 
 async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool = False) -> int:
-    """Open everything, run until SIGINT/SIGTERM; the exit status (or CannotStart)."""
+    """Serve ``/health`` at once, open everything else behind it, run until SIGINT/SIGTERM;
+    the exit status (or CannotStart, also when the database turns out unusable after
+    ``/health`` answered: nothing was recorded or said "listening" then)."""
     import uvicorn
 
-    from .app import create_app, uvicorn_options
+    from .app import DeferredStart, create_app, uvicorn_options
     from .security import load_or_create_token
 
-    services = await open_for_serving(settings)
-    try:
-        hold_sqlite(settings)
-    except CannotStart:
-        if services.store is not None:
-            await services.store.aclose()
-        raise
+    # A SQLite database another server holds is refused before anything answers; a new
+    # one is held once created (below).
+    held = hold_sqlite(settings)
     token, _ = load_or_create_token(settings.token_path, rotate=rotate_token)
     if rotate_token:
         log.info("the token was replaced: clients must use the new one")
-    app = create_app(settings, services=services, token=token, owns_services=True)
+    failure: list[BaseException] = []
     recorded: list[bool] = []
 
-    def on_started() -> None:
+    async def open_backend() -> Services:
+        services = await open_for_serving(settings)
+        if held is None:
+            try:
+                hold_sqlite(settings)
+            except CannotStart:
+                if services.store is not None:
+                    await services.store.aclose()
+                raise
+        return services
+
+    def on_ready(services: Services) -> None:
+        release_stderr()
         other = _recorded_server(settings.home)
         record = new_record(
             settings.host,
@@ -503,6 +513,12 @@ async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool =
             print(f"  note: tron-server pid {other.pid} ({other.http_url}) uses this home too; "
                   "clients find that one until it stops", flush=True)  # fmt: skip
 
+    def on_failed(exc: BaseException) -> None:
+        if not isinstance(exc, CannotStart):
+            log.error("tron-server could not start", exc_info=exc)
+        failure.append(exc)
+        server.should_exit = True
+
     def on_stopped() -> None:
         if recorded:
             successor = unregister_server(settings.home)
@@ -512,15 +528,26 @@ async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool =
                     extra={"fields": {"otherPid": successor.pid, "otherUrl": successor.url}},
                 )
 
+    app = create_app(
+        settings, token=token, deferred=DeferredStart(open_backend, on_ready, on_failed)
+    )
     options = uvicorn_options(settings)
     for key in ("host", "port"):
         options.pop(key)
     config = uvicorn.Config(app, **options, log_level=settings.log_level)
-    server = _uvicorn_server(config, on_started, on_stopped)
+    server = _uvicorn_server(config, on_stopped)
     # On SIGINT/SIGTERM uvicorn shuts down gracefully (the lifespan stops running
     # turns and closes the store), then re-raises the signal: SIGTERM ends the
     # process with that signal's status, SIGINT arrives as KeyboardInterrupt.
     await server.serve(sockets=[sock])
+    if failure:
+        # What uvicorn said while starting and stopping stays in the log file: the
+        # user reads one line saying why.
+        release_stderr(drop=True)
+        error = failure[0]
+        if isinstance(error, CannotStart):
+            raise error
+        raise CannotStart(describe_open_error(error, settings.resolved_database_url()))
     return 0 if server.started else EXIT_CANNOT_START
 
 
@@ -547,17 +574,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"another tron-server (pid {other.pid}, {other.url}) uses {settings.home}: "
                 "stop it before rotating the token"
             )
-    # The tools read the user's umask when imported: import them before the start-up
-    # makes files user-only (see private_umask).
-    import tron_server.tools  # noqa: F401
-
     try:
         sock = listening_socket(settings)
     except CannotStart as exc:
         return fail(str(exc))
+    limit_malloc_arenas()  # before any thread: see heap.py
     try:
         tighten(settings)
-        configure_logging(settings.log_level, log_file=settings.log_path, fmt=settings.log_format)
+        # stderr holds its lines until the server is ready: a start that fails says one.
+        configure_logging(settings.log_level, log_file=settings.log_path,
+                          fmt=settings.log_format, hold_stderr=True)  # fmt: skip
         return asyncio.run(serve(settings, sock, rotate_token=args.rotate_token))
     except CannotStart as exc:
         return fail(str(exc))

@@ -11,8 +11,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from .terminal.cli import main as terminal_main
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``tron``; returns the exit status."""
@@ -22,7 +20,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .acp.cli import main as acp_main
 
         return acp_main(args[1:])
-    return terminal_main(args)
+    # `tron -p` with no server: start one before loading the client, which then loads
+    # while the server starts (terminal.launch).
+    from .terminal.launch import prestart
+
+    prestarted = prestart(args)
+    from .terminal.cli import main as terminal_main
+
+    return terminal_main(args, prestarted=prestarted)
 
 
 __all__ = ["main"]

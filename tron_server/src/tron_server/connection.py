@@ -88,6 +88,9 @@ class Connection:
         self._drained.set()
         self._writer_scope: anyio.CancelScope | None = None
         self.subscriptions: set[str] = set()
+        #: Subscribed sessions whose ``events.new`` this client does not want (it asked
+        #: for the ``agent.*`` notifications only: ``agent.message`` with ``events: false``).
+        self.without_events: set[str] = set()
         self.close_code: int | None = None
         self.close_reason = ""
         self.frames_sent = 0

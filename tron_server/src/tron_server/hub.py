@@ -128,21 +128,30 @@ class Hub:
     def subscribers(self, session_id: str) -> frozenset[Connection]:
         return frozenset(self._subscribers.get(session_id, ()))
 
-    async def subscribe(self, conn: Connection, session_id: str) -> None:
+    async def subscribe(self, conn: Connection, session_id: str, *, events: bool = True) -> None:
         """Subscribe ``conn`` to the session's notifications and ``events.new``.
 
         When this returns, every event committed from now on reaches ``conn``.
-        Raises the store's SessionNotFound for an unknown session.
+        ``events=False``: the notifications without ``events.new`` (a client that only
+        follows the run, as ``tron -p`` does; no store feed runs for it); a later
+        subscription with events adds them. Raises the store's SessionNotFound for an
+        unknown session.
         """
-        if session_id in conn.subscriptions:
+        if session_id in conn.subscriptions and (
+            not events or session_id not in conn.without_events
+        ):
             return
-        if self.store is not None:
+        if events and self.store is not None:
             feed = self._feeds.get(session_id)
             if feed is None:
                 feed = self._start_feed(session_id)
             await feed.ready.wait()
             if feed.error is not None:
                 raise feed.error
+        if events:
+            conn.without_events.discard(session_id)
+        else:
+            conn.without_events.add(session_id)
         conn.subscriptions.add(session_id)
         self._subscribers.setdefault(session_id, set()).add(conn)
 
@@ -161,10 +170,13 @@ class Hub:
 
     def _remove_subscriber(self, conn: Connection, session_id: str) -> None:
         conn.subscriptions.discard(session_id)
+        conn.without_events.discard(session_id)
         subs = self._subscribers.get(session_id)
         if subs is None:
             return
         subs.discard(conn)
+        if subs and all(session_id in c.without_events for c in subs):
+            self._stop_feed(session_id)  # nobody left wants its events.new
         if not subs:
             del self._subscribers[session_id]
             self._stop_feed(session_id)
@@ -217,6 +229,8 @@ class Hub:
                 targets = targets | self._subscribers[also_to]
         if lossy:
             targets = {c for c in targets if c.pending_bytes <= LOSSY_PENDING_BYTES}
+        if method == EVENTS_NEW and session_id is not None:
+            targets = {c for c in targets if session_id not in c.without_events}
         if not targets:
             return 0
         frame = notification_frame(method, session_id, data, timestamp).decode()

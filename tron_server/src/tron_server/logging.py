@@ -40,6 +40,8 @@ from typing import Any
 
 import orjson
 
+from .folders import private_dir
+
 LEVELS = ("critical", "error", "warning", "info", "debug")
 FORMATS = ("json", "text")
 
@@ -310,25 +312,34 @@ class _NoFrameContents(logging.Filter):
         return True
 
 
-def private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) if needed; make it user-only (0700)."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if (path.stat().st_mode & 0o777) != 0o700:
-        path.chmod(0o700)
-    return path
+class _HeldStderr(logging.handlers.MemoryHandler):
+    """stderr's handler while the server starts: records below WARNING wait (a warning
+    lets them all out, in order) until :func:`release_stderr`."""
+
+    def shouldFlush(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= self.flushLevel
 
 
 def configure_logging(
-    level: str = "info", *, log_file: Path | None = None, fmt: str = "json"
+    level: str = "info",
+    *,
+    log_file: Path | None = None,
+    fmt: str = "json",
+    hold_stderr: bool = False,
 ) -> None:
     """Send every log record of the process to stderr (``fmt``: json or text) and, with
-    ``log_file``, to that rotating file (JSON, full tracebacks), all redacted."""
+    ``log_file``, to that rotating file (JSON, full tracebacks), all redacted.
+
+    ``hold_stderr``: stderr gets the records below WARNING only at :func:`release_stderr`
+    (the file gets them at once), so that a start that fails can say one line."""
     numeric = logging.getLevelName(level.upper())
     add_secret(*secrets_from_environment())
-    stderr = logging.StreamHandler(sys.stderr)
+    stderr: logging.Handler = logging.StreamHandler(sys.stderr)
     stderr.setFormatter(
         TextFormatter(tracebacks=False) if fmt == "text" else JsonFormatter(tracebacks=False)
     )
+    if hold_stderr:
+        stderr = _HeldStderr(capacity=0, flushLevel=logging.WARNING, target=stderr)
     handlers: list[logging.Handler] = [stderr]
     if log_file is not None:
         private_dir(log_file.parent)
@@ -358,6 +369,21 @@ def configure_logging(
         protocol.addFilter(_NoFrameContents())
 
 
+def release_stderr(*, drop: bool = False) -> None:
+    """End :func:`configure_logging`'s ``hold_stderr``: the records held go to stderr (or,
+    with ``drop``, only stay in the log file) and the next ones go straight there."""
+    root = logging.getLogger()
+    for handler in root.handlers[:]:
+        if isinstance(handler, _HeldStderr):
+            target = handler.target
+            if drop:
+                handler.buffer.clear()
+            handler.flush()
+            root.removeHandler(handler)
+            if target is not None:
+                root.addHandler(target)
+
+
 __all__ = [
     "FORMATS",
     "LEVELS",
@@ -368,5 +394,6 @@ __all__ = [
     "add_secret",
     "configure_logging",
     "private_dir",
+    "release_stderr",
     "secrets_from_environment",
 ]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .runtime import Runtime
 from .settings import Settings
+from .version import server_version
 from .workspace.editor import FileProviders
 
 if TYPE_CHECKING:
@@ -31,16 +32,6 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 log = logging.getLogger("tron_server.services")
-
-
-def server_version() -> str:
-    """The installed tron-server version."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("tron-server")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0.0.0"
 
 
 class Notifier(Protocol):
@@ -60,7 +51,7 @@ class Notifier(Protocol):
 
     def emit(self, method: str, session_id: str, data: dict[str, Any]) -> None: ...
 
-    async def subscribe(self, conn: Any, session_id: str) -> None: ...
+    async def subscribe(self, conn: Any, session_id: str, *, events: bool = True) -> None: ...
 
     def unsubscribe(self, conn: Any, session_id: str) -> bool: ...
 
@@ -112,6 +103,23 @@ class Services:
 
 
 # -- building the services of a running server ------------------------------------------
+
+
+def import_runtime() -> None:
+    """Import what :func:`open_services` builds the runtime from (the store, the agent, the
+    tools, MCP, the providers), without building anything: ``tron-server`` does it in a
+    thread while it already answers ``/health``, so that the event loop is not held by
+    the imports. Importing is all it does: safe in any thread."""
+    # anyio loads its asyncio backend at the first call that needs it (the store's first
+    # worker thread): ~20 ms that would otherwise be spent in the event loop.
+    import anyio._backends._asyncio  # noqa: F401
+
+    import tron_events  # noqa: F401
+
+    from . import agent, browser, hooks, interaction, mcp, providers, tools, workspace  # noqa: F401
+    from .agent import orchestrator, subagents  # noqa: F401
+    from .tools import browser as browser_tool  # noqa: F401
+    from .tools import recall, webfetch  # noqa: F401
 
 
 async def open_services(
@@ -204,6 +212,9 @@ async def open_services(
     # once the server answers, neither before it does nor in the first turn (which,
     # should it come first, waits for the import as any importer does).
     asyncio.get_running_loop().call_later(WARM_PRICES_AFTER, _warm_prices_in_background)
+    # The adapters' TLS context (the CA bundle: tens of ms) before the first model call
+    # needs it; OpenSSL reads the file without the GIL.
+    threading.Thread(target=_warm_tls, name="tron-warm-tls", daemon=True).start()
     return services
 
 
@@ -250,6 +261,12 @@ def _add_web_tools(services: Services) -> None:
     services.tools.register(WebFetch(SessionModelSummarizer(services.store, services.providers)))
     manager = BrowserManager(emit, chromium=services.settings.chromium_path)
     services.tools.register(Browser(manager))
+
+
+def _warm_tls() -> None:
+    from tron_llm import shared_ssl_context
+
+    shared_ssl_context()
 
 
 def _warm_prices() -> None:

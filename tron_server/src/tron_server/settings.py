@@ -9,6 +9,13 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+#: The providers tron_llm has (``tron_llm.registry.PROVIDERS``; a test keeps the two
+#: equal): named here so that reading the settings does not import tron_llm, which
+#: would cost the server's first answer tens of milliseconds.
+KNOWN_PROVIDERS = frozenset(
+    {"anthropic", "openai", "openai-responses", "google", "openai-compatible"}
+)
+
 
 def _default_home() -> Path:
     return Path.home() / ".tron"
@@ -95,11 +102,9 @@ class Settings(BaseSettings):
     @classmethod
     def _known_provider(cls, value: str) -> str:
         # A misspelt TRON_DEFAULT_PROVIDER stops the start, not every new session's
-        # first message. (Imported here: tron-server --help does not pay for it.)
-        from tron_llm.registry import PROVIDERS
-
-        if value not in PROVIDERS:
-            known = ", ".join(sorted(PROVIDERS))
+        # first message.
+        if value not in KNOWN_PROVIDERS:
+            known = ", ".join(sorted(KNOWN_PROVIDERS))
             raise ValueError(f"unknown provider {value!r}; the known providers are {known}")
         return value
 

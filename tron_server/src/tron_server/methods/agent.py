@@ -33,6 +33,9 @@ class AgentMessageParams(Params):
     queue: bool = False
     reasoning_level: Literal["low", "medium", "high", "xhigh"] | None = None
     max_turns: int | None = Field(default=None, ge=1)
+    #: False: the caller gets the run's ``agent.*`` notifications but no ``events.new``
+    #: (a client that only prints the reply; the server then reads nothing back for it).
+    events: bool = True
 
     @model_validator(mode="after")
     def _one_content(self) -> AgentMessageParams:
@@ -81,7 +84,7 @@ def register(registry: MethodRegistry) -> None:
         runtime = ctx.services.runtime
         runtime.agent()  # -32002 before anything else when there is no runtime
         # Subscribe first so the caller sees the very first delta of the turn.
-        await ctx.subscribe(p.session_id)
+        await ctx.subscribe(p.session_id, events=p.events)
         content = p.message()
         if isinstance(content, str) and "@" in content and ctx.services.mcp is not None:
             content = await _with_resources(ctx, p.session_id, content)

@@ -52,10 +52,11 @@ class RpcContext:
     #: see :mod:`tron_server.cluster`.
     hops: int = 0
 
-    async def subscribe(self, session_id: str) -> None:
-        """Subscribe the calling connection to a session's notifications (a no-op without one)."""
+    async def subscribe(self, session_id: str, *, events: bool = True) -> None:
+        """Subscribe the calling connection to a session's notifications (a no-op without
+        one); ``events=False``: without ``events.new`` (see :meth:`Hub.subscribe`)."""
         if self.connection is not None:
-            await self.services.hub.subscribe(self.connection, session_id)
+            await self.services.hub.subscribe(self.connection, session_id, events=events)
 
 
 __all__ = ["Caller", "Methods", "RpcContext"]

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import sys
 
-from .cli import main
+from .launch import prestart
 
-sys.exit(main())
+# `tron -p` with no server: start one before loading the client (see .launch).
+_prestarted = prestart(sys.argv[1:])
+
+from .cli import main  # noqa: E402 - loaded while the server starts
+
+sys.exit(main(prestarted=_prestarted))

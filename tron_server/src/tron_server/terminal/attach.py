@@ -29,9 +29,6 @@ import asyncio
 import contextlib
 import fcntl
 import os
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -41,37 +38,22 @@ from urllib.parse import urlsplit
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 from websockets.uri import parse_uri
 
-from ..client import DEFAULT_URL, TronClient
-from ..logging import private_dir
-from ..server_record import (
-    SERVERS_DIR,
-    new_record,
-    read_server_record,
-    write_server_record,
-)
+from ..client import TronClient
+from ..server_record import SERVERS_DIR
 from .errors import EXIT_NO_SERVER, TerminalError
+from .launch import (
+    START_LOCK,
+    START_TIMEOUT,
+    Launched,
+    Prestarted,
+    default_home,
+    default_url,
+    open_start_lock,
+    start_server,
+)
 
-DEFAULT_PORT = 8420
-#: How long a background server may take to accept its first connection.
-START_TIMEOUT = 30.0
 #: How long one connection attempt may take.
 CONNECT_TIMEOUT = 5.0
-#: The lock ``tron`` holds while it starts a server (in the home).
-START_LOCK = "server-start.lock"
-
-
-def default_port() -> int:
-    """``$TRON_PORT`` (tron-server's own setting) or 8420."""
-    try:
-        return int(os.environ.get("TRON_PORT") or DEFAULT_PORT)
-    except ValueError:
-        return DEFAULT_PORT
-
-
-def default_home() -> Path:
-    """``$TRON_HOME`` or ``~/.tron`` (the server's default too)."""
-    env = os.environ.get("TRON_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".tron"
 
 
 class Unreachable(Exception):
@@ -95,13 +77,7 @@ class ServerAddress:
 
     def url(self) -> str:
         """The URL to try now: ``--server``, the server's record, or the default."""
-        if self.explicit_url:
-            return self.explicit_url
-        record = read_server_record(self.home)
-        if record is not None:
-            return record.url
-        port = default_port()
-        return DEFAULT_URL if port == DEFAULT_PORT else f"ws://127.0.0.1:{port}/rpc"
+        return self.explicit_url or default_url(self.home)
 
     @property
     def token_path(self) -> Path:
@@ -174,65 +150,11 @@ def refused_error(address: ServerAddress, url: str, status: int) -> TerminalErro
     )
 
 
-def _free_port() -> int:
-    """The default port (8420, or ``$TRON_PORT``) when it is free, else one the system picks.
-
-    Probed as tron-server binds (``SO_REUSEADDR``): a port whose last server just
-    stopped, with connections still in ``TIME_WAIT``, is free to it, so it is kept."""
-    for port in (default_port(), 0):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return int(sock.getsockname()[1])
-    raise TerminalError("no free port to start tron-server on", EXIT_NO_SERVER)  # pragma: no cover
-
-
-@dataclass
-class Launched:
-    """A tron-server this client started in the background."""
-
-    process: subprocess.Popen[bytes]
-    url: str
-    log_path: Path
-
-
-def start_server(home: Path) -> Launched:
-    """Start ``tron-server`` detached (its own session: it outlives this terminal),
-    on a free port, its output going to ``<home>/logs/tron-server-output.log``."""
-    port = _free_port()
-    private_dir(home)
-    log_path = private_dir(home / "logs") / "tron-server-output.log"
-    command = [sys.executable, "-m", "tron_server", "--home", str(home), "--port", str(port)]
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    os.fchmod(fd, 0o600)  # O_CREAT's mode is masked by the umask, and ignored for an old file
-    with os.fdopen(fd, "ab") as log:
-        log.write(f"\n--- started by tron at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
-        log.flush()
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-        )
-    record = new_record("127.0.0.1", port, pid=process.pid)
-    # Until the server writes its own record, ours lets the next `tron` find it
-    # (the server's record, once written, replaces this one).
-    with contextlib.suppress(OSError):
-        write_server_record(home, record)
-    return Launched(process, record.url, log_path)
-
-
 @contextlib.asynccontextmanager
 async def start_lock(home: Path, timeout: float = START_TIMEOUT + 10) -> AsyncIterator[None]:
     """Hold ``<home>/server-start.lock`` while starting a server (waiting, at most ``timeout``
     seconds, for another ``tron`` that holds it)."""
-    private_dir(home)
-    fd = os.open(home / START_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = open_start_lock(home)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -266,9 +188,17 @@ async def attach(
     *,
     start: bool = True,
     announce: Callable[[str], None] | None = None,
+    prestarted: Prestarted | None = None,
 ) -> Connection:
     """Connect to the server, starting one in the background when none answers
-    (never when ``--server`` named one). Raises :class:`TerminalError`."""
+    (never when ``--server`` named one); ``prestarted``: the one :func:`.launch.prestart`
+    started for this client, waited for (its start lock released after). Raises
+    :class:`TerminalError`."""
+    if prestarted is not None:
+        try:
+            return await _connect_started(address, prestarted.launched, announce)
+        finally:
+            prestarted.release()
     url = address.url()
     try:
         return await connect_once(address, url)
@@ -306,7 +236,12 @@ async def attach(
 async def _start_and_connect(
     address: ServerAddress, announce: Callable[[str], None] | None
 ) -> Connection:
-    launched = start_server(address.home)
+    return await _connect_started(address, start_server(address.home), announce)
+
+
+async def _connect_started(
+    address: ServerAddress, launched: Launched, announce: Callable[[str], None] | None
+) -> Connection:
     if announce is not None:
         announce(
             f"Started tron-server in the background (pid {launched.process.pid}, "
@@ -348,8 +283,9 @@ async def _wait_for(address: ServerAddress, launched: Launched) -> Connection:
                 f"did not answer within {START_TIMEOUT:.0f} s. See {launched.log_path}.",
                 EXIT_NO_SERVER,
             )
-        # Often: a server starting takes a few hundred ms, and each try is cheap.
-        await asyncio.sleep(0.02)
+        # Often: a server starting takes a few hundred ms, and each look is cheap (a
+        # file's existence): looked at often, the record costs little of the first turn.
+        await asyncio.sleep(0.005)
 
 
 __all__ = [

@@ -148,6 +148,19 @@ async def _decline(client: TronClient, sid: str, method: str, data: dict[str, An
         )
 
 
+async def _send(client: TronClient, params: dict[str, Any]) -> None:
+    """``agent.message``; without ``events`` for a server that does not know it (older)."""
+    try:
+        await client.call("agent.message", params)
+    except RpcCallError as exc:
+        errors = exc.data.get("errors") if exc.code == -32602 else None
+        if "events" not in params or not any(
+            isinstance(e, dict) and e.get("field") == "events" for e in errors or []
+        ):
+            raise
+        await client.call("agent.message", {k: v for k, v in params.items() if k != "events"})
+
+
 def _line(obj: Any) -> str:
     return orjson.dumps(obj).decode()
 
@@ -177,9 +190,11 @@ async def run_print(
     outcome = RunOutcome(sid)
     started = time.monotonic()
     params: dict[str, Any] = {"sessionId": sid, "content": prompt, **(extra or {})}
+    if output_format != "stream-json":
+        params["events"] = False  # only the agent.* notifications are read here
     async with client.notifications() as stream:
         try:
-            await client.call("agent.message", params)
+            await _send(client, params)
             while True:
                 n = await stream.next()
                 data = n.data if isinstance(n.data, dict) else {}

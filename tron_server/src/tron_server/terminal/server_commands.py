@@ -21,7 +21,7 @@ from pathlib import Path
 from ..client import ConnectionLost, RpcCallError
 from ..provider_env import differences, fingerprint
 from ..server_record import ServerRecord, is_tron_server, read_server_record, running_servers
-from ..services import server_version
+from ..version import server_version
 from .attach import Connection, Refused, ServerAddress, Unreachable, attach, connect_once
 from .errors import EXIT_NO_SERVER, EXIT_OK, EXIT_TURN_FAILED, TerminalError
 

@@ -26,6 +26,7 @@ import ctypes.util
 import errno
 import logging
 import os
+import select
 import struct
 import sys
 from collections.abc import Sequence
@@ -155,6 +156,17 @@ class ChangeWatch:
                 self.close()
             return True
         return self.dirty
+
+    def quiet(self) -> bool:
+        """True when nothing changed since :meth:`clean` and no event is pending: a poll
+        of the inotify descriptor, no read (cheap enough for an event loop's thread)."""
+        if self._fd < 0 or self.dirty:
+            return False
+        try:
+            readable, _, _ = select.select([self._fd], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable
 
     def clean(self) -> None:
         """Mark the tree unchanged: call right before scanning it (what changes during

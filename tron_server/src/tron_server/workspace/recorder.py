@@ -164,7 +164,7 @@ class FileRecorder:
             return CommandWatch(None, None, "recording of shell commands is off")
         try:
             shadow = self.shadow_for(directory)
-            tree = await anyio.to_thread.run_sync(shadow.snapshot)
+            tree = shadow.unchanged_tree() or await anyio.to_thread.run_sync(shadow.snapshot)
         except (GitError, OSError, ValueError) as exc:
             log.warning("workspace snapshot of %s failed: %s", directory, exc)
             return CommandWatch(None, None, str(exc))
@@ -177,7 +177,9 @@ class FileRecorder:
             return
         shadow = watch.shadow
         try:
-            after = await anyio.to_thread.run_sync(shadow.snapshot)
+            after = shadow.unchanged_tree()  # no hop to a thread when nothing changed
+            if after is None:
+                after = await anyio.to_thread.run_sync(shadow.snapshot)
             if after == watch.tree:
                 return
             payload = await anyio.to_thread.run_sync(self._changes, shadow, watch.tree, after)

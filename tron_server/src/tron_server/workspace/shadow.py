@@ -337,6 +337,20 @@ class ShadowRepo:
                 return
             raise GitError(["add", "-A"], done.returncode, done.stderr.decode("utf-8", "replace"))
 
+    def unchanged_tree(self) -> str | None:
+        """The last snapshot's tree when the change watch has seen nothing since (what
+        :meth:`snapshot` would return without scanning), else None; never blocks, never
+        scans: callable on an event loop's thread, saving the hop to a worker thread."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            watch = self._watch
+            if watch is None or self._tree is None or not watch.quiet():
+                return None
+            return self._tree
+        finally:
+            self._lock.release()
+
     def snapshot(self) -> str:
         """Record the folder's current files; returns the id of their tree. Free when
         the change watch saw nothing since the last snapshot."""

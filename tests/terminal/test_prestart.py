@@ -1,0 +1,128 @@
+"""``tron -p``'s early start (:func:`tron_server.terminal.launch.prestart`): with no server
+answering, the server is started before the client is loaded, and the client then waits
+for that one; in every other case nothing is started there, and the client decides as
+before (a refused command line, ``--no-start``, ``--server``, a prompt on stdin, a
+server already answering, another ``tron`` starting one)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from tron_server.server_record import process_exists, read_server_record
+from tron_server.terminal.launch import START_LOCK, Prestarted, open_start_lock, prestart
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def port(monkeypatch: pytest.MonkeyPatch) -> int:
+    free = _free_port()
+    monkeypatch.setenv("TRON_PORT", str(free))
+    monkeypatch.delenv("TRON_HOME", raising=False)
+    return free
+
+
+def _stop(started: Prestarted) -> None:
+    started.release()
+    process = started.launched.process
+    if process.poll() is None:
+        os.kill(process.pid, signal.SIGTERM)
+        process.wait(60)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["-p"],  # no prompt argument: it may come on stdin, or be missing
+        ["-p", "   "],
+        ["hello"],  # interactive: it checks its terminal first
+        ["--no-start", "-p", "hello"],
+        ["--server", "ws://127.0.0.1:1/rpc", "-p", "hello"],
+        ["-p", "hello", "--max-turns", "0"],  # refused by the parser's checks
+        ["-p", "hello", "--no-such-option"],
+        ["-p", "hello", "--help"],
+        ["server", "status"],
+        ["mcp", "list"],
+    ],
+)
+def test_nothing_is_started_when_the_client_may_not_start_one(
+    argv: list[str], tmp_path: Path, port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    assert (
+        prestart(["--home", str(home), *argv] if argv[0] not in ("server", "mcp") else argv) is None
+    )
+    assert not (home / "servers").exists() and read_server_record(home) is None
+    assert capsys.readouterr() == ("", "")  # the client, not this, reports a mistake
+
+
+def test_nothing_is_started_when_something_answers(tmp_path: Path, port: int) -> None:
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", port))
+        listening.listen()
+        assert prestart(["--home", str(tmp_path / "home"), "-p", "hello"]) is None
+    assert read_server_record(tmp_path / "home") is None
+
+
+def test_nothing_is_started_while_another_tron_starts_one(tmp_path: Path, port: int) -> None:
+    home = tmp_path / "home"
+    fd = open_start_lock(home)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert prestart(["--home", str(home), "-p", "hello"]) is None
+    finally:
+        os.close(fd)
+    assert read_server_record(home) is None
+
+
+def test_a_server_is_started_and_the_start_lock_held_until_released(
+    tmp_path: Path, port: int
+) -> None:
+    home = tmp_path / "home"
+    started = prestart(["--home", str(home), "-p", "hello"])
+    assert started is not None
+    try:
+        assert started.launched.url == f"ws://127.0.0.1:{port}/rpc"
+        record = read_server_record(home)
+        assert record is not None and record.pid == started.launched.process.pid
+        # Another tron meanwhile: the lock is held, so it starts nothing either.
+        assert prestart(["--home", str(home), "-p", "again"]) is None
+        fd = os.open(home / START_LOCK, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            started.release()
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        # The server it started is a real one: it records itself once it serves.
+        deadline = time.monotonic() + 120
+        while not (home / "servers" / f"{started.launched.process.pid}.json").exists():
+            assert started.launched.process.poll() is None, "the server exited"
+            assert time.monotonic() < deadline, "the server did not record itself"
+            time.sleep(0.05)
+        assert process_exists(started.launched.process.pid)
+    finally:
+        _stop(started)
+
+
+def test_the_version_is_read_only_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    from tron_server.terminal.options import build_parser
+
+    with pytest.raises(SystemExit) as done:
+        build_parser().parse_args(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"tron {version('tron-server')}\n"
