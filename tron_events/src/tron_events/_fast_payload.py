@@ -47,8 +47,11 @@ class Plan:
 
     def apply(self, d: dict[str, Any]) -> Any:
         """The model's dump of ``d`` (a fresh JSON value: its containers may be
-        reused), or :data:`SLOW`."""
+        reused), or :data:`SLOW`. That is ``d`` itself when the dump would hold the
+        same values in the same key order (then ``d``'s JSON text is the dump's)."""
         out: dict[str, Any] = {}
+        keys = iter(d)
+        same = True
         for alias, required, kind, nullable, check in self.fields:
             if alias in d:
                 value = d[alias]
@@ -56,12 +59,23 @@ class Plan:
                     if type(value) is not kind and (value is not None or not nullable):
                         return SLOW
                 else:
-                    value = check(value)  # type: ignore[misc]
-                    if value is SLOW:
+                    checked = check(value)  # type: ignore[misc]
+                    if checked is SLOW:
                         return SLOW
+                    if checked is not value:
+                        same = False
+                        value = checked
+                if same and next(keys) != alias:
+                    same = False
                 out[alias] = value
             elif required:
                 return SLOW
+        if same:
+            # The fields came first, in order, unchanged: the extras follow in d's order.
+            for key in keys:
+                if key in self.names:
+                    return SLOW
+            return d
         if len(out) != len(d):
             aliases, names = self.aliases, self.names
             for key, value in d.items():

@@ -128,11 +128,11 @@ def check_json_value_fast(value: Any, what: str = "event") -> None:
         raise InvalidPayload(f"invalid {what} payload: it would not come back as it is")
 
 
-def exact_json_copy(value: Any) -> Any | None:
-    """A fresh copy of ``value`` (orjson's, written and read back) if it holds only
-    exact JSON types (``dict``, ``list``, ``str``, ``int`` within 64 bits, a finite
-    ``float``, ``bool``, ``None``; no subclasses, tuples, NaN) no deeper than
-    :data:`MAX_DEPTH`, so :func:`check_json_value_fast` would pass it; else None
+def exact_json_copy(value: Any) -> tuple[Any, bytes] | None:
+    """A fresh copy of ``value`` (orjson's, written and read back) and its JSON text,
+    if it holds only exact JSON types (``dict``, ``list``, ``str``, ``int`` within 64
+    bits, a finite ``float``, ``bool``, ``None``; no subclasses, tuples, NaN) no deeper
+    than :data:`MAX_DEPTH`, so :func:`check_json_value_fast` would pass it; else None
     (the caller then takes the checked path, which says why)."""
     try:
         text = orjson.dumps(value, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
@@ -141,7 +141,7 @@ def exact_json_copy(value: Any) -> Any | None:
     if text.count(b"[") + text.count(b"{") >= MAX_DEPTH:
         return None
     copy = orjson.loads(text)
-    return copy if copy == value else None
+    return (copy, text) if copy == value else None
 
 
 def _check_key(key: Any, what: str, path: tuple[str | int, ...]) -> None:

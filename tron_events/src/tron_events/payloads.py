@@ -657,18 +657,26 @@ def validate_payload(event_type: str, payload: Any) -> dict[str, Any]:
     objects, integers within 64 bits, valid Unicode, at most 100 levels deep)
     and its type's model accepts it.
     """
+    return validate_payload_json(event_type, payload)[0]
+
+
+def validate_payload_json(event_type: str, payload: Any) -> tuple[dict[str, Any], bytes | None]:
+    """``validate_payload``, and the JSON text of what it returns when it has it
+    already (the payload's own, when validation changed nothing), else None."""
     spec = get_event_type(event_type)
     if type(payload) is dict:
         # The common case without pydantic (_fast_payload.py): a payload of exact
         # JSON types, copied by orjson, that the model would only copy again.
         plan = plan_for(spec.model)
         if plan is not None:
-            copy = exact_json_copy(payload)
-            if copy is not None:
+            found = exact_json_copy(payload)
+            if found is not None:
+                copy, text = found
                 data = plan.apply(copy)
                 if data is not SLOW:
-                    return data if spec.normalizer is None else spec.normalizer(data)
-    return _validated_by_model(spec, payload)
+                    done = data if spec.normalizer is None else spec.normalizer(data)
+                    return done, text if done is copy else None
+    return _validated_by_model(spec, payload), None
 
 
 def _validated_by_model(spec: EventType, payload: Any) -> dict[str, Any]:

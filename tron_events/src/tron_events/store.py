@@ -79,7 +79,7 @@ from .models import (
     SharedPayload,
     Workspace,
 )
-from .payloads import STORE_ONLY_TYPES, validate_payload
+from .payloads import STORE_ONLY_TYPES, validate_payload, validate_payload_json
 from .search_text import search_text
 
 if TYPE_CHECKING:
@@ -534,7 +534,7 @@ class EventStore:
         A repeated ``event_id`` with the same type and payload returns the
         stored event, so a client can retry safely.
         """
-        data = self._prepare(type, payload)
+        data, text = self._prepare_json(type, payload)
         if event_id is not None:
             ids.check_client_event_id(event_id)
         elif parent_id is None and type not in CHECKED_TYPES:
@@ -546,9 +546,9 @@ class EventStore:
             elif isinstance(session_id, str):
                 tip = self._tips.get(session_id)
                 if tip is not None and (expected_head is None or expected_head == tip[0]):
-                    appended = self._append_to_tip(session_id, tip, ((type, data, None),))
-                    if appended is not None:
-                        return appended[0]
+                    event = self._append_one_to_tip(session_id, tip, type, data, text)
+                    if event is not None:
+                        return event
         with self._rec.write() as cur:
             # Lock the session before looking for the id: a retry racing its
             # original then sees the stored event instead of a duplicate key.
@@ -592,6 +592,40 @@ class EventStore:
         self._committed(session_id, workspace_id, [event])
         self._set_tip(session_id, (event.id, depth, sequence + 1, workspace_id))
         return event
+
+    def _append_one_to_tip(
+        self, session_id: str, tip: Tip, type: str, data: dict[str, Any], text: bytes | None
+    ) -> Event | None:
+        """``_append_to_tip`` of one event, written out (every append of the agent
+        loop): ``text`` is its payload's JSON when validation had it already."""
+        head_id, depth, sequence, workspace_id = tip
+        when = now()
+        eid = ids.new_event_id()
+        depth += 1
+        raw = _validated_json(data, type) if text is None else text.decode()
+        values = (eid, head_id, session_id, workspace_id, sequence, depth, type, when, raw)
+        rec = self._rec
+        positions = rec.append_after_head(
+            session_id, head_id, sequence, [(values, search_text(type, data))],
+            _counters(type, data),
+        )  # fmt: skip
+        if positions is None:
+            self._tips.pop(session_id, None)
+            return None
+        position = positions[0]
+        e: Event = _new_event(Event)
+        (e.id, e.parent_id, e.session_id, e.workspace_id, e.sequence, e.depth, e.type,
+         e.timestamp, e._raw) = values  # fmt: skip
+        e._payload = data
+        e.position = position
+        # _committed, written out: the path cache takes the row as it is.
+        rec.path_cache.extend(
+            session_id, workspace_id, sequence - 1,
+            ((position, eid, head_id, sequence, depth, type, when, SharedPayload(raw, data)),),
+        )  # fmt: skip
+        rec.changes.bump(session_id, workspace_id, ALL_EVENTS)
+        self._set_tip(session_id, (eid, depth, sequence + 1, workspace_id))
+        return e
 
     def _append_to_tip(
         self,
@@ -699,6 +733,12 @@ class EventStore:
         return t, self._prepare(t, p), eid
 
     def _prepare(self, type: str, payload: Mapping[str, Any] | BaseModel) -> dict[str, Any]:
+        return self._prepare_json(type, payload)[0]
+
+    def _prepare_json(
+        self, type: str, payload: Mapping[str, Any] | BaseModel
+    ) -> tuple[dict[str, Any], bytes | None]:
+        """The validated payload, and its JSON text when validation had it already."""
         if isinstance(type, str) and type in STORE_ONLY_TYPES:
             raise InvalidPayload(
                 f"{type} events are written by the store itself "
@@ -706,7 +746,7 @@ class EventStore:
             )
         if payload.__class__ is not dict and isinstance(payload, Mapping):
             payload = dict(payload)
-        return validate_payload(type, payload)
+        return validate_payload_json(type, payload)
 
     def _existing(
         self, cur: Cursor, event_id: str, session_id: str, type: str, data: dict[str, Any]
