@@ -166,20 +166,21 @@ class SQLiteRecorder(Recorder):
         each, one connection per worker thread that used the store) are what stays of a
         resumed session after its caches were dropped. SQLite serializes calls on one
         connection (threadsafety 3), so another thread's connection may be shrunk here;
-        a shrunk cache is read again from the file when needed."""
+        a shrunk cache is read again from the file when needed. Under the lock that
+        closing takes: a connection closed while this thread executes on it crashed the
+        process (a segmentation fault in the suite, ``drop_caches`` then ``close``)."""
         with self._lock:
-            conns = list(self._connections)
-        for conn in conns:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("PRAGMA shrink_memory")
+            for conn in self._connections:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA shrink_memory")
 
     def close(self) -> None:
         self._closed = True
-        with self._lock:
+        with self._lock:  # not while shrink_memory executes on one of them
             conns, self._connections = self._connections, []
-        for conn in conns:
-            with contextlib.suppress(sqlite3.Error):  # closing a broken connection
-                conn.close()
+            for conn in conns:
+                with contextlib.suppress(sqlite3.Error):  # closing a broken connection
+                    conn.close()
         self._local = threading.local()
 
     @contextmanager
@@ -261,13 +262,13 @@ class SQLiteRecorder(Recorder):
             self._drop(conn)
 
     def _drop(self, conn: sqlite3.Connection) -> None:
+        if getattr(self._local, "conn", None) is conn:
+            self._local.conn = None
         with self._lock:
             if conn in self._connections:
                 self._connections.remove(conn)
-        if getattr(self._local, "conn", None) is conn:
-            self._local.conn = None
-        with contextlib.suppress(sqlite3.Error):
-            conn.close()
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
 
     def write(self) -> Any:
         return self._transaction("BEGIN IMMEDIATE")
