@@ -25,3 +25,134 @@ def test_a_number_at_the_end_is_an_argument(line: str, argv: tuple[str, ...]) ->
     found = split(line)
     assert found.uncertain is None
     assert [c.argv for c in found.commands] == [argv]
+
+
+def _read(
+    line: str,
+) -> tuple[str | None, list[tuple[tuple[str, ...], tuple[tuple[str, str], ...]]]]:
+    found = split(line)
+    return found.uncertain, [(c.argv, c.redirects) for c in found.commands]
+
+
+@pytest.mark.parametrize(
+    ("line", "uncertain", "commands"),
+    [
+        # ${…}: read to its closing brace (nested ones too), then the line goes on.
+        ("echo ${HOME}; rm x", None, [(("echo", "${HOME}"), ()), (("rm", "x"), ())]),
+        ("echo ${a:-${b}}; rm x", None, [(("echo", "${a:-${b}}"), ()), (("rm", "x"), ())]),
+        ("echo ${a:-{b}} c; rm x", None,
+         [(("echo", "${a:-{b}}", "c"), ()), (("rm", "x"), ())]),
+        # an escaped brace does not close it (and escapes are not followed: a doubt)
+        ("echo ${a:-\\}} b; c", "a ${…} expansion this reader does not follow",
+         [(("echo", "${a:-\\}}", "b"), ()), (("c",), ())]),
+        ("echo ${a", "a ${…} expansion this reader does not follow", [(("echo", "${}"), ())]),
+        # braces count in pairs (an escaped one does not), so a ; inside does not end it
+        ("echo ${a:-\\{} b; c", "a ${…} expansion this reader does not follow",
+         [(("echo", "${a:-\\{}", "b"), ()), (("c",), ())]),
+        ("echo ${a:-{b};} c", None, [(("echo", "${a:-{b};}", "c"), ())]),
+        ("echo ${a:-{{b}};} c", None, [(("echo", "${a:-{{b}};}", "c"), ())]),
+        ("echo ${a:-\\", "a ${…} expansion this reader does not follow",
+         [(("echo", "${}"), ())]),
+        # Backticks: \`, \$ and \\ are unescaped inside, other backslashes are kept.
+        ("echo `echo \\`rm x\\``", None, [(("rm", "x"), ()), (("echo", "`rm x`"), ()),
+                                          (("echo", "`echo \\`rm x\\``"), ())]),
+        ("echo `echo \\$HOME \\\\`", None,
+         [(("echo", "$HOME", "\\"), ()), (("echo", "`echo \\$HOME \\\\`"), ())]),
+        ("echo `a \\b`", None, [(("a", "b"), ()), (("echo", "`a \\b`"), ())]),
+        ("echo `a \\\"b\\\"`", None, [(("a", '"b"'), ()), (("echo", '`a \\"b\\"`'), ())]),
+        ('echo "`echo \\"x\\"`"', 'a \\" inside backticks inside double quotes',
+         [(("echo", "x"), ()), (("echo", '`echo \\"x\\"`'), ())]),
+        ("echo `rm x", "an unclosed backtick", [(("rm", "x"), ()), (("echo", "`rm x"), ())]),
+        ("echo `a\\", "an unclosed backtick", [(("a\\",), ()), (("echo", "`a\\"), ())]),
+        ("echo x`a`b; c", None, [(("a",), ()), (("echo", "x`a`b"), ()), (("c",), ())]),
+        # A comment ends at its own line's end.
+        ("a\nb # c\nd", None, [(("a",), ()), (("b",), ()), (("d",), ())]),
+        ("a # x\nb # y\nc", None, [(("a",), ()), (("b",), ()), (("c",), ())]),
+        # Redirections: without a target (a doubt), a target starting like anything else,
+        # a file descriptor held in a variable ({fd}>), a word that is no descriptor.
+        ("echo >", "a redirection > without its target", [(("echo",), ((">", ""),))]),
+        ("echo 2> ;x", "a redirection > without its target",
+         [(("echo",), (("2>", ""),)), (("x",), ())]),
+        ("echo >Xfile", None, [(("echo",), ((">", "Xfile"),))]),
+        ("exec {fd}>log; rm x", None, [(("exec",), (("{fd}>", "log"),)), (("rm", "x"), ())]),
+        ("exec {FD}>log", None, [(("exec",), (("{FD}>", "log"),))]),
+        ("echo a>x {a b}>y", None, [(("echo", "a", "{a", "b}"), ((">", "x"), (">", "y")))]),
+        # Heredocs: <<- strips leading tabs from the delimiter's line, << does not; a
+        # quoted delimiter (any of ' " \) keeps the body from expanding.
+        ("cat <<-EOF\n\thello\n\tEOF\nrm x", None,
+         [(("cat",), (("<<-", "EOF"),)), (("rm", "x"), ())]),
+        ("cat <<EOF\n\tEOF\nEOF\nrm x", None, [(("cat",), (("<<", "EOF"),)), (("rm", "x"), ())]),
+        ("cat <<XEOF\n$HOME\nXEOF", "a heredoc whose body expands",
+         [(("cat",), (("<<", "XEOF"),))]),
+        ("cat <<\\X\n$HOME\nX", None, [(("cat",), (("<<", "X"),))]),
+        # Double quotes: \" does not end them; a backslash at the very end.
+        ('echo "a\\"; rm x"', None, [(("echo", 'a"; rm x'), ())]),
+        ('echo "a\\', "an unclosed double quote", [(("echo", "a\\"), ())]),
+        ('echo "a\\"', "an unclosed double quote", [(("echo", 'a"'), ())]),
+        # a line continuation inside them is removed; other escapes keep their backslash;
+        # $'…' and $"…" are not quotes there
+        ('echo "a\\\nb" "\\X" "\\a"', None, [(("echo", "ab", "\\X", "\\a"), ())]),
+        ("echo \"$'x'\" \"$\\\"x\\\"\"", None, [(("echo", "$'x'", '$"x"'), ())]),
+        # $(( … )): read to its own )), not an earlier or a later one; then the line goes on
+        ("echo $(echo $(a)) $((1+2)); b", None,
+         [(("a",), ()), (("echo", "$(a)"), ()), (("echo", "$(echo $(a))", "$((1+2))"), ()),
+          (("b",), ())]),
+        ("echo $((1+2)) $((3))", None, [(("echo", "$((1+2))", "$((3))"), ())]),
+        ("echo $((a))$((1)); b", None, [(("echo", "$((a))$((1))"), ()), (("b",), ())]),
+        ("echo $(()) x", None, [(("echo", "$(())", "x"), ())]),
+        ("echo $((1));c", None, [(("echo", "$((1))"), ()), (("c",), ())]),
+        ("echo $(( (1) )); c", None, [(("echo", "$(( (1) ))"), ()), (("c",), ())]),
+        ("$((1+2)) x", "an expansion in command position ($((1+2)))", [(("$((1+2))", "x"), ())]),
+        # … and what it cannot read is a command substitution to bash: its commands
+        ("echo $((a) | (b)); c", "an arithmetic expansion this reader cannot read",
+         [(("a",), ()), (("b",), ()), (("echo", "$((a) | (b))"), ()), (("c",), ())]),
+        ("echo $((1", "an arithmetic expansion this reader cannot read",
+         [(("1",), ()), (("echo", "$((1"), ())]),
+        # $'…' octal escapes: up to three digits, the value's low byte.
+        ("echo $'\\101x' $'\\1011' $'\\777' $'\\0'", None,
+         [(("echo", "Ax", "A1", "\xff", "\x00"), ())]),
+        # find's -exec family, ended by \; or +.
+        ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
+                                        (("rm", "{}"), ())]),
+        ("find . -ok rm {} \\;", None, [(("find", ".", "-ok", "rm", "{}", ";"), ()),
+                                        (("rm", "{}"), ())]),
+        ("find . -okdir rm {} +", None, [(("find", ".", "-okdir", "rm", "{}", "+"), ()),
+                                         (("rm", "{}"), ())]),
+        ("find . -exec rm {}", "a find -exec without its ; or +",
+         [(("find", ".", "-exec", "rm", "{}"), ())]),
+        # Short options: a value attached to its letter (-u0) takes no further word; an
+        # xargs option whose value can only be attached (-i) neither.
+        ("sudo -u0 rm x", None, [(("sudo", "-u0", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo -Eu0 rm x", None, [(("sudo", "-Eu0", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo -u 0 rm x", None, [(("sudo", "-u", "0", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("xargs -i rm {}", None, [(("xargs", "-i", "rm", "{}"), ()), (("rm", "{}"), ())]),
+    ],
+)  # fmt: skip
+def test_what_is_read(
+    line: str,
+    uncertain: str | None,
+    commands: list[tuple[tuple[str, ...], tuple[tuple[str, str], ...]]],
+) -> None:
+    assert _read(line) == (uncertain, commands)
+
+
+def test_the_nesting_cap_counts_backticks_as_one_level() -> None:
+    """Seven substitutions inside a backtick are read, eight are too deep."""
+
+    def line(n: int) -> str:
+        return "echo `echo " + "$(echo " * n + "a" + ")" * n + "`"
+
+    assert split(line(7)).uncertain is None
+    assert split(line(8)).uncertain == "substitutions nested too deep"
+
+
+def test_every_form_of_every_command() -> None:
+    assert split("FOO=1 'rm' -rf / && FOO=1 'rm' -rf /; ls").texts() == (
+        "FOO=1 'rm' -rf /", "'rm' -rf /", "rm -rf /", "ls",
+    )  # fmt: skip
+
+
+def test_a_substitution_inside_arithmetic_is_found() -> None:
+    found = split("echo $(($(a)+1))")
+    assert found.uncertain == "an arithmetic expansion this reader cannot read"
+    assert "a" in found.names
