@@ -111,6 +111,36 @@ def _read(
         # $'…' octal escapes: up to three digits, the value's low byte.
         ("echo $'\\101x' $'\\1011' $'\\777' $'\\0'", None,
          [(("echo", "Ax", "A1", "\xff", "\x00"), ())]),
+        # $'…': \x \u \U \c take their digits (a value not computed: NUL), unknown
+        # escapes keep their backslash, an unclosed one is a doubt.
+        ("echo $'\\x41b' $'\\cAb' $'\\X' $'\\U41' $'\\q' $'ab'", None,
+         [(("echo", "\x00b", "\x00b", "\\X", "\x00", "\\q", "ab"), ())]),
+        ("echo $'\\c", "an unclosed $' quote", [(("echo", "\x00"), ())]),
+        ("echo $'abc", "an unclosed $' quote", [(("echo", "abc"), ())]),
+        ("echo $'a\\", "an unclosed $' quote", [(("echo", "a\\"), ())]),
+        ("echo $'a\\n", "an unclosed $' quote", [(("echo", "a\n"), ())]),
+        # Heredocs: <<- strips tabs only; each of two heredocs gets its body; a body with
+        # a backtick or a backslash expands.
+        ("cat <<-EOF\n  EOF\nEOF\nrm x", None, [(("cat",), (("<<-", "EOF"),)), (("rm", "x"), ())]),
+        ("cat <<-EOF\nXEOF\nEOF\nrm x", None, [(("cat",), (("<<-", "EOF"),)), (("rm", "x"), ())]),
+        ("cat <<A <<B\nA\nB\nrm x", None,
+         [(("cat",), (("<<", "A"), ("<<", "B"))), (("rm", "x"), ())]),
+        ("cat <<EOF\n`x`\nEOF", "a heredoc whose body expands", [(("cat",), (("<<", "EOF"),))]),
+        ("cat <<EOF\na\\b\nEOF", "a heredoc whose body expands", [(("cat",), (("<<", "EOF"),))]),
+        # Every redirection operator.
+        ("cat <<<word <>rw <&3 >>app >|clob &>>both &>all <in", None,
+         [(("cat",), (("<<<", "word"), ("<>", "rw"), ("<&", "3"), (">>", "app"), (">|", "clob"),
+                      ("&>>", "both"), ("&>", "all"), ("<", "in")))]),
+        # Shells: an option that expands, a script that does; -- and - end the options.
+        ('bash -$x -c "rm y"', "an option of a shell that expands",
+         [(("bash", "-$x", "-c", "rm y"), ())]),
+        ('bash -c "$s"', "a shell's -c script that expands", [(("bash", "-c", "$s"), ())]),
+        ("bash -c X$s", "a shell's -c script that expands", [(("bash", "-c", "X$s"), ())]),
+        ("bash -- -c x", None, [(("bash", "--", "-c", "x"), ())]),
+        ("bash -c - x", None, [(("bash", "-c", "-", "x"), ()), (("x",), ())]),
+        ("bash -c -- 'rm y'", None, [(("bash", "-c", "--", "rm y"), ()), (("rm", "y"), ())]),
+        ("zsh -c 'x'", "a zsh script (read with bash's grammar)",
+         [(("zsh", "-c", "x"), ()), (("x",), ())]),
         # find's -exec family, ended by \; or +.
         ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
                                         (("rm", "{}"), ())]),
@@ -156,3 +186,14 @@ def test_a_substitution_inside_arithmetic_is_found() -> None:
     found = split("echo $(($(a)+1))")
     assert found.uncertain == "an arithmetic expansion this reader cannot read"
     assert "a" in found.names
+
+
+def test_a_scripts_substitutions_count_from_the_scripts_own_depth() -> None:
+    """A ``bash -c`` script is one level down: seven substitutions in it are read, eight
+    are too deep."""
+
+    def line(n: int) -> str:
+        return "bash -c 'echo " + "$(echo " * n + "a" + ")" * n + "'"
+
+    assert split(line(7)).uncertain is None
+    assert split(line(8)).uncertain == "substitutions nested too deep"
