@@ -141,6 +141,16 @@ def _read(
         ("bash -c -- 'rm y'", None, [(("bash", "-c", "--", "rm y"), ()), (("rm", "y"), ())]),
         ("zsh -c 'x'", "a zsh script (read with bash's grammar)",
          [(("zsh", "-c", "x"), ()), (("x",), ())]),
+        # $ before nothing it expands is a $; $? takes one character
+        ("echo a$ b $? x", None, [(("echo", "a$", "b", "$?", "x"), ())]),
+        ("$% x", None, [(("$%", "x"), ())]),
+        ("echo ${a:-'x'}", "a ${…} expansion this reader does not follow",
+         [(("echo", "${a:-'x'}"), ())]),
+        ('echo ${a:-"x"}', "a ${…} expansion this reader does not follow",
+         [(("echo", '${a:-"x"}'), ())]),
+        # Wrappers: an unknown option, an option that expands.
+        ("sudo -X rm y", "the option -X of sudo", [(("sudo", "-X", "rm", "y"), ())]),
+        ("sudo -$x rm y", "an option of sudo that expands", [(("sudo", "-$x", "rm", "y"), ())]),
         # find's -exec family, ended by \; or +.
         ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
                                         (("rm", "{}"), ())]),
