@@ -151,6 +151,14 @@ def _read(
         # Wrappers: an unknown option, an option that expands.
         ("sudo -X rm y", "the option -X of sudo", [(("sudo", "-X", "rm", "y"), ())]),
         ("sudo -$x rm y", "an option of sudo that expands", [(("sudo", "-$x", "rm", "y"), ())]),
+        # Long options: one word, or two for those taking a value; + alone is a file.
+        ("bash --login -c 'rm x'", None,
+         [(("bash", "--login", "-c", "rm x"), ()), (("rm", "x"), ())]),
+        ("bash --rcfile f -c 'rm x'", None,
+         [(("bash", "--rcfile", "f", "-c", "rm x"), ()), (("rm", "x"), ())]),
+        ("bash + -c x", None, [(("bash", "+", "-c", "x"), ())]),
+        ("bash -xs arg", "a shell reading commands from its input",
+         [(("bash", "-xs", "arg"), ())]),
         # find's -exec family, ended by \; or +.
         ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
                                         (("rm", "{}"), ())]),
