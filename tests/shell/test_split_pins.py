@@ -159,6 +159,34 @@ def _read(
         ("bash + -c x", None, [(("bash", "+", "-c", "x"), ())]),
         ("bash -xs arg", "a shell reading commands from its input",
          [(("bash", "-xs", "arg"), ())]),
+        # Wrapper options: - after env, nice -N, --opt=value and --opt value, long flags;
+        # a lone - is the command; after an assignment sudo takes no more options.
+        ("env - -i rm x", None, [(("env", "-", "-i", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("nice -5 -n 1 rm x", None, [(("nice", "-5", "-n", "1", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo --user=root rm x", None,
+         [(("sudo", "--user=root", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("env --chdir=/a=b rm x", None,
+         [(("env", "--chdir=/a=b", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo --user root rm x", None,
+         [(("sudo", "--user", "root", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo --non-interactive -u root rm x", None,
+         [(("sudo", "--non-interactive", "-u", "root", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo - rm x", None, [(("sudo", "-", "rm", "x"), ()), (("-", "rm", "x"), ())]),
+        ("sudo A=1 -u root rm x", None,
+         [(("sudo", "A=1", "-u", "root", "rm", "x"), ()), (("-u", "root", "rm", "x"), ())]),
+        ("sudo A=1 rm x", None, [(("sudo", "A=1", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo A=1", None, [(("sudo", "A=1"), ())]),
+        ("env A=1 B=2 rm x", None, [(("env", "A=1", "B=2", "rm", "x"), ()), (("rm", "x"), ())]),
+        # env -S (also as another option's value: the check is conservative)
+        ("env -u -S rm x", "env -S splits its own command line",
+         [(("env", "-u", "-S", "rm", "x"), ())]),
+        ("env -u --split-string rm x", "env -S splits its own command line",
+         [(("env", "-u", "--split-string", "rm", "x"), ())]),
+        # eval: what it evaluates is read when written out, not when it expands
+        ("eval rm $x", "eval", [(("eval", "rm", "$x"), ())]),
+        ("eval $x rm", "eval", [(("eval", "$x", "rm"), ())]),
+        ("eval rm x", "eval", [(("eval", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("eval 'rm \"x'", "eval", [(("eval", 'rm "x'), ()), (("rm", "x"), ())]),
         # find's -exec family, ended by \; or +.
         ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
                                         (("rm", "{}"), ())]),
@@ -215,3 +243,21 @@ def test_a_scripts_substitutions_count_from_the_scripts_own_depth() -> None:
 
     assert split(line(7)).uncertain is None
     assert split(line(8)).uncertain == "substitutions nested too deep"
+
+
+def test_how_deep_wrappers_and_eval_are_followed() -> None:
+    """Eight wrappers (or evals) deep are followed, the ninth is not."""
+    assert split("sudo " * 8 + "rm x").names[-1] == "rm"
+    assert split("sudo " * 8 + "rm x").uncertain is None
+    deep = split("sudo " * 9 + "rm x")
+    assert (deep.names[-1], deep.uncertain) == ("sudo", "commands wrapped too deep")
+    assert split("eval " * 8 + "rm x").names == ("eval",) * 8 + ("rm",)
+    assert split("eval " * 9 + "rm x").names == ("eval",) * 9
+
+
+def test_texts_of_wrapped_commands_and_continued_lines() -> None:
+    assert [c.text for c in split("env A=1 rm x").commands] == ["env A=1 rm x", "rm x"]
+    assert [(c.text, c.bare) for c in split("xargs").commands] == [
+        ("xargs", "xargs"), ("echo", "echo"),
+    ]  # fmt: skip
+    assert [c.text for c in split("echo a\\\nb").commands] == ["echo ab"]
