@@ -162,7 +162,8 @@ def _read(
         # Wrapper options: - after env, nice -N, --opt=value and --opt value, long flags;
         # a lone - is the command; after an assignment sudo takes no more options.
         ("env - -i rm x", None, [(("env", "-", "-i", "rm", "x"), ()), (("rm", "x"), ())]),
-        ("nice -5 -n 1 rm x", None, [(("nice", "-5", "-n", "1", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("nice -5 -n 1 rm x", None,
+         [(("nice", "-5", "-n", "1", "rm", "x"), ()), (("rm", "x"), ())]),
         ("sudo --user=root rm x", None,
          [(("sudo", "--user=root", "rm", "x"), ()), (("rm", "x"), ())]),
         ("env --chdir=/a=b rm x", None,
