@@ -188,6 +188,11 @@ def _read(
         ("eval $x rm", "eval", [(("eval", "$x", "rm"), ())]),
         ("eval rm x", "eval", [(("eval", "rm", "x"), ()), (("rm", "x"), ())]),
         ("eval 'rm \"x'", "eval", [(("eval", 'rm "x'), ()), (("rm", "x"), ())]),
+        # case's own operators outside a case
+        ("a;; b", ";; outside a case", [(("a",), ()), (("b",), ())]),
+        ("a ;;& b", ";;& outside a case", [(("a",), ()), (("b",), ())]),
+        ("a ;& b", ";& outside a case", [(("a",), ()), (("b",), ())]),
+        ("bash -c", "a shell's -c without its script", [(("bash", "-c"), ())]),
         # find's -exec family, ended by \; or +.
         ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
                                         (("rm", "{}"), ())]),
@@ -262,3 +267,11 @@ def test_texts_of_wrapped_commands_and_continued_lines() -> None:
         ("xargs", "xargs"), ("echo", "echo"),
     ]  # fmt: skip
     assert [c.text for c in split("echo a\\\nb").commands] == ["echo ab"]
+
+
+def test_a_backtick_at_the_nesting_cap_is_not_read() -> None:
+    def line(n: int) -> str:
+        return "echo " + "$(echo " * n + "`a`" + ")" * n
+
+    assert split(line(7)).uncertain is None
+    assert split(line(8)).uncertain == "substitutions nested too deep"
