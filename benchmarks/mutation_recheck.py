@@ -13,6 +13,7 @@ mutant, so a mutant killed here is killed.
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -25,6 +26,12 @@ def main(scratch: Path, repo: Path, tests: list[str], names: list[str]) -> None:
     os.chdir(scratch / "mutants")
     sys.path.insert(0, "src")
     os.environ["HYPOTHESIS_PROFILE"] = "mutation"
+    # Imported once, before forking (as mutmut's workers do); the mutant is chosen at
+    # each call by MUTANT_UNDER_TEST.
+    importlib.import_module("tron_server.paths")
+    importlib.import_module("tron_server.shell")
+    sys.path.insert(1, str(repo))  # the tests' own plugin, heavy: imported once too
+    importlib.import_module("tests.support.fixtures")
     for name in names:
         pid = os.fork()
         if pid == 0:
