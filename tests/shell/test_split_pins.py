@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tron_server.shell import split
+from tron_server.shell.reader import MAX_DEPTH, read_line
 
 
 @pytest.mark.parametrize(
@@ -193,6 +194,24 @@ def _read(
         ("a ;;& b", ";;& outside a case", [(("a",), ()), (("b",), ())]),
         ("a ;& b", ";& outside a case", [(("a",), ()), (("b",), ())]),
         ("bash -c", "a shell's -c without its script", [(("bash", "-c"), ())]),
+        # Words: globs and braces in command position, a subscript holding a substitution,
+        # a line continuation inside a word, empty and unclosed single quotes.
+        ("Xa b", None, [(("Xa", "b"), ())]),
+        ("a; [ab] x", "an expansion in command position ([ab])",
+         [(("a",), ()), (("[ab]", "x"), ())]),
+        ("a; {b} x", None, [(("a",), ()), (("{b}", "x"), ())]),
+        ("a; {b,c} x", "an expansion in command position ({b,c})",
+         [(("a",), ()), (("{b,c}", "x"), ())]),
+        ("echo a[`b`]", "a subscript holding a command substitution",
+         [(("b",), ()), (("echo", "a[`b`]"), ())]),
+        ("echo a[$(b)]", "a subscript holding a command substitution",
+         [(("b",), ()), (("echo", "a[$(b)]"), ())]),
+        ("cat x<(b)y", None, [(("b",), ()), (("cat", "xy"), ())]),
+        ("ec\\\nho x", None, [(("echo", "x"), ())]),
+        ("echo '' x", None, [(("echo", "", "x"), ())]),
+        ("echo 'abc", "an unclosed single quote", [(("echo", "abc"), ())]),
+        ("A=1 B=2 rm x", None, [(("rm", "x"), ())]),
+        ("select x", "select (this reader does not follow it)", []),
         # find's -exec family, ended by \; or +.
         ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
                                         (("rm", "{}"), ())]),
@@ -275,3 +294,9 @@ def test_a_backtick_at_the_nesting_cap_is_not_read() -> None:
 
     assert split(line(7)).uncertain is None
     assert split(line(8)).uncertain == "substitutions nested too deep"
+
+
+def test_read_line_below_the_cap() -> None:
+    assert read_line("rm x", MAX_DEPTH).uncertain is None
+    deeper = read_line("rm x", MAX_DEPTH + 1)
+    assert (deeper.commands, deeper.uncertain) == ([], "substitutions nested too deep")
