@@ -212,6 +212,20 @@ def _read(
         ("echo 'abc", "an unclosed single quote", [(("echo", "abc"), ())]),
         ("A=1 B=2 rm x", None, [(("rm", "x"), ())]),
         ("select x", "select (this reader does not follow it)", []),
+        # $"…" outside double quotes is a quote; ${…} holding a substitution is not read;
+        # a ( inside a word.
+        ("echo $\"x\" y", None, [(("echo", "x", "y"), ())]),
+        ("echo ${} x; b", None, [(("echo", "${}", "x"), ()), (("b",), ())]),
+        ("echo ${a:-$(rm x)}", "a ${…} expansion this reader does not follow",
+         [(("echo", "${a:-$(rm x)}"), ())]),
+        ("echo ${a:-`b`}", "a ${…} expansion this reader does not follow",
+         [(("echo", "${a:-`b`}"), ())]),
+        ("echo ${a:-<(b)}", "a ${…} expansion this reader does not follow",
+         [(("echo", "${a:-<(b)}"), ())]),
+        ("echo ${a:->(b)}", "a ${…} expansion this reader does not follow",
+         [(("echo", "${a:->(b)}"), ())]),
+        ("echo aX(b)", "a function definition or a ( inside a command",
+         [(("b",), ()), (("echo", "aX"), ())]),
         # find's -exec family, ended by \; or +.
         ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
                                         (("rm", "{}"), ())]),
