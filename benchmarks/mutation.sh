@@ -8,6 +8,9 @@
 #   benchmarks/mutation.sh MODULE survivors [JOBS]   run again only the mutants that
 #       survived the last run (after adding tests; the source must be unchanged)
 #   benchmarks/mutation.sh MODULE resume [JOBS]      go on with an interrupted run
+#   benchmarks/mutation.sh MODULE recheck TESTS...   the last run's mutants not killed,
+#       against the working tree's TESTS (mutmut runs the copy made when its run started):
+#       benchmarks/mutation_recheck.py
 #
 # mutmut wants the code under ./src and the tests under ./tests of the folder it runs in;
 # the workspace keeps tron_server under tron_server/src. So each module gets a scratch
@@ -99,6 +102,11 @@ mutmut() { (cd "$scratch" && uv run --project "$repo" --group mutation mutmut "$
 case "$action" in
 results) mutmut results ;;
 show) mutmut show "${3:?mutant name}" ;;
+recheck)
+    mapfile -t names < <(mutmut results | sed -n "s/^ *\\([^ ]*\\): \\(survived\\|no tests\\|timeout\\)$/\\1/p")
+    uv run --project "$repo" --group mutation python "$repo/benchmarks/mutation_recheck.py" \
+        "$scratch" "$repo" "${@:3}" -- "${names[@]}"
+    ;;
 resume) mutmut run --max-children "${3:-2}" && mutmut results ;;
 survivors)
     mapfile -t names < <(mutmut results | sed -n "s/^ *\\([^ ]*\\): \\(survived\\|no tests\\)$/\\1/p")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tron_server.shell import split
+from tron_server.shell.reader import MAX_DEPTH, read_line
 
 
 @pytest.mark.parametrize(
@@ -111,6 +112,120 @@ def _read(
         # $'…' octal escapes: up to three digits, the value's low byte.
         ("echo $'\\101x' $'\\1011' $'\\777' $'\\0'", None,
          [(("echo", "Ax", "A1", "\xff", "\x00"), ())]),
+        # $'…': \x \u \U \c take their digits (a value not computed: NUL), unknown
+        # escapes keep their backslash, an unclosed one is a doubt.
+        ("echo $'\\x41b' $'\\cAb' $'\\X' $'\\U41' $'\\q' $'ab'", None,
+         [(("echo", "\x00b", "\x00b", "\\X", "\x00", "\\q", "ab"), ())]),
+        ("echo $'\\c", "an unclosed $' quote", [(("echo", "\x00"), ())]),
+        ("echo $'abc", "an unclosed $' quote", [(("echo", "abc"), ())]),
+        ("echo $'a\\", "an unclosed $' quote", [(("echo", "a\\"), ())]),
+        ("echo $'a\\n", "an unclosed $' quote", [(("echo", "a\n"), ())]),
+        # Heredocs: <<- strips tabs only; each of two heredocs gets its body; a body with
+        # a backtick or a backslash expands.
+        ("cat <<-EOF\n  EOF\nEOF\nrm x", None, [(("cat",), (("<<-", "EOF"),)), (("rm", "x"), ())]),
+        ("cat <<-EOF\nXEOF\nEOF\nrm x", None, [(("cat",), (("<<-", "EOF"),)), (("rm", "x"), ())]),
+        ("cat <<A <<B\nA\nB\nrm x", None,
+         [(("cat",), (("<<", "A"), ("<<", "B"))), (("rm", "x"), ())]),
+        ("cat <<EOF\n`x`\nEOF", "a heredoc whose body expands", [(("cat",), (("<<", "EOF"),))]),
+        ("cat <<EOF\na\\b\nEOF", "a heredoc whose body expands", [(("cat",), (("<<", "EOF"),))]),
+        # Every redirection operator.
+        ("cat <<<word <>rw <&3 >>app >|clob &>>both &>all <in", None,
+         [(("cat",), (("<<<", "word"), ("<>", "rw"), ("<&", "3"), (">>", "app"), (">|", "clob"),
+                      ("&>>", "both"), ("&>", "all"), ("<", "in")))]),
+        # Shells: an option that expands, a script that does; -- and - end the options.
+        ('bash -$x -c "rm y"', "an option of a shell that expands",
+         [(("bash", "-$x", "-c", "rm y"), ())]),
+        ('bash -c "$s"', "a shell's -c script that expands", [(("bash", "-c", "$s"), ())]),
+        ("bash -c X$s", "a shell's -c script that expands", [(("bash", "-c", "X$s"), ())]),
+        ("bash -- -c x", None, [(("bash", "--", "-c", "x"), ())]),
+        ("bash -c - x", None, [(("bash", "-c", "-", "x"), ()), (("x",), ())]),
+        ("bash -c -- 'rm y'", None, [(("bash", "-c", "--", "rm y"), ()), (("rm", "y"), ())]),
+        ("zsh -c 'x'", "a zsh script (read with bash's grammar)",
+         [(("zsh", "-c", "x"), ()), (("x",), ())]),
+        # $ before nothing it expands is a $; $? takes one character
+        ("echo a$ b $? x", None, [(("echo", "a$", "b", "$?", "x"), ())]),
+        ("$% x", None, [(("$%", "x"), ())]),
+        ("echo ${a:-'x'}", "a ${…} expansion this reader does not follow",
+         [(("echo", "${a:-'x'}"), ())]),
+        ('echo ${a:-"x"}', "a ${…} expansion this reader does not follow",
+         [(("echo", '${a:-"x"}'), ())]),
+        # Wrappers: an unknown option, an option that expands.
+        ("sudo -X rm y", "the option -X of sudo", [(("sudo", "-X", "rm", "y"), ())]),
+        ("sudo -$x rm y", "an option of sudo that expands", [(("sudo", "-$x", "rm", "y"), ())]),
+        # Long options: one word, or two for those taking a value; + alone is a file.
+        ("bash --login -c 'rm x'", None,
+         [(("bash", "--login", "-c", "rm x"), ()), (("rm", "x"), ())]),
+        ("bash --rcfile f -c 'rm x'", None,
+         [(("bash", "--rcfile", "f", "-c", "rm x"), ()), (("rm", "x"), ())]),
+        ("bash + -c x", None, [(("bash", "+", "-c", "x"), ())]),
+        ("bash -xs arg", "a shell reading commands from its input",
+         [(("bash", "-xs", "arg"), ())]),
+        # Wrapper options: - after env, nice -N, --opt=value and --opt value, long flags;
+        # a lone - is the command; after an assignment sudo takes no more options.
+        ("env - -i rm x", None, [(("env", "-", "-i", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("nice -5 -n 1 rm x", None,
+         [(("nice", "-5", "-n", "1", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo --user=root rm x", None,
+         [(("sudo", "--user=root", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("env --chdir=/a=b rm x", None,
+         [(("env", "--chdir=/a=b", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo --user root rm x", None,
+         [(("sudo", "--user", "root", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo --non-interactive -u root rm x", None,
+         [(("sudo", "--non-interactive", "-u", "root", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo - rm x", None, [(("sudo", "-", "rm", "x"), ()), (("-", "rm", "x"), ())]),
+        ("sudo A=1 -u root rm x", None,
+         [(("sudo", "A=1", "-u", "root", "rm", "x"), ()), (("-u", "root", "rm", "x"), ())]),
+        ("sudo A=1 rm x", None, [(("sudo", "A=1", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo A=1", None, [(("sudo", "A=1"), ())]),
+        ("env A=1 B=2 rm x", None, [(("env", "A=1", "B=2", "rm", "x"), ()), (("rm", "x"), ())]),
+        # env -S (also as another option's value: the check is conservative)
+        ("env -u -S rm x", "env -S splits its own command line",
+         [(("env", "-u", "-S", "rm", "x"), ())]),
+        ("env -u --split-string rm x", "env -S splits its own command line",
+         [(("env", "-u", "--split-string", "rm", "x"), ())]),
+        # eval: what it evaluates is read when written out, not when it expands
+        ("eval rm $x", "eval", [(("eval", "rm", "$x"), ())]),
+        ("eval $x rm", "eval", [(("eval", "$x", "rm"), ())]),
+        ("eval rm x", "eval", [(("eval", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("eval 'rm \"x'", "eval", [(("eval", 'rm "x'), ()), (("rm", "x"), ())]),
+        # case's own operators outside a case
+        ("a;; b", ";; outside a case", [(("a",), ()), (("b",), ())]),
+        ("a ;;& b", ";;& outside a case", [(("a",), ()), (("b",), ())]),
+        ("a ;& b", ";& outside a case", [(("a",), ()), (("b",), ())]),
+        ("bash -c", "a shell's -c without its script", [(("bash", "-c"), ())]),
+        # Words: globs and braces in command position, a subscript holding a substitution,
+        # a line continuation inside a word, empty and unclosed single quotes.
+        ("Xa b", None, [(("Xa", "b"), ())]),
+        ("a; [ab] x", "an expansion in command position ([ab])",
+         [(("a",), ()), (("[ab]", "x"), ())]),
+        ("a; {b} x", None, [(("a",), ()), (("{b}", "x"), ())]),
+        ("a; {b,c} x", "an expansion in command position ({b,c})",
+         [(("a",), ()), (("{b,c}", "x"), ())]),
+        ("echo a[`b`]", "a subscript holding a command substitution",
+         [(("b",), ()), (("echo", "a[`b`]"), ())]),
+        ("echo a[$(b)]", "a subscript holding a command substitution",
+         [(("b",), ()), (("echo", "a[$(b)]"), ())]),
+        ("cat x<(b)y", None, [(("b",), ()), (("cat", "xy"), ())]),
+        ("ec\\\nho x", None, [(("echo", "x"), ())]),
+        ("echo '' x", None, [(("echo", "", "x"), ())]),
+        ("echo 'abc", "an unclosed single quote", [(("echo", "abc"), ())]),
+        ("A=1 B=2 rm x", None, [(("rm", "x"), ())]),
+        ("select x", "select (this reader does not follow it)", []),
+        # $"…" outside double quotes is a quote; ${…} holding a substitution is not read;
+        # a ( inside a word.
+        ("echo $\"x\" y", None, [(("echo", "x", "y"), ())]),
+        ("echo ${} x; b", None, [(("echo", "${}", "x"), ()), (("b",), ())]),
+        ("echo ${a:-$(rm x)}", "a ${…} expansion this reader does not follow",
+         [(("echo", "${a:-$(rm x)}"), ())]),
+        ("echo ${a:-`b`}", "a ${…} expansion this reader does not follow",
+         [(("echo", "${a:-`b`}"), ())]),
+        ("echo ${a:-<(b)}", "a ${…} expansion this reader does not follow",
+         [(("echo", "${a:-<(b)}"), ())]),
+        ("echo ${a:->(b)}", "a ${…} expansion this reader does not follow",
+         [(("echo", "${a:->(b)}"), ())]),
+        ("echo aX(b)", "a function definition or a ( inside a command",
+         [(("b",), ()), (("echo", "aX"), ())]),
         # find's -exec family, ended by \; or +.
         ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
                                         (("rm", "{}"), ())]),
@@ -156,3 +271,46 @@ def test_a_substitution_inside_arithmetic_is_found() -> None:
     found = split("echo $(($(a)+1))")
     assert found.uncertain == "an arithmetic expansion this reader cannot read"
     assert "a" in found.names
+
+
+def test_a_scripts_substitutions_count_from_the_scripts_own_depth() -> None:
+    """A ``bash -c`` script is one level down: seven substitutions in it are read, eight
+    are too deep."""
+
+    def line(n: int) -> str:
+        return "bash -c 'echo " + "$(echo " * n + "a" + ")" * n + "'"
+
+    assert split(line(7)).uncertain is None
+    assert split(line(8)).uncertain == "substitutions nested too deep"
+
+
+def test_how_deep_wrappers_and_eval_are_followed() -> None:
+    """Eight wrappers (or evals) deep are followed, the ninth is not."""
+    assert split("sudo " * 8 + "rm x").names[-1] == "rm"
+    assert split("sudo " * 8 + "rm x").uncertain is None
+    deep = split("sudo " * 9 + "rm x")
+    assert (deep.names[-1], deep.uncertain) == ("sudo", "commands wrapped too deep")
+    assert split("eval " * 8 + "rm x").names == ("eval",) * 8 + ("rm",)
+    assert split("eval " * 9 + "rm x").names == ("eval",) * 9
+
+
+def test_texts_of_wrapped_commands_and_continued_lines() -> None:
+    assert [c.text for c in split("env A=1 rm x").commands] == ["env A=1 rm x", "rm x"]
+    assert [(c.text, c.bare) for c in split("xargs").commands] == [
+        ("xargs", "xargs"), ("echo", "echo"),
+    ]  # fmt: skip
+    assert [c.text for c in split("echo a\\\nb").commands] == ["echo ab"]
+
+
+def test_a_backtick_at_the_nesting_cap_is_not_read() -> None:
+    def line(n: int) -> str:
+        return "echo " + "$(echo " * n + "`a`" + ")" * n
+
+    assert split(line(7)).uncertain is None
+    assert split(line(8)).uncertain == "substitutions nested too deep"
+
+
+def test_read_line_below_the_cap() -> None:
+    assert read_line("rm x", MAX_DEPTH).uncertain is None
+    deeper = read_line("rm x", MAX_DEPTH + 1)
+    assert (deeper.commands, deeper.uncertain) == ([], "substitutions nested too deep")

@@ -710,3 +710,16 @@ def test_a_missing_file_next_to_a_protected_one_may_be_written(work: Path) -> No
 
 def test_named_strips_only_slashes(work: Path) -> None:
     assert PathPolicy(work).named("//Xdir/f") == Path("/Xdir/f")
+
+
+def test_closing_a_resolution_of_the_root_closes_its_own_handle_only(work: Path) -> None:
+    """The handle on ``/`` is the resolution's: not closed by the walk (the descriptor
+    number would be reused by the next open, which closing the resolution then closes)."""
+    (work / "f").write_text("x")
+    root = PathPolicy(work).resolve("/")
+    fd = os.open(work / "f", os.O_RDONLY)  # the lowest free descriptor
+    try:
+        root.close()
+        assert os.read(fd, 1) == b"x"
+    finally:
+        os.close(fd)

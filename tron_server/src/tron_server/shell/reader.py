@@ -317,7 +317,7 @@ class _Reader:
                 end = s.find("'", self.i + 1)
                 if end < 0:
                     self.out.doubt("an unclosed single quote")
-                    end = len(s) - 1
+                    end = len(s)  # the rest is its value (len(s) - 1 lost a character)
                 value.append(s[self.i + 1 : end])
                 self.i = end + 1
             elif c == '"':
