@@ -226,6 +226,11 @@ def _read(
          [(("echo", "${a:->(b)}"), ())]),
         ("echo aX(b)", "a function definition or a ( inside a command",
          [(("b",), ()), (("echo", "aX"), ())]),
+        # ! or time with nothing after; a descriptor before <; 2>( is a word and >(…)
+        ("!", "! without a command", []),
+        ("! time", "time without a command", []),
+        ("cat 2<x", None, [(("cat",), (("2<", "x"),))]),
+        ("cat 2>(b)", None, [(("b",), ()), (("cat", "2"), ())]),
         # find's -exec family, ended by \; or +.
         ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
                                         (("rm", "{}"), ())]),
@@ -314,3 +319,18 @@ def test_read_line_below_the_cap() -> None:
     assert read_line("rm x", MAX_DEPTH).uncertain is None
     deeper = read_line("rm x", MAX_DEPTH + 1)
     assert (deeper.commands, deeper.uncertain) == ([], "substitutions nested too deep")
+
+
+def test_a_subshell_after_a_reserved_word_leaves_the_depth_as_it_was() -> None:
+    def line(n: int) -> str:
+        return "! (a); echo " + "$(echo " * n + "x" + ")" * n
+
+    assert split(line(8)).uncertain is None
+    assert split(line(9)).uncertain == "substitutions nested too deep"
+
+
+def test_what_read_line_reports() -> None:
+    """The simple commands as read: words and parts, redirections alone included."""
+    assert [len(s.parts) for s in read_line("! (a) >x").commands] == [1, 2]
+    assert [[w.raw for w in s.words] for s in read_line(">x; a b").commands] == [[], ["a", "b"]]
+    assert [c.text for c in split("env A=1 B=2 rm x").commands] == ["env A=1 B=2 rm x", "rm x"]
