@@ -231,6 +231,13 @@ def _read(
         ("! time", "time without a command", []),
         ("cat 2<x", None, [(("cat",), (("2<", "x"),))]),
         ("cat 2>(b)", None, [(("b",), ()), (("cat", "2"), ())]),
+        # What a list cannot hold: (, ), ((…)), a heredoc with no body; $ alone is a word.
+        ("(a", "an unclosed parenthesis", [(("a",), ())]),
+        ("cat <<EOF", "a heredoc without its body", [(("cat",), (("<<", "EOF"),))]),
+        ("a)", "an unmatched )", [(("a",), ())]),
+        ("((a))", "an arithmetic command (( … ))", [(("a",), ())]),
+        ("$", None, [(("$",), ())]),
+        ("a \\\nbc", None, [(("a", "bc"), ())]),
         # find's -exec family, ended by \; or +.
         ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
                                         (("rm", "{}"), ())]),
@@ -334,3 +341,14 @@ def test_what_read_line_reports() -> None:
     assert [len(s.parts) for s in read_line("! (a) >x").commands] == [1, 2]
     assert [[w.raw for w in s.words] for s in read_line(">x; a b").commands] == [[], ["a", "b"]]
     assert [c.text for c in split("env A=1 B=2 rm x").commands] == ["env A=1 B=2 rm x", "rm x"]
+
+
+def test_subshells_nest_eight_deep() -> None:
+    assert split("( " * 8 + "a" + " )" * 8).uncertain is None
+    assert split("( " * 9 + "a" + " )" * 9).uncertain == "subshells nested too deep"
+
+    def after(n: int) -> str:  # the depth is back where it was after a subshell
+        return "(a); echo " + "$(echo " * n + "x" + ")" * n
+
+    assert split(after(8)).uncertain is None
+    assert split(after(9)).uncertain == "substitutions nested too deep"
