@@ -238,6 +238,18 @@ def _read(
         ("((a))", "an arithmetic command (( … ))", [(("a",), ())]),
         ("$", None, [(("$",), ())]),
         ("a \\\nbc", None, [(("a", "bc"), ())]),
+        # An escaped backtick does not close one; assignments and redirections of a
+        # wrapped command; $'…' and $"…" in a sh script (dash reads them otherwise).
+        ("echo `a\\`", "an unclosed backtick", [(("a`",), ()), (("echo", "`a\\`"), ())]),
+        ("sudo A=1 B=2 rm x", None,
+         [(("sudo", "A=1", "B=2", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo rm x >out", None,
+         [(("sudo", "rm", "x"), ((">", "out"),)), (("rm", "x"), ((">", "out"),))]),
+        ("sh -c 'echo $\"x\"'", "bash's quoting in a sh script",
+         [(("sh", "-c", 'echo $"x"'), ()), (("echo", "x"), ())]),
+        ("sh -c \"echo \\$'x'\"", "bash's quoting in a sh script",
+         [(("sh", "-c", "echo $'x'"), ()), (("echo", "x"), ())]),
+        ("bash -c \"echo \\$'x'\"", None, [(("bash", "-c", "echo $'x'"), ()), (("echo", "x"), ())]),
         # find's -exec family, ended by \; or +.
         ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
                                         (("rm", "{}"), ())]),
@@ -352,3 +364,14 @@ def test_subshells_nest_eight_deep() -> None:
 
     assert split(after(8)).uncertain is None
     assert split(after(9)).uncertain == "substitutions nested too deep"
+
+
+def test_the_depth_after_a_substitution_is_back_where_it_was() -> None:
+    def line(n: int) -> str:
+        return "echo $(a); echo " + "$(echo " * n + "x" + ")" * n
+
+    assert split(line(8)).uncertain is None
+    assert split(line(9)).uncertain == "substitutions nested too deep"
+    assert [(c.text, c.bare) for c in split("sudo rm x").commands] == [
+        ("sudo rm x", "sudo rm x"), ("rm x", "rm x"),
+    ]  # fmt: skip
