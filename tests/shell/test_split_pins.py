@@ -250,6 +250,7 @@ def _read(
         ("sh -c \"echo \\$'x'\"", "bash's quoting in a sh script",
          [(("sh", "-c", "echo $'x'"), ()), (("echo", "x"), ())]),
         ("bash -c \"echo \\$'x'\"", None, [(("bash", "-c", "echo $'x'"), ()), (("echo", "x"), ())]),
+        ("a \\\n b", None, [(("a", "b"), ())]),
         # find's -exec family, ended by \; or +.
         ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
                                         (("rm", "{}"), ())]),
