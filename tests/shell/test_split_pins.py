@@ -376,3 +376,11 @@ def test_the_depth_after_a_substitution_is_back_where_it_was() -> None:
     assert [(c.text, c.bare) for c in split("sudo rm x").commands] == [
         ("sudo rm x", "sudo rm x"), ("rm x", "rm x"),
     ]  # fmt: skip
+
+
+def test_a_subshell_after_a_reserved_word_is_one_level_down() -> None:
+    def line(n: int) -> str:
+        return "echo $(! ( echo " + "$(echo " * n + "x" + ")" * n + " ))"
+
+    assert split(line(6)).uncertain is None
+    assert split(line(7)).uncertain == "substitutions nested too deep"
