@@ -12,12 +12,13 @@ timed (wall and process CPU), medians of the rounds:
   projected: no snapshot or live projection of the session exists yet);
 * ``state, again``: the same call once more (the live projection the first one left);
 * ``convert``: ``tron_llm.anthropic.convert_messages`` of the state's messages (what
-  the Anthropic adapter's ``build_body`` spends on the history);
-* ``convert, GC off``: the same with the garbage collector disabled (what the
-  collector's passes over a heap of thousands of message objects cost there);
-* ``json.dumps``: the request body as ``tron_llm._http`` encodes it
+  the Anthropic adapter's ``build_body`` spends on the history), the collector on;
+* ``convert, GC off``: the same with the collector paused, as ``tron_llm._http`` does
+  around a request's conversion and encoding since 2c21efd (before, the collector's
+  passes over thousands of live message objects were half of it);
+* ``json.dumps``: the body as ``tron_llm._http`` encoded it before 2c21efd
   (``json.dumps(..., ensure_ascii=False)``);
-* ``orjson.dumps``: the same body with orjson (a floor for that step).
+* ``orjson.dumps``: the body as it encodes it now (``_encode``: orjson).
 """
 
 from __future__ import annotations

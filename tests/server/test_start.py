@@ -251,3 +251,27 @@ def test_health_says_ready_once_the_app_serves(running_server: RunningServer) ->
     """An app given (or opening) its services before it answers is ready at once."""
     body = httpx.get(f"{running_server.base_url}/health", timeout=30).json()
     assert body["ready"] is True and body["status"] == "ok"
+
+
+async def test_a_start_that_fails_unexpectedly_names_the_log_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not the database (that is said as before): the one line says where to look."""
+    from tron_server import cli
+
+    settings = Settings(home=tmp_path / "home", port=free_port(), log_level="warning")
+    sock = cli.listening_socket(settings)
+
+    async def broken(settings: Settings) -> Services:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli, "open_for_serving", broken)
+    try:
+        with pytest.raises(cli.CannotStart) as info:
+            await cli.serve(settings, sock)
+    finally:
+        sock.close()
+    message = str(info.value)
+    assert "RuntimeError" in message and str(settings.log_path) in message
+    assert "a bug" not in message and "\n" not in message
+    assert not (settings.home / "server.json").exists()

@@ -546,8 +546,11 @@ async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool =
         release_stderr(drop=True)
         error = failure[0]
         if isinstance(error, CannotStart):
-            raise error
-        raise CannotStart(describe_open_error(error, settings.resolved_database_url()))
+            raise error  # the database, said as describe_open_error says it
+        raise CannotStart(
+            f"the server could not start ({type(error).__name__}); the log file says why: "
+            f"{settings.log_path}"
+        )
     return 0 if server.started else EXIT_CANNOT_START
 
 

@@ -74,11 +74,18 @@ class Runtime:
         (its turn is closed with results saying so). Returns ``agent.message``'s result."""
         orchestrator = self.agent()
         interaction = self.interaction
-        resume = await interaction.cancel_pending(session_id) if interaction is not None else None
+        # One read of the session's row for both (the pending request's check and the
+        # message's); a session that does not exist is refused by send_message.
+        session = await orchestrator.session_or_none(session_id)
+        resume = (
+            await interaction.cancel_pending(session_id, session=session)
+            if interaction is not None
+            else None
+        )
         try:
             return await orchestrator.send_message(
                 session_id, content, queue=queue, reasoning_level=reasoning_level, resume=resume,
-                **options,
+                session=session, **options,
             )  # fmt: skip
         except BaseException:
             if resume is not None and interaction is not None:

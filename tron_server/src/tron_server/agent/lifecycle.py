@@ -168,7 +168,8 @@ class Lifecycle:
         sid = agent.session_id
         if (await self.host.profile(sid)).is_child:
             return
-        session = await self.host.store.get_session(sid)
+        # The row the run started with (read by the orchestrator just before this).
+        session = agent.session or await self.host.store.get_session(sid)
         wd = Path(session.working_directory)
         engine = self._engine_or_none(wd)
         trusted = folder_trusted(wd, self.home)

@@ -278,6 +278,7 @@ class Orchestrator:
         provider: str | None = None,
         before: tuple[tuple[str, dict[str, Any]], ...] = (),
         max_turns: int | None = None,
+        session: Session | None = None,
     ) -> dict[str, Any]:
         """Start (or queue) the agent loop for ``content``; returns at once.
 
@@ -301,7 +302,8 @@ class Orchestrator:
         if self._closing:
             raise ManagerUnavailableError("the agent runtime is shutting down")
         try:
-            session = await self.store.get_session(session_id)
+            if session is None or session.id != session_id:  # else just read by the caller
+                session = await self.store.get_session(session_id)
         except SessionNotFound:
             raise SessionNotFoundError(
                 f"session {session_id!r} does not exist", {"sessionId": session_id}
@@ -400,6 +402,13 @@ class Orchestrator:
             run.abort_pending = True
         with anyio.move_on_after(ABORT_WAIT, shield=True):
             await run.finished.wait()
+
+    async def session_or_none(self, session_id: str) -> Session | None:
+        """The session's row, or None when there is no such session."""
+        try:
+            return await self.store.get_session(session_id)
+        except SessionNotFound:
+            return None
 
     def is_running(self, session_id: str) -> bool:
         """Whether the session has a loop running (or about to run)."""
@@ -736,6 +745,7 @@ class Orchestrator:
         notify = agent.notify
         try:
             session = await self.store.get_session(sid)
+            agent.session = session
             agent.working_directory = Path(session.working_directory)
             agent.tools = await self._tools_for(agent, profile)
             return await agent.execute()

@@ -61,7 +61,7 @@ from typing import Any, Protocol, TypeVar
 
 import anyio
 
-from tron_events import AsyncEventStore
+from tron_events import AsyncEventStore, Session
 from tron_events.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock
 from tron_llm import (
     Done,
@@ -286,6 +286,8 @@ class AgentRun:
         #: so the request stays pending in the events and can be answered later.
         self.suspended = False
         self.working_directory = Path(".")
+        #: The session's row as the run started (read once, by the orchestrator).
+        self.session: Session | None = None
         self.hooks: HookEngine | None = None
         self._scope: anyio.CancelScope | None = None
         self._tool_scopes: set[anyio.CancelScope] = set()

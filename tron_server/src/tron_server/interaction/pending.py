@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tron_events import AsyncEventStore, EventNotFound, SessionNotFound
+from tron_events import AsyncEventStore, EventNotFound, Session, SessionNotFound
 from tron_events.messages import ToolUseBlock
 
 __all__ = ["TURN_CLOSERS", "PendingTurn", "find_pending_turn"]
@@ -72,10 +72,14 @@ class PendingTurn:
         return data
 
 
-async def find_pending_turn(store: AsyncEventStore, session_id: str) -> PendingTurn | None:
-    """The request a stopped run of ``session_id`` left pending, or None."""
+async def find_pending_turn(
+    store: AsyncEventStore, session_id: str, session: Session | None = None
+) -> PendingTurn | None:
+    """The request a stopped run of ``session_id`` left pending, or None. ``session``:
+    its row, when the caller has just read it."""
     try:
-        session = await store.get_session(session_id)
+        if session is None or session.id != session_id:
+            session = await store.get_session(session_id)
         if session.status != "active":
             return None
         path = await store.get_ancestors(session.head_event_id)

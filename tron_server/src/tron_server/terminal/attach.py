@@ -19,8 +19,11 @@ Starting is done under a lock in the home (``<home>/server-start.lock``): two
 server keeps its port across restarts (8420, or ``$TRON_PORT``): the port is
 probed as the server binds it (``SO_REUSEADDR``), so connections of the stopped
 server that linger in ``TIME_WAIT`` do not move the next one to another port.
-A client connects once the server has recorded itself (it accepts connections
-and has its token then): never before, when it would be refused.
+A client connects once the server has recorded itself (it serves ``/rpc`` and has
+its token then): never before, when it would be refused or have to wait.
+
+``tron -p PROMPT`` starts that server earlier, before the client is loaded
+(:func:`.launch.prestart`, under the same lock); :func:`attach` then waits for it.
 """
 
 from __future__ import annotations
