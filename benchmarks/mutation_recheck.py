@@ -41,8 +41,10 @@ def main(scratch: Path, repo: Path, tests: list[str], names: list[str]) -> None:
             os.dup2(null, 1)
             os.dup2(null, 2)
             os.environ["MUTANT_UNDER_TEST"] = name
-            signal.alarm(120)  # a mutant that loops
+            signal.alarm(300)  # a mutant that loops outside a test
+            # ... and inside one: pytest-timeout (which owns SIGALRM during a test) fails it
             args = ["-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0"]
+            args += ["--timeout", "30"]
             os._exit(int(pytest.main(args + [str(repo / t) for t in tests])))
         _, status = os.waitpid(pid, 0)
         if os.WIFSIGNALED(status):

@@ -226,6 +226,31 @@ def _read(
          [(("echo", "${a:->(b)}"), ())]),
         ("echo aX(b)", "a function definition or a ( inside a command",
          [(("b",), ()), (("echo", "aX"), ())]),
+        # ! or time with nothing after; a descriptor before <; 2>( is a word and >(…)
+        ("!", "! without a command", []),
+        ("! time", "time without a command", []),
+        ("cat 2<x", None, [(("cat",), (("2<", "x"),))]),
+        ("cat 2>(b)", None, [(("b",), ()), (("cat", "2"), ())]),
+        # What a list cannot hold: (, ), ((…)), a heredoc with no body; $ alone is a word.
+        ("(a", "an unclosed parenthesis", [(("a",), ())]),
+        ("cat <<EOF", "a heredoc without its body", [(("cat",), (("<<", "EOF"),))]),
+        ("a)", "an unmatched )", [(("a",), ())]),
+        ("((a))", "an arithmetic command (( … ))", [(("a",), ())]),
+        ("$", None, [(("$",), ())]),
+        ("a \\\nbc", None, [(("a", "bc"), ())]),
+        # An escaped backtick does not close one; assignments and redirections of a
+        # wrapped command; $'…' and $"…" in a sh script (dash reads them otherwise).
+        ("echo `a\\`", "an unclosed backtick", [(("a`",), ()), (("echo", "`a\\`"), ())]),
+        ("sudo A=1 B=2 rm x", None,
+         [(("sudo", "A=1", "B=2", "rm", "x"), ()), (("rm", "x"), ())]),
+        ("sudo rm x >out", None,
+         [(("sudo", "rm", "x"), ((">", "out"),)), (("rm", "x"), ((">", "out"),))]),
+        ("sh -c 'echo $\"x\"'", "bash's quoting in a sh script",
+         [(("sh", "-c", 'echo $"x"'), ()), (("echo", "x"), ())]),
+        ("sh -c \"echo \\$'x'\"", "bash's quoting in a sh script",
+         [(("sh", "-c", "echo $'x'"), ()), (("echo", "x"), ())]),
+        ("bash -c \"echo \\$'x'\"", None, [(("bash", "-c", "echo $'x'"), ()), (("echo", "x"), ())]),
+        ("a \\\n b", None, [(("a", "b"), ())]),
         # find's -exec family, ended by \; or +.
         ("find -exec rm {} \\;", None, [(("find", "-exec", "rm", "{}", ";"), ()),
                                         (("rm", "{}"), ())]),
@@ -314,3 +339,48 @@ def test_read_line_below_the_cap() -> None:
     assert read_line("rm x", MAX_DEPTH).uncertain is None
     deeper = read_line("rm x", MAX_DEPTH + 1)
     assert (deeper.commands, deeper.uncertain) == ([], "substitutions nested too deep")
+
+
+def test_a_subshell_after_a_reserved_word_leaves_the_depth_as_it_was() -> None:
+    def line(n: int) -> str:
+        return "! (a); echo " + "$(echo " * n + "x" + ")" * n
+
+    assert split(line(8)).uncertain is None
+    assert split(line(9)).uncertain == "substitutions nested too deep"
+
+
+def test_what_read_line_reports() -> None:
+    """The simple commands as read: words and parts, redirections alone included."""
+    assert [len(s.parts) for s in read_line("! (a) >x").commands] == [1, 2]
+    assert [[w.raw for w in s.words] for s in read_line(">x; a b").commands] == [[], ["a", "b"]]
+    assert [c.text for c in split("env A=1 B=2 rm x").commands] == ["env A=1 B=2 rm x", "rm x"]
+
+
+def test_subshells_nest_eight_deep() -> None:
+    assert split("( " * 8 + "a" + " )" * 8).uncertain is None
+    assert split("( " * 9 + "a" + " )" * 9).uncertain == "subshells nested too deep"
+
+    def after(n: int) -> str:  # the depth is back where it was after a subshell
+        return "(a); echo " + "$(echo " * n + "x" + ")" * n
+
+    assert split(after(8)).uncertain is None
+    assert split(after(9)).uncertain == "substitutions nested too deep"
+
+
+def test_the_depth_after_a_substitution_is_back_where_it_was() -> None:
+    def line(n: int) -> str:
+        return "echo $(a); echo " + "$(echo " * n + "x" + ")" * n
+
+    assert split(line(8)).uncertain is None
+    assert split(line(9)).uncertain == "substitutions nested too deep"
+    assert [(c.text, c.bare) for c in split("sudo rm x").commands] == [
+        ("sudo rm x", "sudo rm x"), ("rm x", "rm x"),
+    ]  # fmt: skip
+
+
+def test_a_subshell_after_a_reserved_word_is_one_level_down() -> None:
+    def line(n: int) -> str:
+        return "echo $(! ( echo " + "$(echo " * n + "x" + ")" * n + " ))"
+
+    assert split(line(6)).uncertain is None
+    assert split(line(7)).uncertain == "substitutions nested too deep"
