@@ -65,6 +65,7 @@ DENIED_RM = [
     "cat <(rm x)",
     "if true; then rm x; fi",
     "find . -exec rm {} \\;",
+    "env -u -S rm x",  # -S is -u's value: env runs rm
 ]
 
 

@@ -179,11 +179,12 @@ def _read(
         ("sudo A=1 rm x", None, [(("sudo", "A=1", "rm", "x"), ()), (("rm", "x"), ())]),
         ("sudo A=1", None, [(("sudo", "A=1"), ())]),
         ("env A=1 B=2 rm x", None, [(("env", "A=1", "B=2", "rm", "x"), ()), (("rm", "x"), ())]),
-        # env -S (also as another option's value: the check is conservative)
+        # env -S (also as another option's value: the check is conservative, and what
+        # follows is still found, for the deny rules)
         ("env -u -S rm x", "env -S splits its own command line",
-         [(("env", "-u", "-S", "rm", "x"), ())]),
+         [(("env", "-u", "-S", "rm", "x"), ()), (("rm", "x"), ())]),
         ("env -u --split-string rm x", "env -S splits its own command line",
-         [(("env", "-u", "--split-string", "rm", "x"), ())]),
+         [(("env", "-u", "--split-string", "rm", "x"), ()), (("rm", "x"), ())]),
         # eval: what it evaluates is read when written out, not when it expands
         ("eval rm $x", "eval", [(("eval", "rm", "$x"), ())]),
         ("eval $x rm", "eval", [(("eval", "$x", "rm"), ())]),

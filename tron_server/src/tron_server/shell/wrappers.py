@@ -119,10 +119,14 @@ def unwrap(words: list[Word]) -> Unwrapped | None:
             i += 1
             continue
         break
-    if name == "env" and any(w.value in ("-S", "--split-string") for w in words[1:i]):
-        return Unwrapped(doubt="env -S splits its own command line")
+    # -S as an option is refused above; as another option's value (env -u -S rm) env
+    # runs what follows, but the check stays conservative: uncertain, and what follows is
+    # still reported, so that deny rules see it.
+    split = name == "env" and any(w.value in ("-S", "--split-string") for w in words[1:i])
     i += _OPERANDS.get(name, 0)
     rest = words[i:]
+    if split:
+        return Unwrapped(words=rest, doubt="env -S splits its own command line")
     if not rest:
         if name == "xargs":
             return Unwrapped(implicit="echo")
