@@ -54,8 +54,13 @@ shell)
     # machine a run that does end needs the room (1 x (t + 1 s) timed out half of them).
     constant=3.0
     ;;
+wrappers)  # shell/wrappers.py alone (a change there after a full shell run)
+    mutate='src/tron_server/shell/wrappers.py'
+    tests="tests/shell tests/interaction/test_bash_rules.py"
+    constant=3.0
+    ;;
 *)
-    echo "unknown module $module: rules, paths, guardrails or shell" >&2
+    echo "unknown module $module: rules, paths, guardrails, shell or wrappers" >&2
     exit 2
     ;;
 esac
