@@ -2,7 +2,7 @@
 # Mutation testing of the guards (issue 26 item 7), one module at a time, against the
 # tests that reach it only. Not run in CI: a module takes minutes to tens of minutes.
 #
-#   benchmarks/mutation.sh MODULE [JOBS]      MODULE: rules | paths | guardrails | shell
+#   benchmarks/mutation.sh MODULE [JOBS]      MODULE: rules | paths | guardrails | shell | wrappers
 #   benchmarks/mutation.sh MODULE results     list the survivors of the last run
 #   benchmarks/mutation.sh MODULE show NAME   the diff of one mutant
 #   benchmarks/mutation.sh MODULE survivors [JOBS]   run again only the mutants that
@@ -21,7 +21,7 @@
 # Results are in benchmarks/RESULTS_mutation.md.
 set -euo pipefail
 
-module=${1:?usage: benchmarks/mutation.sh rules|paths|guardrails|shell [JOBS|results|show NAME]}
+module=${1:?usage: benchmarks/mutation.sh rules|paths|guardrails|shell|wrappers [JOBS|results|show NAME]}
 action=${2:-2}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 # A mutant still running after 2 x multiplier x (its tests' clean duration + constant)
