@@ -75,14 +75,27 @@ async def accepts_param(
     try:
         await client.call(method, params)
     except RpcCallError as exc:
-        if exc.code != -32602:
-            return True
-        errors = exc.data.get("errors") or []
-        return not any(
-            isinstance(e, dict) and e.get("field") == name and e.get("type") == "extra_forbidden"
-            for e in errors
-        )
+        return not unknown_param(exc, name)
     return True
 
 
-__all__ = ["MODE_LIST_METHODS", "MODE_METHODS", "Capabilities", "accepts_param", "load"]
+def unknown_param(exc: RpcCallError, name: str) -> bool:
+    """Whether the server refused a call for holding the param ``name`` it does not know
+    (-32602, ``extra_forbidden`` on that field): an older server."""
+    if exc.code != -32602:
+        return False
+    errors = exc.data.get("errors") or []
+    return any(
+        isinstance(e, dict) and e.get("field") == name and e.get("type") == "extra_forbidden"
+        for e in errors
+    )
+
+
+__all__ = [
+    "MODE_LIST_METHODS",
+    "MODE_METHODS",
+    "Capabilities",
+    "accepts_param",
+    "load",
+    "unknown_param",
+]

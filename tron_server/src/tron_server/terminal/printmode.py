@@ -38,6 +38,7 @@ from typing import Any, Literal, TextIO
 import orjson
 
 from ..client import ConnectionLost, Notification, RpcCallError, TronClient
+from .capabilities import unknown_param
 from .errors import EXIT_NO_SERVER, EXIT_OK, EXIT_TURN_FAILED, TerminalError
 
 OutputFormat = Literal["text", "json", "stream-json"]
@@ -153,10 +154,7 @@ async def _send(client: TronClient, params: dict[str, Any]) -> None:
     try:
         await client.call("agent.message", params)
     except RpcCallError as exc:
-        errors = exc.data.get("errors") if exc.code == -32602 else None
-        if "events" not in params or not any(
-            isinstance(e, dict) and e.get("field") == "events" for e in errors or []
-        ):
+        if "events" not in params or not unknown_param(exc, "events"):
             raise
         await client.call("agent.message", {k: v for k, v in params.items() if k != "events"})
 

@@ -164,7 +164,7 @@ class FileRecorder:
             return CommandWatch(None, None, "recording of shell commands is off")
         try:
             shadow = self.shadow_for(directory)
-            tree = shadow.unchanged_tree() or await anyio.to_thread.run_sync(shadow.snapshot)
+            tree = await _snapshot(shadow)
         except (GitError, OSError, ValueError) as exc:
             log.warning("workspace snapshot of %s failed: %s", directory, exc)
             return CommandWatch(None, None, str(exc))
@@ -177,9 +177,7 @@ class FileRecorder:
             return
         shadow = watch.shadow
         try:
-            after = shadow.unchanged_tree()  # no hop to a thread when nothing changed
-            if after is None:
-                after = await anyio.to_thread.run_sync(shadow.snapshot)
+            after = await _snapshot(shadow)
             if after == watch.tree:
                 return
             payload = await anyio.to_thread.run_sync(self._changes, shadow, watch.tree, after)
@@ -255,6 +253,15 @@ class FileRecorder:
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_AFTER_ABORT_TIMEOUT):
                 await self.finish_command(watch, record, tool_call_id)
+
+
+async def _snapshot(shadow: ShadowRepo) -> str:
+    """:meth:`ShadowRepo.snapshot`, without the hop to a worker thread when the change
+    watch says nothing changed since the last one."""
+    tree = shadow.unchanged_tree()
+    if tree is None:
+        tree = await anyio.to_thread.run_sync(shadow.snapshot)
+    return tree
 
 
 def _git_state(mode: str, blob: Blob | None, oid: str, limit: int) -> FileState | None:
