@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.support.ports import port_for_later
 from tests.support.scripted_llm import Response, Text, ToolUse, Usage, error_response
 from tests.support.server import RunningServer
 from tests.terminal.conftest import TRON, TronEnv
@@ -326,14 +327,6 @@ def test_print_mode_on_a_tty(env: TronEnv) -> None:
     assert output.decode().replace("\r\n", "\n") == "Hello, terminal.\n"
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_starts_a_server_in_the_background_when_none_answers(env: TronEnv, tmp_path: Path) -> None:
     """No server on this home: tron starts one (detached, logging to its file), says
     so, and the next tron attaches to it instead of starting another."""
@@ -345,7 +338,7 @@ def test_starts_a_server_in_the_background_when_none_answers(env: TronEnv, tmp_p
     home = tmp_path / "fresh-home"
     project = env.project("autostart")
     extra = env.env(
-        TRON_PORT=str(_free_port()),  # the default port of this test's world
+        TRON_PORT=str(port_for_later()),  # the default port of this test's world
         TRON_ANTHROPIC_BASE_URL=env.llm.base_url,
         TRON_LOG_LEVEL="warning",
     )
@@ -393,7 +386,7 @@ def test_starts_a_server_in_the_background_when_none_answers(env: TronEnv, tmp_p
 
 
 def test_no_start_fails_clearly(env: TronEnv, tmp_path: Path) -> None:
-    extra = env.env(TRON_PORT=str(_free_port()))
+    extra = env.env(TRON_PORT=str(port_for_later()))
     proc = subprocess.run(
         [*TRON, "--home", str(tmp_path / "h"), "--no-start", "-p", "x"],
         cwd=env.project("nostart"),
@@ -425,7 +418,7 @@ def test_no_server_and_none_can_start_says_why(env: TronEnv, tmp_path: Path) -> 
         capture_output=True,
         text=True,
         timeout=60,
-        env=env.env(TRON_PORT=str(_free_port())),
+        env=env.env(TRON_PORT=str(port_for_later())),
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 3, proc.stderr
@@ -442,7 +435,7 @@ def test_no_server_and_none_can_start_says_why(env: TronEnv, tmp_path: Path) -> 
         text=True,
         timeout=90,
         env=env.env(
-            TRON_PORT=str(_free_port()),
+            TRON_PORT=str(port_for_later()),
             TRON_DATABASE_URL="postgresql+psycopg://nobody@127.0.0.1:1/none",
         ),
         stdin=subprocess.DEVNULL,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -18,15 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import port_for_later
 from tests.support.scripted_llm import Response, Text
 from tests.terminal.conftest import TRON, TronEnv
 from tron_server.server_record import is_tron_server, read_server_record, running_servers
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Home:
@@ -35,7 +29,7 @@ class Home:
     def __init__(self, env: TronEnv, path: Path) -> None:
         self.env = env
         self.path = path
-        self.port = _free_port()
+        self.port = port_for_later()
         self.seen: set[int] = set()
         self.extra: dict[str, str] = {}
 
