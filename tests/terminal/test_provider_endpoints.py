@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.llm._serve import free_port
+from tests.support.ports import port_for_later
 from tests.support.scripted_llm import Response, Text
 from tests.terminal.conftest import TRON, TronEnv
 from tron_server.server_record import process_exists, read_server_record
@@ -36,7 +37,7 @@ class World:
     def __init__(self, env: TronEnv, home: Path, variables: dict[str, str]) -> None:
         self.home = home
         self.env = {k: v for k, v in env.env().items() if k not in PROVIDER_VARIABLES}
-        self.env.update(TRON_PORT=str(free_port()), TRON_LOG_LEVEL="warning", **variables)
+        self.env.update(TRON_PORT=str(port_for_later()), TRON_LOG_LEVEL="warning", **variables)
         self.project = env.project(home.name)
 
     def tron(self, *args: str) -> subprocess.CompletedProcess[str]:
