@@ -1,6 +1,6 @@
 """The floor of a Python agent on Tron's stack, for ``bench_peers.py`` (contender ``floor``).
 
-    python benchmarks/_floor_agent.py BASE_URL PROMPT
+    python benchmarks/_floor_agent.py BASE_URL PROMPT [--stack]
 
 The least a print-mode agent written in Python with httpx and asyncio does: import httpx,
 send the prompt with one ``Bash`` tool to the Anthropic Messages API at ``BASE_URL``
@@ -9,6 +9,9 @@ asyncio subprocess, send the results back, until the model answers without a cal
 store, no events, no permissions, no hooks, no process-tree guarantees, no output
 limits: what Tron's tool round trip and one-shot start cannot go below on this machine
 with these libraries, measured in the same run as Tron and the peers.
+
+``--stack`` first imports the libraries Tron's server is built on (contender
+``floor-stack``): the least a print mode that starts ``tron-server`` pays before it asks.
 """
 
 from __future__ import annotations
@@ -89,4 +92,12 @@ async def main(base_url: str, prompt: str) -> None:
 
 
 if __name__ == "__main__":
+    if "--stack" in sys.argv[3:]:
+        # What bench_health.py calls the web stack's floor: loaded, not used.
+        import sqlite3  # noqa: F401
+
+        import pydantic  # noqa: F401
+        import pydantic_settings  # noqa: F401
+        import starlette.applications  # noqa: F401
+        import uvicorn  # noqa: F401
     asyncio.run(main(sys.argv[1], sys.argv[2]))

@@ -27,6 +27,11 @@ Scenarios, each in interleaved rounds (the order of the peers rotates), medians:
 * **floor** (contender ``floor``, not a peer): ``benchmarks/_floor_agent.py``, the least a
   Python agent on Tron's libraries does (httpx, an asyncio ``bash -c`` per call, no store):
   what Tron's figures cannot go below on this machine.
+* **floor-stack** (contender, not a peer): the same floor agent, which first imports the
+  libraries Tron's design fixes for its server (``uvicorn``, ``starlette``, ``pydantic``,
+  ``pydantic_settings``, ``sqlite3``: what ``bench_health.py`` calls the web stack's floor)
+  and does nothing with them: the least any ``tron -p`` that starts ``tron-server`` pays
+  before its first request, whatever Tron's own code does.
 * **peak PSS**: the largest sum of ``Pss`` (``/proc/PID/smaps_rollup``) over the CLI's
   process tree (and, for Tron, its server) sampled every 20 ms during the tool turn.
 * **resume** (``--resume-turns``, default 500 and 2,000): a generated session of that
@@ -353,9 +358,11 @@ def make_peer(name: str, base_url: str, work: Path, peers: Path, prompt: str) ->
                    TRON_PORT=str(_free_port()))  # fmt: skip
         argv = [str(ROOT / ".venv" / "bin" / "tron"), "-p", prompt,
                 "--permission-mode", "bypassPermissions"]  # fmt: skip
-    elif name == "floor":
+    elif name in ("floor", "floor-stack"):
         floor = ROOT / "benchmarks" / "_floor_agent.py"
         argv = [str(ROOT / ".venv" / "bin" / "python"), str(floor), base_url, prompt]
+        if name == "floor-stack":
+            argv.append("--stack")
     elif name == "claude":
         env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="bench",
                    DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1",
@@ -559,9 +566,10 @@ def main() -> None:
     args = parser.parse_args()
     names = args.peers.split(",")
     sizes = [int(t) for t in args.resume_turns.split(",") if t.strip()]
-    local = ("tron", "floor")
+    local = ("tron", "floor", "floor-stack")
     versions = install_peers(args.peers_dir, [n for n in names if n not in local])
     versions["floor"] = "benchmarks/_floor_agent.py (httpx, asyncio)"
+    versions["floor-stack"] = "benchmarks/_floor_agent.py --stack (and the server's libraries)"
     tron = [str(ROOT / ".venv" / "bin" / "tron"), "--version"]
     versions["tron"] = subprocess.run(tron, capture_output=True, text=True, check=False).stdout
     versions["tron"] = versions["tron"].strip()

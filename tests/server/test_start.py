@@ -275,3 +275,45 @@ async def test_a_start_that_fails_unexpectedly_names_the_log_file(
     assert "RuntimeError" in message and str(settings.log_path) in message
     assert "a bug" not in message and "\n" not in message
     assert not (settings.home / "server.json").exists()
+
+
+def test_the_command_collects_garbage_again_once_it_serves(tmp_path: Path) -> None:
+    """``tron-server`` loads with the cyclic garbage collector paused (the start makes
+    only objects that stay) and, once ``/health`` says ready, runs with it on again and
+    the start's objects frozen out of its collections: a server left paused would keep
+    every reference cycle its turns make."""
+    watcher = """
+import gc, json, os, signal, sys, threading, time, urllib.request
+port, home = sys.argv[1], sys.argv[2]
+paused_at_start = []
+
+def watch():
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+                body = json.load(r)
+            paused_at_start.append(not gc.isenabled())
+            if body.get("ready"):
+                break
+        except OSError:
+            pass
+        time.sleep(0.005)
+    print(json.dumps({"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}), flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+threading.Thread(target=watch, daemon=True).start()
+sys.argv = ["tron-server", "--home", home, "--port", port, "--log-level", "warning"]
+from tron_server.__main__ import main
+sys.exit(main())
+"""
+    home = tmp_path / "home"
+    done = subprocess.run(
+        [sys.executable, "-c", watcher, str(free_port()), str(home)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    state = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert state, (done.stdout, done.stderr)
+    seen = __import__("json").loads(state[-1])
+    assert seen["enabled"] is True
+    assert seen["frozen"] > 10_000  # the modules' objects, at least

@@ -38,6 +38,7 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import gc
 import logging
 import os
 import socket
@@ -472,6 +473,13 @@ async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool =
         log.info("the token was replaced: clients must use the new one")
     failure: list[BaseException] = []
     recorded: list[bool] = []
+    # `tron-server` (__main__) pauses the collector for the start: on again once ready.
+    start_paused = not gc.isenabled()
+
+    def collect_again() -> None:
+        if start_paused and not gc.isenabled():
+            gc.freeze()  # what the start made stays: later full collections skip it
+            gc.enable()
 
     async def open_backend() -> Services:
         services = await open_for_serving(settings)
@@ -485,6 +493,7 @@ async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool =
         return services
 
     def on_ready(services: Services) -> None:
+        collect_again()
         release_stderr()
         other = _recorded_server(settings.home)
         record = new_record(
@@ -514,6 +523,7 @@ async def serve(settings: Settings, sock: socket.socket, *, rotate_token: bool =
                   "clients find that one until it stops", flush=True)  # fmt: skip
 
     def on_failed(exc: BaseException) -> None:
+        collect_again()
         if not isinstance(exc, CannotStart):
             log.error("tron-server could not start", exc_info=exc)
         failure.append(exc)
