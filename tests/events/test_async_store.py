@@ -7,6 +7,7 @@ import os
 import sys
 
 import anyio
+import orjson
 import pytest
 
 from tron_events import AsyncEventStore, EventStore, InvalidCursor, SessionNotFound
@@ -208,6 +209,55 @@ async def test_subscribe_seam_with_another_process_writing(store: EventStore) ->
     assert [e.sequence for e in got] == list(range(cursor.sequence + 1, count + 1))
     stored = [e.id for e in await a.get_events(s.id)]
     assert [e.id for e in got] == stored[cursor.sequence + 1 :]
+
+
+async def test_subscribe_sees_this_and_another_process_writing_one_session(
+    store: EventStore,
+) -> None:
+    """This process and another one append to the same session at once: the feed, woken
+    only by signals (poll_interval=120), gets every event once, in order. (This process's
+    own commits reach it from memory; the listener must still wake it for the others.)"""
+    a = AsyncEventStore(store)
+    s = await a.create_session(working_directory="/mixed", model="m", provider="p")
+    count = 40
+    it = a.subscribe(session_id=s.id, after=s.root_event_id, poll_interval=120)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = await anyio.open_process(
+        [sys.executable, "-m", "tests.events._feed_writer", store.url, s.id, str(count), "0.004"],
+        env=env,
+    )
+    try:
+        for i in range(count):
+            await a.append(s.id, "message.user", {"content": f"local {i}"})
+            await anyio.sleep(0.003)
+        got = await take(it, 2 * count, timeout=30)
+    finally:
+        await proc.wait()
+    assert proc.returncode == 0
+    assert [e.sequence for e in got] == list(range(1, 2 * count + 1))
+    assert [e.id for e in got] == [e.id for e in (await a.get_events(s.id))[1:]]
+
+
+async def test_a_feed_delivers_events_as_stored(store: EventStore) -> None:
+    """Events a feed takes from what this process committed are the stored ones: the
+    same wire form as a read, whatever the appender does with its payload afterwards."""
+    a = AsyncEventStore(store)
+    s = await a.create_session(working_directory="/as-stored", model="m", provider="p")
+    it = a.subscribe(session_id=s.id)
+    payload: dict[str, object] = {"content": "héllo", "turn": 1}
+    first = await a.append(s.id, "message.user", payload)
+    payload["content"] = "changed after the append"
+    drafts = [
+        {"type": "stream.turn_start", "payload": {"turn": 1}},
+        {"type": "stream.turn_end", "payload": {"turn": 1, "stopReason": "end_turn"}},
+    ]
+    more = await a.append_many(s.id, drafts, expected_head=first.id)
+    got = await take(it, 3)
+    stored = (await a.get_events(s.id))[1:]
+    assert [e.id for e in got] == [first.id, *(e.id for e in more)]
+    assert [e.to_dict() for e in got] == [e.to_dict() for e in stored]
+    assert [orjson.dumps(e.to_wire()) for e in got] == [orjson.dumps(e.to_wire()) for e in stored]
+    assert got[0].payload["content"] == "héllo"
 
 
 async def test_writers_to_other_sessions_do_not_queue_behind_a_locked_one(

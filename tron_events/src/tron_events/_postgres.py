@@ -236,6 +236,10 @@ class PostgresRecorder(Recorder):
         self._notify_cond = threading.Condition()
         self._to_announce: set[tuple[str, str]] = set()
         self._notifier: threading.Thread | None = None
+        #: The server process id of this recorder's NOTIFY connection: its notifications
+        #: tell of commits this recorder has signalled already, and the listener skips
+        #: them (each woke every live feed for a read that found nothing new).
+        self._notifier_pid: int | None = None
         self._listeners_seen = False
         self._listeners_checked_at = -1e9
         # autocommit: we issue BEGIN with the isolation level we want ourselves.
@@ -397,6 +401,7 @@ class PostgresRecorder(Recorder):
         try:
             if conn is None or conn.closed:
                 conn = psycopg.connect(self.conninfo, autocommit=True)
+                self._notifier_pid = conn.info.backend_pid
             if not self._anyone_listening(conn):
                 return conn
         except psycopg.Error:
@@ -455,6 +460,8 @@ class PostgresRecorder(Recorder):
                     self.changes.bump(ANY)
                     while not self._closed:
                         for note in conn.notifies(timeout=0.5):
+                            if note.pid == self._notifier_pid:
+                                continue  # this recorder's commits, signalled as made
                             keys: set[str] = {ALL_EVENTS}
                             for pair in note.payload.split(";"):
                                 keys.update(pair.split(" "))

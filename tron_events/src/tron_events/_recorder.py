@@ -201,6 +201,12 @@ class Recorder(abc.ABC):
         """Start (once) noticing commits made by other processes and bumping
         ``self.changes`` for them. Commits of this process bump it directly."""
 
+    def committed_here(self, events: Sequence[Event]) -> None:
+        """``events`` were just committed through this recorder (and signalled): a
+        listener that hears of every commit (SQLite's) tells them from other processes'
+        commits, which alone need a wake-up from it. Nothing by default."""
+        return None
+
     def sql(self, text: str) -> str:
         if self.placeholder == "?":
             return text

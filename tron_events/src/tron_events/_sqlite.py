@@ -134,6 +134,12 @@ class SQLiteRecorder(Recorder):
         self._lock = threading.Lock()
         self._closed = False
         self._listener: threading.Thread | None = None
+        #: Positions of the events this recorder committed that the listener has not
+        #: looked at yet (filled while it runs): a change of ``data_version`` they fully
+        #: explain needs no wake-up (see ``_foreign_events``).
+        self._own_positions: set[int] = set()
+        self._own_lock = threading.Lock()
+        self._listening = False
 
     # -- connections ------------------------------------------------------
 
@@ -297,23 +303,68 @@ class SQLiteRecorder(Recorder):
             )
             self._listener.start()
 
+    def committed_here(self, events: Sequence[Event]) -> None:
+        if self._listening and events:
+            with self._own_lock:
+                self._own_positions.update(e.position for e in events)
+
     def _watch_data_version(self) -> None:
         # PRAGMA data_version changes when another connection (another process
-        # included) commits: a cheap way to notice foreign writers.
+        # included) commits: a cheap way to notice foreign writers. This recorder's own
+        # commits change it too (they are other connections than this one): those were
+        # signalled as they were made, and waking every feed again for them only made
+        # each read what it already had (see _foreign_events).
         conn = sqlite3.connect(self.path, check_same_thread=False)
         try:
             last = None
+            allocated = self._allocated(conn)
+            self._listening = True
             while not self._closed:
                 try:
                     version = conn.execute("PRAGMA data_version").fetchone()[0]
                 except sqlite3.OperationalError:  # busy: look again shortly
                     version = last
                 if last is not None and version != last:
-                    self.changes.bump(ANY)
+                    foreign, allocated = self._foreign_events(conn, allocated)
+                    if foreign:
+                        self.changes.bump(ANY)
                 last = version
                 time.sleep(CHANGE_POLL_S)
         finally:
+            self._listening = False
             conn.close()
+
+    @staticmethod
+    def _allocated(conn: sqlite3.Connection) -> int | None:
+        """The highest event position ever given (``sqlite_sequence``: it only grows, and
+        a rolled-back insert gives none back); None when unknown (then every change
+        wakes the feeds)."""
+        try:
+            row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+        except sqlite3.Error:
+            return None
+        return int(row[0]) if row is not None and row[0] is not None else None
+
+    def _foreign_events(
+        self, conn: sqlite3.Connection, before: int | None
+    ) -> tuple[bool, int | None]:
+        """(whether events another connection committed may be among the positions given
+        since ``before``, the highest position now): not when this recorder's own commits
+        account for every one of them, or when none was given (a commit of no events:
+        session rows, snapshots, blobs, deletions; feeds only deliver events)."""
+        now = self._allocated(conn)
+        with self._own_lock:
+            own = self._own_positions
+            if now is not None:
+                self._own_positions = {p for p in own if p > now}
+        if now is None or before is None:
+            return True, now
+        if now == before:
+            return False, now
+        mine = sum(1 for p in own if before < p <= now)
+        # Positions are unique: a foreign event in the range leaves fewer than its size
+        # to this recorder. One of ours not noted yet wakes the feeds (harmless).
+        return mine != now - before, now
 
     # -- backend-specific operations --------------------------------------
 

@@ -304,17 +304,25 @@ class AsyncEventStore:
     ) -> AsyncIterator[Event]:
         keys = frozenset({session_id or workspace_id or ALL_EVENTS})
         changes = self.sync.recorder.changes
+        signalled = True
         while True:
             seen = changes.version(keys)  # before reading: no commit slips between
-            page = await self._read(
-                self.sync.feed_page, session_id=session_id, workspace_id=workspace_id,
-                after=cursor, limit=page_size,
-            )  # fmt: skip
+            page = None
+            if session_id is not None and signalled:
+                # What this process just committed, without a trip to a worker thread;
+                # after a wake-up by time-out, always the store (a write nobody signalled).
+                page = self.sync.recent_feed_page(session_id, cursor, page_size, seen)
+            if page is None:
+                page = await self._read(
+                    self.sync.feed_page, session_id=session_id, workspace_id=workspace_id,
+                    after=cursor, limit=page_size,
+                )  # fmt: skip
             for event in page.events:
                 cursor = event.sequence if session_id is not None else event.position
                 yield event
             if not page.has_more:
                 await changes.wait(keys, seen, poll_interval)
+                signalled = changes.version(keys) != seen
 
     async def get_messages_at(self, event_id: str) -> list[Message]:
         return await self._read(self.sync.get_messages_at, event_id)

@@ -26,6 +26,7 @@ from ._changes import ALL_EVENTS
 from ._gc import gc_paused
 from ._payload_json import payload_json
 from ._projection_cache import ProjectionCache
+from ._recent_feed import RecentEvents
 from ._recorder import (
     EVENT_COLUMNS,
     Counters,
@@ -236,6 +237,9 @@ class EventStore:
         #: row or the head event, moving the row on only if it still says the same
         #: (``Recorder.append_after_head``; else the general path reads them).
         self._tips: dict[str, Tip] = {}
+        #: The last events this process committed to each session: the session feeds'
+        #: next page without a read when it is certainly them (``_recent_feed.py``).
+        self._recent = RecentEvents()
 
     @classmethod
     def open(
@@ -292,6 +296,7 @@ class EventStore:
     def close(self) -> None:
         self._rec.close()
         self._projections.clear()
+        self._recent.clear()
 
     def drop_caches(self, session_ids: Iterable[str]) -> None:
         """Forget what this process keeps in memory for these sessions (their rows
@@ -300,6 +305,7 @@ class EventStore:
         ids = list(session_ids)
         self._rec.path_cache.forget(ids)
         self._projections.forget(ids)
+        self._recent.forget(ids)
         for sid in ids:
             self._tips.pop(sid, None)
         if ids:
@@ -525,12 +531,34 @@ class EventStore:
             self._rec.delete_sessions(cur, list(reversed(order)))
         self._rec.path_cache.forget(order)
         self._projections.forget(order)
+        self._recent.forget(order)
 
     def _committed(self, session_id: str, workspace_id: str, events: Sequence[Event] = ()) -> None:
-        """After a commit: cache the new rows for ancestor walks and wake live
-        subscribers of this session and workspace."""
+        """After a commit: cache the new rows for ancestor walks and for the session's
+        feeds, and wake live subscribers of this session and workspace."""
         self._rec.remember(events)
-        self._rec.changes.bump(session_id, workspace_id, ALL_EVENTS)
+        self._signal(session_id, workspace_id, events)
+
+    def _signal(self, session_id: str, workspace_id: str, events: Sequence[Event]) -> None:
+        """Wake the live subscribers of the session and workspace, keeping ``events`` for
+        the session's feeds in the same step (``_recent_feed.py``)."""
+        changes = self._rec.changes
+
+        def bump() -> int:
+            changes.bump(session_id, workspace_id, ALL_EVENTS)
+            return changes.version(frozenset({session_id}))
+
+        self._recent.committed(session_id, events, bump)
+        self._rec.committed_here(events)
+
+    def recent_feed_page(
+        self, session_id: str, after: int, limit: int, version: int
+    ) -> EventPage | None:
+        """:meth:`feed_page` of a session from what this process committed, without a
+        read, when that is certainly the page (the session's change signal still at
+        ``version``, taken before the call; see ``_recent_feed.py``); None: call
+        :meth:`feed_page`. Cheap: for an event loop."""
+        return self._recent.page(session_id, after, limit, version)
 
     # -- appending --------------------------------------------------------
 
@@ -641,7 +669,7 @@ class EventStore:
             session_id, workspace_id, sequence - 1,
             ((position, eid, head_id, sequence, depth, type, when, SharedPayload(raw, data)),),
         )  # fmt: skip
-        rec.changes.bump(session_id, workspace_id, ALL_EVENTS)
+        self._signal(session_id, workspace_id, (e,))
         self._set_tip(session_id, (eid, depth, sequence + 1, workspace_id))
         return e
 
@@ -687,7 +715,7 @@ class EventStore:
             cached.append((position, *values[:2], *values[4:8], SharedPayload(values[8], data)))
         # _committed, written out: the path cache takes the rows as they are.
         self._rec.path_cache.extend(session_id, workspace_id, tip[2] - 1, cached)
-        self._rec.changes.bump(session_id, workspace_id, ALL_EVENTS)
+        self._signal(session_id, workspace_id, events)
         self._set_tip(session_id, (parent_id, depth, sequence, workspace_id))
         return events
 

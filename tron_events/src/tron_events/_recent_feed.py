@@ -1,0 +1,102 @@
+"""The last events this process committed to each session, for its live session feeds.
+
+A server's ``events.new`` feed of a session woke after each commit and read back, in a
+worker thread, the events the same process had just committed (about three reads per
+agent turn). :class:`RecentEvents` keeps the last few events of each session as the
+commits left them, and answers a feed's next page from memory when that page is
+certainly what the database would return:
+
+- the change signal's version of the session is the one recorded with the last commit
+  kept here (taken under the same lock as the commit's bump): no other commit of the
+  session was signalled since, from this process or (through the backend's listener)
+  from another one;
+- the events after the feed's cursor are all here, in sequence order, without a hole.
+
+Anything else (a commit another process made, a session this process did not write, a
+page larger than what is kept, a wake-up by time-out rather than by a signal) reads the
+database as before. The events handed out are built from the stored JSON text, like
+rows read back, so a caller that mutates the payload it appended changes nothing here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+from ._recorder import event_from_row, page_of
+from .models import Event, EventPage
+
+__all__ = ["RecentEvents"]
+
+#: Events kept per session (a turn commits a handful; a page beyond them reads the store).
+PER_SESSION = 64
+#: Sessions kept (the least recently written go first).
+SESSIONS = 256
+
+
+def _as_read(event: Event) -> Event | None:
+    """``event`` as a read of its row gives it (its payload as the stored JSON text);
+    None when the event does not carry that text."""
+    raw = event._raw
+    if not isinstance(raw, str):
+        return None
+    return event_from_row(
+        (event.position, event.id, event.parent_id, event.session_id, event.workspace_id,
+         event.sequence, event.depth, event.type, event.timestamp, raw)
+    )  # fmt: skip
+
+
+class RecentEvents:
+    """Per session: the signal version after its last commit here, and its last events
+    by sequence. Safe from any thread."""
+
+    def __init__(self, per_session: int = PER_SESSION, sessions: int = SESSIONS) -> None:
+        self._lock = threading.Lock()
+        self._per_session = per_session
+        self._sessions = sessions
+        self._kept: dict[str, tuple[int, dict[int, Event]]] = {}
+
+    def committed(self, session_id: str, events: Sequence[Event], bump: Callable[[], int]) -> None:
+        """Run ``bump`` (the commit's change signal; returns the session's version after
+        it) and keep ``events`` with that version, as one step for :meth:`page`."""
+        kept = [_as_read(e) for e in events]
+        with self._lock:
+            version = bump()
+            if not kept or any(e is None for e in kept):
+                self._kept.pop(session_id, None)  # nothing to go on from: read the store
+                return
+            _old, by_sequence = self._kept.pop(session_id, (0, {}))
+            for event in kept:
+                assert event is not None
+                by_sequence[event.sequence] = event
+            while len(by_sequence) > self._per_session:
+                del by_sequence[min(by_sequence)]
+            self._kept[session_id] = (version, by_sequence)  # now the most recent
+            while len(self._kept) > self._sessions:
+                del self._kept[next(iter(self._kept))]
+
+    def page(self, session_id: str, after: int, limit: int, version: int) -> EventPage | None:
+        """The session feed's page after sequence ``after`` (at most ``limit`` events), when
+        memory holds it for certain at signal ``version`` (see the module docstring);
+        None: read the store."""
+        with self._lock:
+            entry = self._kept.get(session_id)
+            if entry is None or entry[0] != version:
+                return None
+            by_sequence = entry[1]
+            last = max(by_sequence)
+            if after >= last:
+                return page_of([], limit)
+            wanted = range(after + 1, last + 1)
+            if len(wanted) > limit or any(s not in by_sequence for s in wanted):
+                return None
+            return page_of([by_sequence[s] for s in wanted], limit)
+
+    def forget(self, session_ids: Sequence[str]) -> None:
+        with self._lock:
+            for sid in session_ids:
+                self._kept.pop(sid, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
