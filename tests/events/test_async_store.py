@@ -57,6 +57,24 @@ async def test_append_many_and_state_is_the_append_then_the_state(store: EventSt
     assert [m.role for m in state.messages] == ["user"]
 
 
+async def test_session_and_head_and_session_and_state_read_together(store: EventStore) -> None:
+    a = AsyncEventStore(store)
+    s = await a.create_session(working_directory="/a", model="m", provider="p")
+    session, head = await a.get_session_and_head(s.id)
+    assert (session, head) == (s, await a.get_event(s.root_event_id))
+    reply = await a.append(s.id, "message.user", {"content": "hi", "turn": 1})
+    session, head = await a.get_session_and_head(s.id)
+    assert session == await a.get_session(s.id)
+    assert head == reply and session.head_event_id == reply.id
+    session, state = await a.get_session_and_state(s.id)
+    assert session.head_event_id == state.head_event_id == reply.id
+    assert state == await a.get_state_at_head(s.id)
+    with pytest.raises(SessionNotFound):
+        await a.get_session_and_head("sess_missing")
+    with pytest.raises(SessionNotFound):
+        await a.get_session_and_state("sess_missing")
+
+
 async def test_concurrent_async_writers_serialize(store: EventStore) -> None:
     a = AsyncEventStore(store)
     s = await a.create_session(working_directory="/a", model="m", provider="p")

@@ -163,6 +163,14 @@ class AsyncEventStore:
     async def get_session(self, session_id: str) -> Session:
         return await self._read(self.sync.get_session, session_id)
 
+    async def get_session_and_head(self, session_id: str) -> tuple[Session, Event]:
+        """:meth:`EventStore.get_session_and_head` (one worker-thread call)."""
+        return await self._read(self.sync.get_session_and_head, session_id)
+
+    async def get_session_and_state(self, session_id: str) -> tuple[Session, SessionState]:
+        """:meth:`EventStore.get_session_and_state` (one worker-thread call)."""
+        return await self._read(self.sync.get_session_and_state, session_id)
+
     async def list_sessions(
         self, *, workspace_id: str | None = None, status: str | None = None, limit: int = 50
     ) -> list[Session]:

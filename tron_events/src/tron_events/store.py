@@ -460,6 +460,24 @@ class EventStore:
             raise SessionNotFound(session_id)
         return session
 
+    def get_session_and_head(self, session_id: str) -> tuple[Session, Event]:
+        """The session's row and its head event, in one read (a caller that looks at the
+        last event, e.g. whether a stopped run left a request, needs no second trip)."""
+        with self._rec.read() as cur:
+            session = self._rec.get_session(cur, session_id)
+            if session is None:
+                raise SessionNotFound(session_id)
+            head = self._rec.get_event(cur, session.head_event_id)
+        if head is None:
+            raise EventNotFound(session.head_event_id)
+        return session, head
+
+    def get_session_and_state(self, session_id: str) -> tuple[Session, SessionState]:
+        """The session's row and the state at the head that row names (so both agree),
+        in one call: the agent runtime starts a run from both."""
+        session = self.get_session(session_id)
+        return session, self._state_at(event_id=session.head_event_id)
+
     def list_sessions(
         self, *, workspace_id: str | None = None, status: str | None = None, limit: int = 50
     ) -> list[Session]:

@@ -74,11 +74,11 @@ class Runtime:
         (its turn is closed with results saying so). Returns ``agent.message``'s result."""
         orchestrator = self.agent()
         interaction = self.interaction
-        # One read of the session's row for both (the pending request's check and the
-        # message's); a session that does not exist is refused by send_message.
-        session = await orchestrator.session_or_none(session_id)
+        # One read of the session's row and head for both (the pending request's check
+        # and the message's); a session that does not exist is refused by send_message.
+        session, head = await orchestrator.session_and_head(session_id)
         resume = (
-            await interaction.cancel_pending(session_id, session=session)
+            await interaction.cancel_pending(session_id, session=session, head=head)
             if interaction is not None
             else None
         )

@@ -59,6 +59,7 @@ __all__ = [
     "compact_session",
     "context_usage",
     "estimate_tokens",
+    "known_context_usage",
     "maybe_auto_compact",
     "render_transcript",
 ]
@@ -184,6 +185,17 @@ def run_context_usage(run: AgentRun) -> ContextUsage | None:
     after = sum(estimate_tokens(content) for content in run.recorded_since_call)
     model = run.context_model
     return ContextUsage(model, context_window(model), run.last_call_tokens + after)
+
+
+def known_context_usage(run: AgentRun) -> ContextUsage | None:
+    """The context use an earlier run of the session left at its end
+    (``AgentRun.known_context``: its text reply's counted tokens), when the head is still
+    the one it was measured at and nothing waits to be committed; None otherwise."""
+    known = run.known_context
+    if known is None or known[0] != run.writer.head or run.writer.deferred:
+        return None
+    _head, model, tokens = known
+    return ContextUsage(model, context_window(model), tokens)
 
 
 def _cut(text: str, limit: int = TRANSCRIPT_PART_CHARS) -> str:
@@ -388,7 +400,7 @@ async def maybe_auto_compact(orchestrator: CompactionHost, run: AgentRun) -> Non
     threshold = orchestrator.auto_compact_threshold
     if threshold is None or threshold <= 0:
         return
-    usage = run_context_usage(run)
+    usage = run_context_usage(run) or known_context_usage(run)
     if usage is None:  # no model call in this run yet: from the store
         usage = await context_usage(orchestrator.store, run.session_id)
     if usage.used_tokens < threshold * usage.context_window:

@@ -48,6 +48,7 @@ from tron_events import (
     AsyncEventStore,
     ConcurrencyConflict,
     Event,
+    EventNotFound,
     Session,
     SessionNotActive,
     SessionNotFound,
@@ -66,6 +67,7 @@ from ..errors import (
 from ..hooks.base import HookContext, HookEngine
 from ..hooks.settings import HookSettingsError
 from ..mcp import McpManager, mcp_allowed
+from ..memory import MemorySettings
 from ..protocol import AGENT_COMPLETE, AGENT_ERROR, SESSION_NOTIFICATION, session_json
 from ..tools.base import ToolRegistry
 from ..tools.skill import SkillTool
@@ -107,6 +109,8 @@ ProviderFactory = Callable[[str, str], Provider]
 ABORT_WAIT = 5.0
 """How long ``abort`` waits for the run to record its interruption."""
 
+#: How many sessions' context use (:meth:`Orchestrator._remember_context`) is kept.
+KNOWN_CONTEXTS = 512
 _run_ids = itertools.count(1)
 _LEVELS = frozenset(get_args(ReasoningLevel))
 #: The tool the ``memory.recall`` setting offers or withholds.
@@ -215,6 +219,9 @@ class Orchestrator:
             weakref.WeakValueDictionary()
         )
         self._profiles: dict[str, SessionProfile] = {}
+        #: session → (head, model, tokens): the context use its last run left at its end
+        #: (``AgentRun.known_context``), so the next run's compaction check reads nothing.
+        self._known_context: dict[str, tuple[str, str, int]] = {}
         _add_skill_tool(tools, home)
         self._closing = False
         #: Told when a session's run starts (True) and when it has ended (False): the
@@ -410,6 +417,14 @@ class Orchestrator:
         except SessionNotFound:
             return None
 
+    async def session_and_head(self, session_id: str) -> tuple[Session | None, Event | None]:
+        """The session's row and its head event in one read; (None, None) when there is no
+        such session."""
+        try:
+            return await self.store.get_session_and_head(session_id)
+        except (SessionNotFound, EventNotFound):
+            return None, None
+
     def is_running(self, session_id: str) -> bool:
         """Whether the session has a loop running (or about to run)."""
         return session_id in self._runs
@@ -569,19 +584,28 @@ class Orchestrator:
         """The run's tools: the session's allow-list, plus Task while the depth allows."""
         extra: list[Any] = []
         wants_task = profile.tools is None or TASK_TOOL_NAME in profile.tools
-        if self.subagents.enabled and profile.depth < self.subagents.max_depth and wants_task:
-            agents = await anyio.to_thread.run_sync(
-                discover_agents, self.home, agent.working_directory
+        task = self.subagents.enabled and profile.depth < self.subagents.max_depth and wants_task
+        memory = self.memory if RECALL_TOOL in self.tools else None
+        wd = agent.working_directory
+
+        def read_files() -> tuple[Any, MemorySettings | None]:
+            # The agent definitions and the memory settings in one worker-thread trip.
+            return (
+                discover_agents(self.home, wd) if task else None,
+                memory.settings_now(wd) if memory is not None else None,
             )
+
+        agents, settings = (
+            await anyio.to_thread.run_sync(read_files) if task or memory else (None, None)
+        )
+        if agents is not None:
             spawner = Spawner(self, agent, profile, agents)
             extra.append(TaskTool(spawner, max_parallel=self.subagents.max_parallel))
         extra += await self._mcp_tools(agent, profile)
         allowed = profile.tools
-        if self.memory is not None and RECALL_TOOL in self.tools:
-            settings = await self.memory.settings(agent.working_directory)
-            if not settings.recall:  # the tool is not offered at all
-                names = allowed if allowed is not None else self.tools.names()
-                allowed = tuple(n for n in names if n != RECALL_TOOL)
+        if settings is not None and not settings.recall:  # the tool is not offered at all
+            names = allowed if allowed is not None else self.tools.names()
+            allowed = tuple(n for n in names if n != RECALL_TOOL)
         if allowed is None and not extra:
             return self.tools
         return ScopedTools(self.tools, allowed, extra)
@@ -709,7 +733,9 @@ class Orchestrator:
                 if run.abort_pending:
                     run.abort_pending = False
                     agent.abort(shutdown=self._closing)
+                agent.known_context = self._known_context.pop(run.session_id, None)
                 result = await self._execute(agent, profile, run)
+                self._remember_context(agent)
                 if result.stop_reason == "error" and run.last_error:
                     result.error = run.last_error  # what the client was told
                 self._complete(run, request, result)
@@ -725,6 +751,23 @@ class Orchestrator:
                     slot.append(RunResult(0, "aborted", "the run stopped before this message"))
                 done.set()
             run.finished.set()
+
+    def _remember_context(self, agent: AgentRun) -> None:
+        """Keep the context use a run left when its text reply is still the head (the
+        next run's first compaction check then reads nothing); a bounded memory."""
+        head = agent.reply_head
+        if (
+            head is None
+            or head != agent.writer.head
+            or agent.writer.deferred
+            or agent.context_model is None
+            or agent.last_call_tokens is None
+        ):
+            return
+        known = self._known_context
+        known[agent.session_id] = (head, agent.context_model, agent.last_call_tokens)
+        while len(known) > KNOWN_CONTEXTS:
+            del known[next(iter(known))]
 
     def _complete(self, run: _SessionRun, request: RunRequest, result: RunResult) -> None:
         self._notify_run(
@@ -744,7 +787,8 @@ class Orchestrator:
         sid = agent.session_id
         notify = agent.notify
         try:
-            session = await self.store.get_session(sid)
+            # The row and the state at its head in one read: the run goes on from both.
+            session, agent.started_state = await run.writer.sync_session_state()
             agent.session = session
             agent.working_directory = Path(session.working_directory)
             agent.tools = await self._tools_for(agent, profile)

@@ -12,8 +12,9 @@ Loading is :class:`tron_server.context.rules.RulesLoader`'s.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -22,6 +23,8 @@ from tron_events import AsyncEventStore
 from ..context.rules import RulesFile, RulesLoader, rules_loaded_payload
 
 __all__ = ["PATH_ARGUMENTS", "SessionRules"]
+
+T = TypeVar("T")
 
 PATH_ARGUMENTS = ("file_path", "path", "notebook_path")
 """Tool arguments that name a path the agent touches."""
@@ -46,6 +49,14 @@ class SessionRules:
     async def start(self, store: AsyncEventStore, head_event_id: str) -> list[RulesFile]:
         """Restore recorded files (first call only) and load the initial ones; returns
         the files to record as newly loaded."""
+        files, _ = await self.start_with(store, head_event_id, lambda: None)
+        return files
+
+    async def start_with(
+        self, store: AsyncEventStore, head_event_id: str, then: Callable[[], T]
+    ) -> tuple[list[RulesFile], T]:
+        """:meth:`start`, then ``then()`` in the same worker-thread trip (work that reads
+        files and needs the rules loaded: the run's system prompt)."""
         if not self._started:
             self._started = True
             path = await store.get_ancestors(head_event_id)
@@ -57,7 +68,12 @@ class SessionRules:
                 if isinstance(f, dict) and f.get("path")
             ]
             await anyio.to_thread.run_sync(self._loader.restore, recorded)
-        return await anyio.to_thread.run_sync(self._loader.initial)
+
+        def initial() -> tuple[list[RulesFile], T]:
+            files = self._loader.initial()
+            return files, then()
+
+        return await anyio.to_thread.run_sync(initial)
 
     async def touched(self, arguments: dict[str, Any]) -> list[RulesFile]:
         """Rules files newly applicable after a tool call with ``arguments``."""

@@ -137,9 +137,12 @@ class SessionMemory:
 
     async def settings(self, working_directory: Path) -> MemorySettings:
         """The memory settings of a folder (cached until its files change)."""
-        settings = await anyio.to_thread.run_sync(
-            load_memory_settings, working_directory, self.home
-        )
+        return await anyio.to_thread.run_sync(self.settings_now, working_directory)
+
+    def settings_now(self, working_directory: Path) -> MemorySettings:
+        """:meth:`settings` in this thread (reads files: in a worker thread, where a caller
+        has other work for the same trip)."""
+        settings = load_memory_settings(working_directory, self.home)
         if settings.error:
             log.warning("%s", settings.error)
         return settings

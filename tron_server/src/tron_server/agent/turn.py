@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 
@@ -99,6 +99,9 @@ from .context import InvalidHistoryError, build_system_prompt, check_history
 from .progress import TurnProgress
 from .rules import SessionRules
 from .writer import SessionWriter
+
+if TYPE_CHECKING:
+    from tron_events.reconstruct import SessionState
 
 __all__ = [
     "ABORTED_RESULT",
@@ -288,6 +291,9 @@ class AgentRun:
         self.working_directory = Path(".")
         #: The session's row as the run started (read once, by the orchestrator).
         self.session: Session | None = None
+        #: The state the writer synced to with that row; the run starts from it while
+        #: nothing was recorded since (else it reads the state again).
+        self.started_state: SessionState | None = None
         self.hooks: HookEngine | None = None
         self._scope: anyio.CancelScope | None = None
         self._tool_scopes: set[anyio.CancelScope] = set()
@@ -313,6 +319,12 @@ class AgentRun:
         self.ended = False
         self.last_call_tokens: int | None = None
         self.recorded_since_call: list[Any] = []
+        #: The head a text reply of this run was committed at (its tokens are
+        #: ``last_call_tokens``): while it stays the head, so is the context use.
+        self.reply_head: str | None = None
+        #: (head, model, tokens) of the context use an earlier run left at its end (the
+        #: orchestrator's): the first check of this run reads nothing when the head is it.
+        self.known_context: tuple[str, str, int] | None = None
 
     # -- control ----------------------------------------------------------------------
 
@@ -366,7 +378,11 @@ class AgentRun:
         self.recorded_since_call = []
 
     async def _run_message(self) -> RunResult:
-        state = await self.writer.sync_state()
+        state = self.started_state
+        self.started_state = None
+        if state is None or state.head_event_id != self.writer.head or self.writer.deferred:
+            # Something was recorded since (the SessionStart hooks' context): read again.
+            state = await self.writer.sync_state()
         self.working_directory = Path(state.working_directory)
         self.hooks = self.deps.hooks_for(self.working_directory)
         content = self.request.content
@@ -395,7 +411,13 @@ class AgentRun:
 
         if self.deps.rules_for is not None:
             self.rules = self.deps.rules_for(self.session_id, self.working_directory)
-            await self._record_rules(await self.rules.start(self.deps.store, state.head_event_id))
+            # The system prompt is built in the same trip, with the rules just loaded; the
+            # first turn takes it when the stored prompt it was built from is the turn's.
+            build = partial(self._build_system, state.system_prompt)
+            files, self._system_cache = await self.rules.start_with(
+                self.deps.store, state.head_event_id, build
+            )
+            await self._record_rules(files)
 
         level = self.request.reasoning_level
         if level is not None and level != state.reasoning_level:
@@ -535,17 +557,18 @@ class AgentRun:
         assistant = self._assistant_draft(
             turn, done.message, usage, done.stop_reason, done.model, stream
         )
+        tokens = assistant[1]["tokenUsage"]
+        self.last_call_tokens = int(tokens["inputTokens"] or 0) + int(tokens["outputTokens"] or 0)
+        self.recorded_since_call = []
         if not uses:  # the turn is complete: one commit for the reply and its end
             await self.writer.append_many(
                 [assistant, self._turn_end_draft(turn, done.stop_reason, usage)]
             )
+            self.reply_head = self.writer.head
             self._emit_turn_end(turn, done.stop_reason, usage)
             return done.stop_reason, False
         # One commit for the reply and its calls, before any tool runs.
         await self._record_tool_calls(turn, uses, before=assistant)
-        tokens = assistant[1]["tokenUsage"]
-        self.last_call_tokens = int(tokens["inputTokens"] or 0) + int(tokens["outputTokens"] or 0)
-        self.recorded_since_call = []
         answered = await self._run_tools(turn, uses)
         if len(answered) < len(uses) or self.abort_requested:
             return await self._close_aborted(turn, uses, answered, usage)
@@ -559,22 +582,27 @@ class AgentRun:
         """The turn's system prompt, built (files read: skills, in a thread) once per run
         and again only when what it is made of changed: the stored prompt, the rules
         loaded, the date. Every turn used to rebuild it."""
-        rules = tuple(self.rules.loaded) if self.rules is not None else ()
-        key = (stored, rules, datetime.now().astimezone().date())
         cached = self._system_cache
-        if cached is not None and cached[0] == key:
+        if cached is not None and cached[0] == self._system_key(stored):
             return cached[1]
-        system = await anyio.to_thread.run_sync(
-            partial(
-                build_system_prompt,
-                stored=stored,
-                working_directory=self.working_directory,
-                home=self.deps.home,
-                rules=rules,
-            )
+        self._system_cache = await anyio.to_thread.run_sync(self._build_system, stored)
+        return self._system_cache[1]
+
+    def _system_key(self, stored: str | None) -> tuple[Any, ...]:
+        """What the system prompt is made of (besides files read when it is built)."""
+        rules = tuple(self.rules.loaded) if self.rules is not None else ()
+        return (stored, rules, datetime.now().astimezone().date())
+
+    def _build_system(self, stored: str | None) -> tuple[tuple[Any, ...], str]:
+        """(its key, the system prompt): reads files, so in a worker thread."""
+        key = self._system_key(stored)
+        system = build_system_prompt(
+            stored=stored,
+            working_directory=self.working_directory,
+            home=self.deps.home,
+            rules=key[1],
         )
-        self._system_cache = (key, system)
-        return system
+        return key, system
 
     async def _record_rules(self, files: list[Any]) -> None:
         if files and self.rules is not None:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from tron_events import AsyncEventStore, Event
+from tron_events import AsyncEventStore, Event, Session
 
 if TYPE_CHECKING:
     from tron_events.reconstruct import SessionState
@@ -92,6 +92,15 @@ class SessionWriter:
             state = await self.store.get_state_at_head(self.session_id)
             self.head = state.head_event_id
             return state
+
+    async def sync_session_state(self) -> tuple[Session, SessionState]:
+        """:meth:`sync_state` with the session's row (one read for both: a run's start)."""
+        async with self._lock:
+            if self._deferred:
+                await self._commit([], self.head)
+            session, state = await self.store.get_session_and_state(self.session_id)
+            self.head = state.head_event_id
+            return session, state
 
     async def append(self, type: str, payload: Mapping[str, Any]) -> Event:
         """Append ``type`` on top of the head this writer last saw."""

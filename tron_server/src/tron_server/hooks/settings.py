@@ -130,7 +130,19 @@ def settings_stamp(working_directory: Path, home: Path) -> tuple[Any, ...]:
     replaced or removed, or when the folder's trust changes (cheap: one ``stat`` per
     file), so a long-running server can tell when to read them again."""
     stamp: list[Any] = [TrustStore(home).is_trusted(working_directory)]
-    for _scope, path in settings_paths(working_directory, home):
+    # Every candidate, without settings_paths' dedup (a project file that is a home
+    # file): stamping one file twice still tells every change, and skipping the
+    # realpath calls makes this a third of the cost (it runs on the event loop, several
+    # times per agent run).
+    wd, home_dir = working_directory.expanduser(), home.expanduser()
+    candidates = (
+        claude_user_dir() / "settings.json",
+        home_dir / "settings.json",
+        wd / ".claude" / "settings.json",
+        wd / ".claude" / "settings.local.json",
+        wd / ".tron" / "settings.json",
+    )
+    for path in candidates:
         try:
             st = path.stat()
         except OSError:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tron_events import AsyncEventStore, EventNotFound, Session, SessionNotFound
+from tron_events import AsyncEventStore, Event, EventNotFound, Session, SessionNotFound
 from tron_events.messages import ToolUseBlock
 
 __all__ = ["TURN_CLOSERS", "PendingTurn", "find_pending_turn"]
@@ -73,14 +73,25 @@ class PendingTurn:
 
 
 async def find_pending_turn(
-    store: AsyncEventStore, session_id: str, session: Session | None = None
+    store: AsyncEventStore,
+    session_id: str,
+    session: Session | None = None,
+    head: Event | None = None,
 ) -> PendingTurn | None:
     """The request a stopped run of ``session_id`` left pending, or None. ``session``:
-    its row, when the caller has just read it."""
+    its row, when the caller has just read it; ``head``: that row's head event, read with
+    it (a head that closes a turn or is the model's reply answers without the path)."""
     try:
         if session is None or session.id != session_id:
-            session = await store.get_session(session_id)
+            session, head = await store.get_session_and_head(session_id)
         if session.status != "active":
+            return None
+        # The walk below stops at its first event for these: no path to read.
+        if (
+            head is not None
+            and head.id == session.head_event_id
+            and (head.type in TURN_CLOSERS or head.type == "message.assistant")
+        ):
             return None
         path = await store.get_ancestors(session.head_event_id)
     except (SessionNotFound, EventNotFound):

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
-from tron_events import AsyncEventStore, Session, SessionNotFound
+from tron_events import AsyncEventStore, Event, Session, SessionNotFound
 from tron_events.messages import ToolUseBlock
 
 from ..browser.urls import UrlRefused, UrlVerdict, non_public, parse_web_url, resolve_host
@@ -639,14 +639,16 @@ class Interaction:
         session_id: str,
         outcome: Literal["cancelled", "aborted"] = "cancelled",
         session: Session | None = None,
+        head: Event | None = None,
     ) -> Resumption | None:
         """For a new message to an idle session whose stopped run left a request: the
         :class:`Resumption` that cancels it (None when nothing is pending); with
         ``outcome="aborted"``, for ``agent.abort`` of that session, the one that ends it
-        as an abort. Call :meth:`release` with its request id if it is then not run."""
+        as an abort. Call :meth:`release` with its request id if it is then not run.
+        ``session`` and ``head``: the row and its head event when the caller read them."""
         if self.orchestrator.is_running(session_id):
             return None
-        pt = await find_pending_turn(self.store, session_id, session)
+        pt = await find_pending_turn(self.store, session_id, session, head)
         if pt is None or pt.request_id in self._claimed:
             return None
         self._claimed.add(pt.request_id)
