@@ -295,3 +295,16 @@ def test_downgrade_drops_snapshots_and_an_old_schema_works_without_them(
         assert rows(again) == []
         assert again.get_state_at_head(s.id) == expected
         assert len(rows(again)) == 1
+
+
+def test_a_snapshot_rewritten_at_the_same_event_reads_back_exactly(store: EventStore) -> None:
+    # SQLite writes the bytes through blob I/O into a zeroblob of their length: a
+    # longer or shorter replacement must come back whole.
+    s = conversation(store, 3)
+    event = store.get_event(s.head_event_id)
+    rec = store.recorder
+    for data in (b"a" * 5000, b"b" * 10, b"c" * 300_000, b""):
+        with rec.write() as cur:
+            rec.write_snapshot(cur, event, "probe", data, 2, "2026-01-01T00:00:00Z")
+        with rec.read() as cur:
+            assert rec.read_snapshot(cur, event.id, "probe") == data
