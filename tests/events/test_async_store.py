@@ -70,6 +70,11 @@ async def test_session_and_head_and_session_and_state_read_together(store: Event
     session, state = await a.get_session_and_state(s.id)
     assert session.head_event_id == state.head_event_id == reply.id
     assert state == await a.get_state_at_head(s.id)
+    session, head, state = await a.get_session_head_and_state(s.id)
+    assert session == await a.get_session(s.id) and head == reply
+    assert state == await a.get_state_at_head(s.id)
+    with pytest.raises(SessionNotFound):
+        await a.get_session_head_and_state("sess_missing")
     with pytest.raises(SessionNotFound):
         await a.get_session_and_head("sess_missing")
     with pytest.raises(SessionNotFound):

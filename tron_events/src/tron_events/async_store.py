@@ -167,6 +167,12 @@ class AsyncEventStore:
         """:meth:`EventStore.get_session_and_head` (one worker-thread call)."""
         return await self._read(self.sync.get_session_and_head, session_id)
 
+    async def get_session_head_and_state(
+        self, session_id: str
+    ) -> tuple[Session, Event, SessionState]:
+        """:meth:`EventStore.get_session_head_and_state` (one worker-thread call)."""
+        return await self._read(self.sync.get_session_head_and_state, session_id)
+
     async def get_session_and_state(self, session_id: str) -> tuple[Session, SessionState]:
         """:meth:`EventStore.get_session_and_state` (one worker-thread call)."""
         return await self._read(self.sync.get_session_and_state, session_id)

@@ -478,6 +478,12 @@ class EventStore:
             raise EventNotFound(session.head_event_id)
         return session, head
 
+    def get_session_head_and_state(self, session_id: str) -> tuple[Session, Event, SessionState]:
+        """:meth:`get_session_and_head` and the state at that head, in one call (a new
+        message is checked against the head event, and its run starts from the state)."""
+        session, head = self.get_session_and_head(session_id)
+        return session, head, self._state_at(event_id=head.id)
+
     def get_session_and_state(self, session_id: str) -> tuple[Session, SessionState]:
         """The session's row and the state at the head that row names (so both agree),
         in one call: the agent runtime starts a run from both."""

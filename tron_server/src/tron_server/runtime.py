@@ -76,16 +76,18 @@ class Runtime:
         interaction = self.interaction
         # One read of the session's row and head for both (the pending request's check
         # and the message's); a session that does not exist is refused by send_message.
-        session, head = await orchestrator.session_and_head(session_id)
+        # The state too: a run that starts now goes on from it (one trip to the store).
+        read = await orchestrator.read_for_message(session_id)
+        session = read.session
         resume = (
-            await interaction.cancel_pending(session_id, session=session, head=head)
+            await interaction.cancel_pending(session_id, session=session, head=read.head)
             if interaction is not None
             else None
         )
         try:
             return await orchestrator.send_message(
                 session_id, content, queue=queue, reasoning_level=reasoning_level, resume=resume,
-                session=session, **options,
+                session=session, start=read if resume is None else None, **options,
             )  # fmt: skip
         except BaseException:
             if resume is not None and interaction is not None:

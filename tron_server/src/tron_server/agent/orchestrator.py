@@ -93,6 +93,7 @@ from .writer import SessionWriter
 
 if TYPE_CHECKING:
     from tron_events.messages import Message
+    from tron_events.reconstruct import SessionState
 
     from ..workspace.recorder import FileRecorder
 
@@ -132,6 +133,18 @@ class UserInTheLoop(Protocol):
     ) -> UrlVerdict: ...
 
 
+@dataclass(frozen=True)
+class StartPoint:
+    """The session as a message read it (:meth:`Orchestrator.read_for_message`): its row,
+    head event and state, and its writer with the commits it had made before the read."""
+
+    session: Session | None
+    head: Event | None
+    state: SessionState | None
+    writer: SessionWriter
+    commits: int
+
+
 @dataclass
 class _SessionRun:
     """The running loop of one session and its queue."""
@@ -147,6 +160,9 @@ class _SessionRun:
     #: The parent of a child's run (its notifications carry it).
     link: ParentLink | None = None
     links: dict[str, ParentLink] = field(default_factory=dict)
+    #: What ``agent.message`` read just before the run started (its first request goes
+    #: on from it when nothing was recorded since).
+    start: StartPoint | None = None
     #: Requests someone awaits (run_child): run id → (done, result).
     waiters: dict[str, tuple[anyio.Event, list[RunResult]]] = field(default_factory=dict)
     last_error: str | None = None
@@ -286,6 +302,7 @@ class Orchestrator:
         before: tuple[tuple[str, dict[str, Any]], ...] = (),
         max_turns: int | None = None,
         session: Session | None = None,
+        start: StartPoint | None = None,
     ) -> dict[str, Any]:
         """Start (or queue) the agent loop for ``content``; returns at once.
 
@@ -337,7 +354,9 @@ class Orchestrator:
                 )
             run.queue.append(request)
             return {"accepted": True, "turn": None, "queued": True, "runId": request.run_id}
-        self._start_run(session_id, request)
+        started = self._start_run(session_id, request)
+        if start is not None and start.session == session and start.state is not None:
+            started.start = start  # read with the row: the run may start from it
         return {
             "accepted": True,
             "turn": session.turn_count + 1,
@@ -417,13 +436,17 @@ class Orchestrator:
         except SessionNotFound:
             return None
 
-    async def session_and_head(self, session_id: str) -> tuple[Session | None, Event | None]:
-        """The session's row and its head event in one read; (None, None) when there is no
-        such session."""
+    async def read_for_message(self, session_id: str) -> StartPoint:
+        """The session's row, head event and state in one read, for a message (its pending
+        request's check, then its run, which starts from them when nothing was recorded
+        through the session's writer since); Nones when there is no such session."""
+        writer = self._writer(session_id)  # held: what it records meanwhile is counted
+        commits = writer.commits
         try:
-            return await self.store.get_session_and_head(session_id)
+            session, head, state = await self.store.get_session_head_and_state(session_id)
         except (SessionNotFound, EventNotFound):
-            return None, None
+            return StartPoint(None, None, None, writer, commits)
+        return StartPoint(session, head, state, writer, commits)
 
     def is_running(self, session_id: str) -> bool:
         """Whether the session has a loop running (or about to run)."""
@@ -787,8 +810,18 @@ class Orchestrator:
         sid = agent.session_id
         notify = agent.notify
         try:
-            # The row and the state at its head in one read: the run goes on from both.
-            session, agent.started_state = await run.writer.sync_session_state()
+            start, run.start = run.start, None
+            if (
+                start is not None
+                and start.session is not None
+                and start.state is not None
+                and start.writer is run.writer
+                and await run.writer.adopt(start.state, start.commits)
+            ):
+                session, agent.started_state = start.session, start.state  # just read
+            else:
+                # The row and the state at its head in one read: the run goes on from both.
+                session, agent.started_state = await run.writer.sync_session_state()
             agent.session = session
             agent.working_directory = Path(session.working_directory)
             agent.tools = await self._tools_for(agent, profile)

@@ -52,6 +52,9 @@ class SessionWriter:
         self.running = False
         self._lock = anyio.Lock()
         self._deferred: list[Draft] = []
+        #: Commits made through this writer (a state read before a run tells by it
+        #: whether anything was recorded since).
+        self.commits = 0
 
     @property
     def deferred(self) -> int:
@@ -102,6 +105,17 @@ class SessionWriter:
             self.head = state.head_event_id
             return session, state
 
+    async def adopt(self, state: SessionState, commits: int) -> bool:
+        """Take ``state`` (read just before the run started, when this writer had made
+        ``commits`` commits) as the synced state instead of reading it again: only while
+        nothing was recorded through this writer since, nor deferred; False otherwise
+        (then :meth:`sync_state`)."""
+        async with self._lock:
+            if self.commits != commits or self.head is not None or self._deferred:
+                return False
+            self.head = state.head_event_id
+            return True
+
     async def append(self, type: str, payload: Mapping[str, Any]) -> Event:
         """Append ``type`` on top of the head this writer last saw."""
         async with self._lock:
@@ -137,6 +151,7 @@ class SessionWriter:
             )
             del self._deferred[:taken]
             self.head = events[-1].id
+            self.commits += 1
             return events[len(events) - len(drafts) :], state
 
     async def _commit(self, drafts: Sequence[Draft], expected: str | None) -> list[Event]:
@@ -158,4 +173,5 @@ class SessionWriter:
             )
         del self._deferred[:taken]
         self.head = events[-1].id
+        self.commits += 1
         return events[len(events) - len(drafts) :]
