@@ -324,7 +324,8 @@ async def test_over_a_real_socket_with_slow_chunks() -> None:
     body = fixture_bytes("anthropic", "multi_tool.sse")
 
     async def messages(request: Request) -> StreamingResponse:
-        seen.append({"headers": dict(request.headers), "body": await request.json()})
+        raw = await request.body()
+        seen.append({"headers": dict(request.headers), "body": json.loads(raw), "raw": raw})
 
         async def chunks() -> Any:
             for i in range(0, len(body), 97):
@@ -341,6 +342,9 @@ async def test_over_a_real_socket_with_slow_chunks() -> None:
     assert done.message.tool_use_ids() == ["toolu_01ReadA", "toolu_01ReadB"]
     assert seen[0]["headers"]["x-api-key"] == "sk-ant-socket"
     assert seen[0]["body"]["messages"][0]["content"][0]["text"] == "hi"
+    # The body is sent as a stream (so httpx does not keep it) of the length said.
+    assert seen[0]["headers"]["content-length"] == str(len(seen[0]["raw"]))
+    assert "transfer-encoding" not in seen[0]["headers"]
 
 
 async def _no_sleep(_seconds: float) -> None:

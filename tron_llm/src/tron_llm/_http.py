@@ -79,6 +79,10 @@ def _encode(body: dict[str, Any]) -> bytes:
         return json.dumps(body, ensure_ascii=False).encode()
 
 
+async def _one_chunk(content: bytes) -> AsyncIterator[bytes]:
+    yield content
+
+
 @dataclass
 class HTTPCall:
     """One request to send: a path (joined to ``base_url``), a JSON body, headers."""
@@ -290,6 +294,7 @@ class HTTPProvider(ABC):
         with _gc_paused():
             call = self.build_call(request)
             content = _encode(call.body)
+        call_path, call_params = call.path, call.params
         headers = {
             "content-type": "application/json",
             "accept": "text/event-stream",
@@ -298,12 +303,19 @@ class HTTPProvider(ABC):
         }
         if self._api_key is not None:
             headers.update(self.auth_headers(self._api_key))
+        # The body goes as a one-chunk stream (its length said, so the request is the
+        # same on the wire): httpx keeps a bytes body in the Request, which a streamed
+        # Response and its stream keep in a reference cycle; that lived on, MBs for a
+        # long history, until a full collection (issue 29). A stream lets it go once sent.
+        headers["content-length"] = str(len(content))
+        stream_body = _one_chunk(content)
+        del content, call
         async with self._client.stream(
             "POST",
-            self.base_url + call.path,
-            content=content,
+            self.base_url + call_path,
+            content=stream_body,
             headers=headers,
-            params=call.params or None,
+            params=call_params or None,
         ) as response:
             if response.status_code >= 400:
                 body = await response.aread()

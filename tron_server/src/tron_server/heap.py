@@ -59,13 +59,17 @@ def release_memory(min_interval: float = 1.0) -> bool:
 _M_ARENA_MAX = -8
 
 
-def limit_malloc_arenas(count: int = 2) -> bool:
+def limit_malloc_arenas(count: int = 1) -> bool:
     """Let glibc keep at most ``count`` malloc arenas (``mallopt(M_ARENA_MAX)``), unless
     ``MALLOC_ARENA_MAX`` says otherwise. By default glibc gives threads arenas of their
     own (up to eight per core): the store's worker threads' bursts (a long session's
     resume) then leave free pages spread over several heaps, which ``malloc_trim`` cannot
     give back. Measured: 20 resumed 2,000-turn sessions left a server at 1.47× its fresh
-    RSS, 1.32× with two (``benchmarks/RESULTS_peers.md``). Call before threads
+    RSS, 1.32× with two (``benchmarks/RESULTS_peers.md``). One, not two: ``malloc_trim``
+    returns the free top of the main heap only (glibc's ``mtrim``); a second arena's top,
+    where the workers' bursts went, stayed resident and grew with the sessions resumed
+    (1.09–1.16× against 1.06–1.07× with one, issue 29's fourth pass; the resume's time
+    the same within noise: most allocations hold the GIL anyway). Call before threads
     start; False when unavailable or left to the variable."""
     if os.environ.get("MALLOC_ARENA_MAX"):
         return False

@@ -102,6 +102,11 @@ class RulesLoader:
         return list(self._loaded)
 
     def _accept(self, path: Path, scope: RulesScope) -> RulesFile | None:
+        try:
+            if not path.is_file():  # most candidates: one stat, no symlink walk
+                return None
+        except OSError:
+            return None
         resolved = path.resolve()
         if resolved in self._seen_paths:
             return None
