@@ -16,6 +16,9 @@ Anything else (a commit another process made, a session this process did not wri
 page larger than what is kept, a wake-up by time-out rather than by a signal) reads the
 database as before. The events handed out are built from the stored JSON text, like
 rows read back, so a caller that mutates the payload it appended changes nothing here.
+
+Only sessions with a live feed in this process (:meth:`RecentEvents.watch`) are kept: an
+append to any other session costs one dictionary look-up more than the signal's bump.
 """
 
 from __future__ import annotations
@@ -55,13 +58,39 @@ class RecentEvents:
         self._per_session = per_session
         self._sessions = sessions
         self._kept: dict[str, tuple[int, dict[int, Event]]] = {}
+        #: Sessions with live feeds here → how many.
+        self._watched: dict[str, int] = {}
+
+    def watch(self, session_id: str) -> None:
+        """A feed of the session starts: keep its commits from now on."""
+        with self._lock:
+            self._watched[session_id] = self._watched.get(session_id, 0) + 1
+
+    def unwatch(self, session_id: str) -> None:
+        """A feed of the session ended (the last one: forget what was kept)."""
+        with self._lock:
+            left = self._watched.get(session_id, 0) - 1
+            if left > 0:
+                self._watched[session_id] = left
+            else:
+                self._watched.pop(session_id, None)
+                self._kept.pop(session_id, None)
+
+    def watching(self, session_id: str) -> bool:
+        """Whether a feed of the session runs here (a look-up: no lock)."""
+        return session_id in self._watched
 
     def committed(self, session_id: str, events: Sequence[Event], bump: Callable[[], int]) -> None:
         """Run ``bump`` (the commit's change signal; returns the session's version after
         it) and keep ``events`` with that version, as one step for :meth:`page`."""
+        if session_id not in self._watched:  # no feed here: nothing to keep
+            bump()
+            return
         kept = [_as_read(e) for e in events]
         with self._lock:
             version = bump()
+            if session_id not in self._watched:
+                return
             if not kept or any(e is None for e in kept):
                 self._kept.pop(session_id, None)  # nothing to go on from: read the store
                 return
@@ -70,7 +99,9 @@ class RecentEvents:
                 assert event is not None
                 by_sequence[event.sequence] = event
             while len(by_sequence) > self._per_session:
-                del by_sequence[min(by_sequence)]
+                # The first kept (commits come in sequence order: a hole otherwise, which
+                # only sends the feed to the store).
+                del by_sequence[next(iter(by_sequence))]
             self._kept[session_id] = (version, by_sequence)  # now the most recent
             while len(self._kept) > self._sessions:
                 del self._kept[next(iter(self._kept))]

@@ -308,6 +308,25 @@ class AsyncEventStore:
         page_size: int,
         poll_interval: float,
     ) -> AsyncIterator[Event]:
+        if session_id is not None:
+            self.sync.watch_feed(session_id)
+            try:
+                async for event in self._pages(session_id, None, cursor, page_size, poll_interval):
+                    yield event
+            finally:
+                self.sync.watch_feed(session_id, watching=False)
+        else:
+            async for event in self._pages(None, workspace_id, cursor, page_size, poll_interval):
+                yield event
+
+    async def _pages(
+        self,
+        session_id: str | None,
+        workspace_id: str | None,
+        cursor: int,
+        page_size: int,
+        poll_interval: float,
+    ) -> AsyncIterator[Event]:
         keys = frozenset({session_id or workspace_id or ALL_EVENTS})
         changes = self.sync.recorder.changes
         signalled = True

@@ -549,13 +549,24 @@ class EventStore:
         """Wake the live subscribers of the session and workspace, keeping ``events`` for
         the session's feeds in the same step (``_recent_feed.py``)."""
         changes = self._rec.changes
-
-        def bump() -> int:
+        if not self._recent.watching(session_id):  # no live feed of it here: the bump
             changes.bump(session_id, workspace_id, ALL_EVENTS)
-            return changes.version(frozenset({session_id}))
+        else:
 
-        self._recent.committed(session_id, events, bump)
+            def bump() -> int:
+                changes.bump(session_id, workspace_id, ALL_EVENTS)
+                return changes.version(frozenset({session_id}))
+
+            self._recent.committed(session_id, events, bump)
         self._rec.committed_here(events)
+
+    def watch_feed(self, session_id: str, watching: bool = True) -> None:
+        """A live feed of ``session_id`` starts (``watching``) or ends here: while one
+        runs, the session's commits are kept for :meth:`recent_feed_page`."""
+        if watching:
+            self._recent.watch(session_id)
+        else:
+            self._recent.unwatch(session_id)
 
     def recent_feed_page(
         self, session_id: str, after: int, limit: int, version: int
