@@ -8,6 +8,9 @@ data and its own HTTP client take longer to import than a server takes to start
 from __future__ import annotations
 
 import functools
+import threading
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from ._types import Usage
@@ -37,6 +40,13 @@ def cost_usd(provider_id: str | None, model: str, usage: Usage) -> float | None:
     (local models, models newer than the bundled data)."""
     if provider_id is None or not _known(provider_id, model):
         return None
+    fast = _linear_cost(provider_id, model, usage)
+    if fast is not None:
+        return float(fast)
+    return float(_calc(provider_id, model, usage))
+
+
+def _calc(provider_id: str, model: str, usage: Usage) -> Decimal:
     genai_prices = _prices()
     priced = genai_prices.calc_price(
         genai_prices.Usage(
@@ -48,7 +58,82 @@ def cost_usd(provider_id: str | None, model: str, usage: Usage) -> float | None:
         model_ref=model,
         provider_id=provider_id,
     )
-    return float(priced.total_price)
+    total: Decimal = priced.total_price
+    return total
+
+
+# genai-prices' calc_price costs ~0.3 ms (unit registry, validation, decomposition) at
+# every turn's end. Within one price tier a token-priced model's cost is linear in the
+# four counts, so the per-token rates are found once per (model price, tier) from
+# calc_price itself (exact Decimal differences) and checked against it on first use;
+# a per-request price or a mismatch keeps calc_price (issue 29, goal 5).
+_RATES_LOCK = threading.Lock()
+_RATES: dict[tuple[int, int], tuple[Any, tuple[Decimal, Decimal, Decimal, Decimal] | None]] = {}
+_RATES_MAX = 256
+
+
+def _linear_cost(provider_id: str, model: str, usage: Usage) -> Decimal | None:
+    total_input = usage.input_tokens
+    if total_input <= 0:
+        return None
+    try:
+        from genai_prices import data_snapshot, types
+
+        _, info = data_snapshot.get_snapshot().find_provider_model(model, None, provider_id, None)
+        price = info.get_prices(datetime.now(tz=UTC))
+    except Exception:  # an API change in genai-prices: the slow path still answers
+        return None
+    if getattr(price, "requests_kcount", None) is not None:
+        return None  # a per-request price: not linear in the tokens
+    starts = sorted(
+        tier.start
+        for value in vars(price).values()
+        if isinstance(value, types.TieredPrices)
+        for tier in value.tiers
+    )
+    key = (id(price), sum(1 for start in starts if total_input > start))
+    with _RATES_LOCK:
+        entry = _RATES.get(key)
+    if entry is not None and entry[0] is price:
+        rates = entry[1]
+    else:
+        rates = _probe_rates(provider_id, model, total_input)
+        if rates is not None and _apply(rates, usage) != _calc(provider_id, model, usage):
+            rates = None
+        with _RATES_LOCK:
+            if len(_RATES) >= _RATES_MAX:
+                _RATES.clear()
+            _RATES[key] = (price, rates)  # the price kept alive: its id stays its own
+    return None if rates is None else _apply(rates, usage)
+
+
+def _probe_rates(
+    provider_id: str, model: str, total_input: int
+) -> tuple[Decimal, Decimal, Decimal, Decimal] | None:
+    """Per-token (input, cache read, cache write, output) rates in the tier of
+    ``total_input`` input tokens, from calc_price at that input count."""
+    try:
+        base = _calc(provider_id, model, Usage(input_tokens=total_input))
+        read = _calc(provider_id, model, Usage(input_tokens=total_input, cache_read_tokens=1))
+        write = _calc(provider_id, model, Usage(input_tokens=total_input, cache_write_tokens=1))
+        out = _calc(provider_id, model, Usage(input_tokens=total_input, output_tokens=1))
+    except Exception:
+        return None
+    per_input = base / total_input
+    if per_input * total_input != base:
+        return None  # not exact: leave it to calc_price
+    return per_input, read - base + per_input, write - base + per_input, out - base
+
+
+def _apply(rates: tuple[Decimal, Decimal, Decimal, Decimal], usage: Usage) -> Decimal:
+    per_input, per_read, per_write, per_output = rates
+    uncached = usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens
+    return (
+        per_input * uncached
+        + per_read * usage.cache_read_tokens
+        + per_write * usage.cache_write_tokens
+        + per_output * usage.output_tokens
+    )
 
 
 def with_cost(provider_id: str | None, model: str, usage: Usage) -> Usage:
