@@ -50,6 +50,7 @@ error results for its tool calls, ``error.provider`` and ``turn.failed``, then
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -325,6 +326,10 @@ class AgentRun:
         #: (head, model, tokens) of the context use an earlier run left at its end (the
         #: orchestrator's): the first check of this run reads nothing when the head is it.
         self.known_context: tuple[str, str, int] | None = None
+        #: A text or thinking delta not sent yet: (method, turn, its parts). Deltas the
+        #: stream gives in one step of this task (parsed from one network read) go as one
+        #: notification, sent at the loop's next turn or before any other notification.
+        self._held_delta: tuple[str, int, list[str]] | None = None
 
     # -- control ----------------------------------------------------------------------
 
@@ -348,10 +353,32 @@ class AgentRun:
         self._emit(method, data)
 
     def _emit(self, method: str, data: dict[str, Any]) -> None:
+        if self._held_delta is not None:
+            self._flush_delta()
         try:
             self.notify(method, data)
         except Exception:  # a broken subscriber must never break the turn
             log.exception("notification %s failed", method)
+
+    def _emit_delta(self, method: str, turn: int, text: str) -> None:
+        """Queue a text/thinking delta: merged with the held one of the same kind and
+        turn (one frame for the client instead of one per SSE event; issue 29)."""
+        held = self._held_delta
+        if held is not None:
+            if held[0] == method and held[1] == turn:
+                held[2].append(text)
+                return
+            self._flush_delta()
+        self._held_delta = (method, turn, [text])
+        try:
+            asyncio.get_running_loop().call_soon(self._flush_delta)
+        except RuntimeError:  # no asyncio loop (trio): no merging
+            self._flush_delta()
+
+    def _flush_delta(self) -> None:
+        held, self._held_delta = self._held_delta, None
+        if held is not None:
+            self._emit(held[0], {"turn": held[1], "delta": "".join(held[2])})
 
     # -- the run ----------------------------------------------------------------------
 
@@ -626,6 +653,7 @@ class AgentRun:
                     self._on_stream_event(out, event)
             finally:
                 self._scope = None
+                self._flush_delta()  # what streamed is sent before what follows the stream
                 # Close the HTTP stream now (not when the generator is collected), also
                 # when aborted: shielded, so the close itself is not cancelled.
                 aclose = getattr(events, "aclose", None)
@@ -639,11 +667,11 @@ class AgentRun:
         if isinstance(event, TextDelta):
             out.text[event.index] = out.text.get(event.index, "") + event.text
             self.progress.text += event.text
-            self._emit(AGENT_TEXT_DELTA, {"turn": turn, "delta": event.text})
+            self._emit_delta(AGENT_TEXT_DELTA, turn, event.text)
         elif isinstance(event, ThinkingDelta):
             out.thinking[event.index] = out.thinking.get(event.index, "") + event.thinking
             self.progress.thinking += event.thinking
-            self._emit(AGENT_THINKING_DELTA, {"turn": turn, "delta": event.thinking})
+            self._emit_delta(AGENT_THINKING_DELTA, turn, event.thinking)
         elif isinstance(event, ToolCallStart):
             self.progress.tool(event.id, event.name)
         elif isinstance(event, ToolCallEnd):
