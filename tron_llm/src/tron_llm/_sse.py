@@ -68,6 +68,19 @@ class SSEDecoder:
             if text.startswith("\n"):
                 text = text[1:]
         buffer = self._pending + text
+        if "\r" not in buffer:
+            # The usual stream (LF line ends only): one split instead of a find per line.
+            lines = buffer.split("\n")
+            self._pending = lines.pop()
+            for line in lines:
+                if line:
+                    if line[0] != ":":
+                        self._line(line)
+                else:
+                    event = self._dispatch()
+                    if event is not None:
+                        yield event
+            return
         start = 0
         length = len(buffer)
         while True:

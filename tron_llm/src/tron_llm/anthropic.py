@@ -29,6 +29,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import orjson
+
 from tron_events.messages import (
     ContentBlock,
     Message,
@@ -359,7 +361,7 @@ class AnthropicStreamParser(StreamParser):
     def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
         """The stream events of one SSE event (ping and unknown events: none)."""
         try:
-            data = json.loads(event.data)
+            data = _loads(event.data)
         except ValueError:
             raise ServerError(
                 f"Anthropic sent an event that is not JSON: {event.data[:200]!r}",
@@ -553,6 +555,15 @@ class AnthropicStreamParser(StreamParser):
             elif slot.kind == "native" and slot.native is not None:
                 blocks.append(NativeBlock(provider="anthropic", data=slot.native))
         return blocks
+
+
+def _loads(text: str) -> Any:
+    """An event's JSON: orjson (3× faster on these small objects), json for what orjson
+    refuses and json accepts (NaN, integers beyond 64 bits, lone surrogates)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def _parse_arguments(slot: _Slot) -> dict[str, Any] | None:
