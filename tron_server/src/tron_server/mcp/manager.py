@@ -26,9 +26,9 @@ from typing import Any
 
 import anyio
 
-from .approvals import Approvals, folder_trusted, remember
+from .approvals import Approvals, approval_file, folder_trusted, remember
 from .cache import ListCache, Lists
-from .config import ConfigFiles, ServerConfig, load_servers, parse_server
+from .config import ConfigFiles, ServerConfig, load_servers, mcp_json_files, parse_server
 from .connection import Connection, McpOptions, SampleFn, ServerError
 from .names import mcp_name
 
@@ -93,6 +93,10 @@ class McpManager:
         self._tg: anyio.abc.TaskGroup | None = None
         self._host: asyncio.Task[None] | None = None
         self._stop = anyio.Event()
+        #: Folders with no server: (folder, its real path) -> (the stamps of every file
+        #: read, the session's servers, the files' errors). See :meth:`_no_servers`.
+        self._empty: dict[tuple[str, str], tuple[tuple[Any, ...], Any, list[str]]] = {}
+        self._stamped_paths: dict[tuple[str, str], tuple[str, ...]] = {}
 
     # -- life ------------------------------------------------------------------------------
 
@@ -148,9 +152,21 @@ class McpManager:
         """Every server configured for the folder (and the session), with its status, and
         the errors of files that could not be read."""
         wd = working_directory.expanduser()
-        configs, errors = load_servers(wd, self.files, self._session_servers.get(session_id or ""))
+        extra = self._session_servers.get(session_id or "")
+        key, stamps = self._files_stamp(wd)
+        known = self._empty.get(key)
+        if known is not None and known[0] == stamps and known[1] is extra:
+            return [], list(known[2])
+        configs, errors = load_servers(wd, self.files, extra)
         approvals, approval_errors = Approvals.load(wd, self.files)
         errors += approval_errors
+        if not configs:
+            # Nothing to run, and no ${VAR} expanded: the answer depends on these files
+            # alone. Every run asks (on the event loop): ~10 stats instead of reading
+            # and merging every layer again (issue 29, goal 5).
+            if len(self._empty) >= 256:
+                self._empty.clear()
+            self._empty[key] = (stamps, extra, list(errors))
         trusted: bool | None = None
         views: list[ServerView] = []
         for config in configs:
@@ -169,6 +185,30 @@ class McpManager:
             connection = self._connection(config, wd, session_id)
             views.append(ServerView(config, connection.status, connection.error, connection))
         return views, errors
+
+    def _files_stamp(self, wd: Path) -> tuple[tuple[str, str], tuple[Any, ...]]:
+        """(folder, its real path) and the stamps of every file :func:`load_servers` and
+        :meth:`Approvals.load` read for it (None for a missing one)."""
+        folder = str(wd)
+        root = os.path.realpath(folder)
+        key = (folder, root)
+        paths = self._stamped_paths.get(key)
+        if paths is None:
+            home = self.files.home
+            claude = self.files.claude_json
+            found = [
+                *([str(claude)] if claude is not None else []),
+                str(home / "settings.json"),
+                str(approval_file(home)),
+                str(wd / ".tron" / "settings.json"),
+                str(wd / ".claude" / "settings.json"),
+                str(wd / ".claude" / "settings.local.json"),
+                *(str(p) for p in mcp_json_files(Path(root))),
+            ]
+            if len(self._stamped_paths) >= 256:
+                self._stamped_paths.clear()
+            paths = self._stamped_paths[key] = tuple(found)
+        return key, tuple(_stamp(p) for p in paths)
 
     @staticmethod
     def _blocked(
@@ -376,6 +416,16 @@ def server_json(view: ServerView) -> dict[str, Any]:
             for r in lists.templates
         ]  # fmt: skip
     return out
+
+
+def _stamp(path: str) -> tuple[int, int, int, int] | str | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return type(exc).__name__
+    return (st.st_mode, st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 async def _ensure_quietly(connection: Connection, wait: float | None) -> None:
