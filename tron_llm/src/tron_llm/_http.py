@@ -167,6 +167,7 @@ class HTTPProvider(ABC):
         self._client = client or httpx.AsyncClient(timeout=timeout, verify=shared_ssl_context())
         self.retry = retry or RetryPolicy()
         self._extra_headers = dict(headers or {})
+        self._urls: dict[str, httpx.URL] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r})"
@@ -312,7 +313,7 @@ class HTTPProvider(ABC):
         del content, call
         async with self._client.stream(
             "POST",
-            self.base_url + call_path,
+            self._url(call_path),
             content=stream_body,
             headers=headers,
             params=call_params or None,
@@ -328,6 +329,16 @@ class HTTPProvider(ABC):
             async for sse in iter_sse(response.aiter_bytes()):
                 for event in parser.feed(sse):
                     yield event
+
+    def _url(self, path: str) -> httpx.URL:
+        """``base_url + path`` parsed once (httpx parses a str URL at every request)."""
+        text = self.base_url + path
+        cached = self._urls.get(text)
+        if cached is None:
+            if len(self._urls) >= 64:
+                self._urls.clear()
+            cached = self._urls[text] = httpx.URL(text)
+        return cached
 
     @property
     def endpoint(self) -> str:
