@@ -749,7 +749,7 @@ class Probe:
     async def start(self) -> None:
         self._child = await asyncio.create_subprocess_exec(
             sys.executable, SCRIPT, "_pinger", "--url", self.server.ws_url,
-            "--token", self.server.token, "--out", str(self.out),
+            f"--token={self.server.token}", "--out", str(self.out),
         )  # fmt: skip
         while not self.out.exists() or not self.out.read_text().strip():
             await asyncio.sleep(0.05)
@@ -1074,7 +1074,7 @@ async def bench_fanout(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                     if name.startswith("tron"):
                         await run_child(
                             "_clients", "--mode", "tron", "--url", server.ws_url,
-                            "--token", server.token, "--session", session["id"], *common,
+                            f"--token={server.token}", "--session", session["id"], *common,
                         )  # fmt: skip
                     else:
                         await run_child("_clients", "--mode", "floor", "--url", floor_url, *common)
@@ -1298,7 +1298,7 @@ async def bench_turn(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             llm.add(*[Response([Text(REPLY)]) for _ in range(n)])
             before = len(times.spans)
             await run_child(
-                    "_turns", "--url", server.ws_url, "--token", server.token,
+                    "_turns", "--url", server.ws_url, f"--token={server.token}",
                     "--session", session_id, "--turns", str(n), "--out", str(out),
                 )  # fmt: skip
             spans: list[list[float]] = orjson.loads(out.read_bytes())
