@@ -220,12 +220,14 @@ async def test_subscribe_sees_this_and_another_process_writing_one_session(
     store: EventStore,
 ) -> None:
     """This process and another one append to the same session at once: the feed, woken
-    only by signals (poll_interval=120), gets every event once, in order. (This process's
-    own commits reach it from memory; the listener must still wake it for the others.)"""
+    only by signals (poll_interval=600), gets every event once, in order. (This process's
+    own commits reach it from memory; the listener must still wake it for the others.)
+    The writer process's start is slow on a loaded machine: 120 s to take them all, still
+    well under the time-out that would wake a feed no signal woke."""
     a = AsyncEventStore(store)
     s = await a.create_session(working_directory="/mixed", model="m", provider="p")
     count = 40
-    it = a.subscribe(session_id=s.id, after=s.root_event_id, poll_interval=120)
+    it = a.subscribe(session_id=s.id, after=s.root_event_id, poll_interval=600)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = await anyio.open_process(
         [sys.executable, "-m", "tests.events._feed_writer", store.url, s.id, str(count), "0.004"],
@@ -235,7 +237,7 @@ async def test_subscribe_sees_this_and_another_process_writing_one_session(
         for i in range(count):
             await a.append(s.id, "message.user", {"content": f"local {i}"})
             await anyio.sleep(0.003)
-        got = await take(it, 2 * count, timeout=30)
+        got = await take(it, 2 * count, timeout=120)
     finally:
         await proc.wait()
     assert proc.returncode == 0
@@ -321,3 +323,34 @@ async def test_concurrent_async_writers_on_many_sessions(store: EventStore) -> N
         events = await a.get_events(sid)
         assert [e.sequence for e in events] == list(range(11))
         assert all(b.parent_id == a_.id for a_, b in itertools.pairwise(events))
+
+
+def test_the_feed_memory_keeps_a_byte_budget_per_session() -> None:
+    """What a session's live feed keeps of this process's commits is bounded in bytes as
+    well as in events: the oldest go first, and a page that would need them reads the
+    store (None); a single event over the budget is not kept at all."""
+    from tron_events._recent_feed import RecentEvents
+
+    def event(seq: int, text: str) -> Event:
+        return Event(
+            id=f"e{seq}", parent_id=None, session_id="s", workspace_id="w", sequence=seq,
+            depth=seq, type="message.user", timestamp="t", position=seq,
+            raw_payload=orjson.dumps({"content": text}).decode(),
+        )  # fmt: skip
+
+    recent = RecentEvents(per_session=64, sessions=4, session_bytes=1000)
+    recent.watch("s")
+    version = 0
+
+    def bump() -> int:
+        nonlocal version
+        version += 1
+        return version
+
+    for seq in range(1, 6):
+        recent.committed("s", [event(seq, "x" * 300)], bump)
+    page = recent.page("s", 3, 10, version)  # events 4 and 5 (~620 bytes) are kept
+    assert page is not None and [e.sequence for e in page.events] == [4, 5]
+    assert recent.page("s", 1, 10, version) is None  # 2 was dropped for the budget
+    recent.committed("s", [event(6, "y" * 2000)], bump)
+    assert recent.page("s", 5, 10, version) is None  # too big to keep: the store answers

@@ -35,6 +35,8 @@ __all__ = ["RecentEvents"]
 PER_SESSION = 64
 #: Sessions kept (the least recently written go first).
 SESSIONS = 256
+#: Bytes of stored JSON kept per session (a few large tool results go to the store).
+SESSION_BYTES = 1 << 20
 
 
 def _as_read(event: Event) -> Event | None:
@@ -49,14 +51,26 @@ def _as_read(event: Event) -> Event | None:
     )  # fmt: skip
 
 
+def _size(event: Event) -> int:
+    """The stored JSON text's length (what a kept event holds beyond its fields)."""
+    raw = event._raw
+    return len(raw) if isinstance(raw, str) else 0
+
+
 class RecentEvents:
     """Per session: the signal version after its last commit here, and its last events
     by sequence. Safe from any thread."""
 
-    def __init__(self, per_session: int = PER_SESSION, sessions: int = SESSIONS) -> None:
+    def __init__(
+        self,
+        per_session: int = PER_SESSION,
+        sessions: int = SESSIONS,
+        session_bytes: int = SESSION_BYTES,
+    ) -> None:
         self._lock = threading.Lock()
         self._per_session = per_session
         self._sessions = sessions
+        self._session_bytes = session_bytes
         self._kept: dict[str, tuple[int, dict[int, Event]]] = {}
         #: Sessions with live feeds here → how many.
         self._watched: dict[str, int] = {}
@@ -98,10 +112,16 @@ class RecentEvents:
             for event in kept:
                 assert event is not None
                 by_sequence[event.sequence] = event
-            while len(by_sequence) > self._per_session:
+            size = sum(_size(e) for e in by_sequence.values())
+            while by_sequence and (
+                len(by_sequence) > self._per_session or size > self._session_bytes
+            ):
                 # The first kept (commits come in sequence order: a hole otherwise, which
                 # only sends the feed to the store).
-                del by_sequence[next(iter(by_sequence))]
+                size -= _size(by_sequence.pop(next(iter(by_sequence))))
+            if not by_sequence:
+                self._kept.pop(session_id, None)
+                return
             self._kept[session_id] = (version, by_sequence)  # now the most recent
             while len(self._kept) > self._sessions:
                 del self._kept[next(iter(self._kept))]
