@@ -102,3 +102,25 @@ async def test_shutdown_kills_the_stdio_children(
     assert len(pids(marker)) >= 2
     server.stop()
     assert await gone(marker)
+
+
+async def test_a_server_in_its_backoff_never_reads_as_ready_to_retry(tmp_path: Path) -> None:
+    """``mcp.list``'s ``retryIn`` and the error a use gets round the backoff's rest up: a
+    server that may not start yet for a few milliseconds says 0.1 s and "in 1 s", not
+    0 (a client that waited for ``retryIn`` to go away then met the failure again)."""
+    import time
+
+    from tron_server.mcp.connection import ServerError
+    from tron_server.mcp.manager import ServerView, server_json
+
+    config = parse_server("gone", {"command": str(tmp_path / "no-such-server")}, "user", "test")
+    async with anyio.create_task_group() as tg:
+        connection = Connection(config, root=tmp_path, options=McpOptions(startup_timeout=5))
+        connection.bind(tg)
+        assert not await connection.ensure()
+        assert connection.status == "failed"
+        connection._retry_at = time.monotonic() + 0.01  # the end of its backoff, nearly
+        assert server_json(ServerView(config, "failed", connection=connection))["retryIn"] == 0.1
+        with pytest.raises(ServerError, match=r"started again on the next use in 1 s"):
+            await connection._client(wait=0)
+        await connection.close()

@@ -457,7 +457,8 @@ class Connection:
         if not await self.ensure(wait):
             if self.status == "failed":
                 retry = self.retry_in()
-                note = f" (it is started again on the next use in {retry:.0f} s)" if retry else ""
+                again = f" (it is started again on the next use in {math.ceil(retry)} s)"
+                note = again if retry else ""
                 raise ServerError(self.describe_error() + note)
             raise ServerError(f"MCP server {self.name!r} did not start within "
                               f"{self.options.startup_timeout:g} s")  # fmt: skip

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -385,8 +386,10 @@ def server_json(view: ServerView) -> dict[str, Any]:
     if connection is not None:
         out["serverInfo"] = connection.server_info
         out["protocolVersion"] = connection.protocol_version
-        if connection.status == "failed" and connection.retry_in() > 0:
-            out["retryIn"] = round(connection.retry_in(), 1)
+        retry = connection.retry_in()
+        if connection.status == "failed" and retry > 0:
+            # Rounded up: a server still in its backoff never reads as ready to retry.
+            out["retryIn"] = math.ceil(retry * 10) / 10
     lists = connection.lists if connection is not None else None
     if lists is not None:
         out["listed"] = "live" if connection is not None and connection.connected else "cache"
