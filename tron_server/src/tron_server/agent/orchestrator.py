@@ -429,13 +429,6 @@ class Orchestrator:
         with anyio.move_on_after(ABORT_WAIT, shield=True):
             await run.finished.wait()
 
-    async def session_or_none(self, session_id: str) -> Session | None:
-        """The session's row, or None when there is no such session."""
-        try:
-            return await self.store.get_session(session_id)
-        except SessionNotFound:
-            return None
-
     async def read_for_message(self, session_id: str) -> StartPoint:
         """The session's row, head event and state in one read, for a message (its pending
         request's check, then its run, which starts from them when nothing was recorded

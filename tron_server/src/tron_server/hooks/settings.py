@@ -101,22 +101,25 @@ class LoadedSettings:
 Scope = Literal["home", "project"]
 
 
-def settings_paths(working_directory: Path, home: Path) -> list[tuple[Scope, Path]]:
-    """The settings files in the order they are read: Claude Code's user file, the home's,
-    Claude Code's project files, then the project's ``.tron/settings.json``. A project
-    path that is the same file as a home-level one is left out (it is read as home)."""
+def _candidates(working_directory: Path, home: Path) -> list[tuple[Scope, Path]]:
+    """Every settings file that may be read, in reading order, none left out."""
     wd = working_directory.expanduser()
-    homes: list[tuple[Scope, Path]] = [
+    return [
         ("home", claude_user_dir() / "settings.json"),
         ("home", home.expanduser() / "settings.json"),
-    ]
-    seen = {os.path.realpath(p) for _, p in homes}
-    projects: list[tuple[Scope, Path]] = [
         ("project", wd / ".claude" / "settings.json"),
         ("project", wd / ".claude" / "settings.local.json"),
         ("project", wd / ".tron" / "settings.json"),
     ]
-    return homes + [(s, p) for s, p in projects if os.path.realpath(p) not in seen]
+
+
+def settings_paths(working_directory: Path, home: Path) -> list[tuple[Scope, Path]]:
+    """The settings files in the order they are read: Claude Code's user file, the home's,
+    Claude Code's project files, then the project's ``.tron/settings.json``. A project
+    path that is the same file as a home-level one is left out (it is read as home)."""
+    candidates = _candidates(working_directory, home)
+    seen = {os.path.realpath(p) for scope, p in candidates if scope == "home"}
+    return [(s, p) for s, p in candidates if s == "home" or os.path.realpath(p) not in seen]
 
 
 def folder_trusted(working_directory: Path, home: Path) -> bool:
@@ -134,15 +137,7 @@ def settings_stamp(working_directory: Path, home: Path) -> tuple[Any, ...]:
     # file): stamping one file twice still tells every change, and skipping the
     # realpath calls makes this a third of the cost (it runs on the event loop, several
     # times per agent run).
-    wd, home_dir = working_directory.expanduser(), home.expanduser()
-    candidates = (
-        claude_user_dir() / "settings.json",
-        home_dir / "settings.json",
-        wd / ".claude" / "settings.json",
-        wd / ".claude" / "settings.local.json",
-        wd / ".tron" / "settings.json",
-    )
-    for path in candidates:
+    for _scope, path in _candidates(working_directory, home):
         try:
             st = path.stat()
         except OSError:
