@@ -117,6 +117,37 @@ def test_a_server_is_started_and_the_start_lock_held_until_released(
         _stop(started)
 
 
+def test_the_record_is_looked_for_under_the_server_records_name() -> None:
+    # prestart looks for server.json without importing server_record (it is loaded once
+    # the server is spawned): the two names must stay one.
+    from tron_server import server_record
+    from tron_server.terminal import launch
+
+    assert launch.RECORD_NAME == server_record.RECORD_NAME
+
+
+def test_the_start_loads_no_record_module_before_it_spawns_the_server() -> None:
+    # What tron -p imports before it spawns tron-server is on the path to the first
+    # request: the record's module (orjson, dataclasses, datetime) comes after the spawn.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import tron_server.commandline, tron_server.terminal.launch as launch\n"
+        "from tron_server.terminal.options import build_parser\n"
+        "from pathlib import Path\n"
+        "launch._answers(Path(sys.argv[1]))\n"
+        "print(sorted(m for m in ('tron_server.server_record', 'dataclasses', 'orjson') "
+        "if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, "/nonexistent-tron-home"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert out.strip() == "[]"
+
+
 def test_the_version_is_read_only_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
     from importlib.metadata import version
 
