@@ -157,3 +157,28 @@ def test_the_version_is_read_only_when_asked(capsys: pytest.CaptureFixture[str])
         build_parser().parse_args(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out == f"tron {version('tron-server')}\n"
+
+
+@pytest.mark.anyio
+async def test_a_started_server_is_connected_to_while_it_starts(tmp_path: Path, port: int) -> None:
+    """The token in place (a home used before), tron connects to the server it started
+    while that one starts, its first call (system.info) held until it serves: the answer
+    comes with the connection."""
+    from tron_server.security import load_or_create_token
+    from tron_server.terminal.attach import ServerAddress, _wait_for
+    from tron_server.terminal.launch import start_server
+
+    home = tmp_path / "home"
+    load_or_create_token(home / "server-token")
+    launched = start_server(home)
+    try:
+        connection = await _wait_for(ServerAddress(home), launched)
+        try:
+            assert connection.info is not None and connection.info["home"] == str(home)
+            assert (await connection.client.call("system.ping"))["pong"] is True
+        finally:
+            await connection.close()
+    finally:
+        if launched.process.poll() is None:
+            os.kill(launched.process.pid, signal.SIGTERM)
+            launched.process.wait(60)
