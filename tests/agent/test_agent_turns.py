@@ -252,6 +252,30 @@ async def test_rules_files_are_loaded_recorded_and_restored(h: Harness) -> None:
     assert [e.type for e in await h.path(s.id)].count("rules.loaded") == 2
 
 
+async def test_a_rules_file_added_between_messages_comes_before_the_next_prompt(
+    h: Harness,
+) -> None:
+    # From its second message on, a session's rules files and its prompt's commit go in
+    # one worker-thread trip; a file found then is recorded first, on its own, as before.
+    h.llm.add(Response([Text("One.")]), Response([Text("Two.")]), Response([Text("Three.")]))
+    s = await h.session()
+    await h.run(s.id, "first")
+    await h.run(s.id, "second")
+    (h.tmp / "AGENTS.md").write_text("Always answer in French.\n")
+    await h.run(s.id, "third")
+    systems = [str(r["system"]) for r in h.llm.requests]
+    assert ["Always answer in French." in x for x in systems] == [False, False, True]
+    types = [e.type for e in await h.path(s.id)]
+    third = types.index(
+        "message.user", types.index("message.user", types.index("message.user") + 1) + 1
+    )
+    assert types[third - 1 : third + 2] == ["rules.loaded", "message.user", "stream.turn_start"]
+    assert types.count("rules.loaded") == 1
+    assert_event_order(await h.path(s.id))
+    for i in range(3):
+        assert h.llm.violations(i) == []
+
+
 async def test_the_provider_factory_uses_settings_and_caches_per_endpoint(tmp_path: Path) -> None:
     from tron_llm.anthropic import AnthropicProvider
     from tron_server.providers import ProviderFactory

@@ -117,6 +117,37 @@ def test_a_server_is_started_and_the_start_lock_held_until_released(
         _stop(started)
 
 
+def test_the_record_is_looked_for_under_the_server_records_name() -> None:
+    # prestart looks for server.json without importing server_record (it is loaded once
+    # the server is spawned): the two names must stay one.
+    from tron_server import server_record
+    from tron_server.terminal import launch
+
+    assert launch.RECORD_NAME == server_record.RECORD_NAME
+
+
+def test_the_start_loads_no_record_module_before_it_spawns_the_server() -> None:
+    # What tron -p imports before it spawns tron-server is on the path to the first
+    # request: the record's module (orjson, dataclasses, datetime) comes after the spawn.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import tron_server.commandline, tron_server.terminal.launch as launch\n"
+        "from tron_server.terminal.options import build_parser\n"
+        "from pathlib import Path\n"
+        "launch._answers(Path(sys.argv[1]))\n"
+        "print(sorted(m for m in ('tron_server.server_record', 'dataclasses', 'orjson') "
+        "if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, "/nonexistent-tron-home"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert out.strip() == "[]"
+
+
 def test_the_version_is_read_only_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
     from importlib.metadata import version
 
@@ -126,3 +157,28 @@ def test_the_version_is_read_only_when_asked(capsys: pytest.CaptureFixture[str])
         build_parser().parse_args(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out == f"tron {version('tron-server')}\n"
+
+
+@pytest.mark.anyio
+async def test_a_started_server_is_connected_to_while_it_starts(tmp_path: Path, port: int) -> None:
+    """The token in place (a home used before), tron connects to the server it started
+    while that one starts, its first call (system.info) held until it serves: the answer
+    comes with the connection."""
+    from tron_server.security import load_or_create_token
+    from tron_server.terminal.attach import ServerAddress, _wait_for
+    from tron_server.terminal.launch import start_server
+
+    home = tmp_path / "home"
+    load_or_create_token(home / "server-token")
+    launched = start_server(home)
+    try:
+        connection = await _wait_for(ServerAddress(home), launched)
+        try:
+            assert connection.info is not None and connection.info["home"] == str(home)
+            assert (await connection.client.call("system.ping"))["pong"] is True
+        finally:
+            await connection.close()
+    finally:
+        if launched.process.poll() is None:
+            os.kill(launched.process.pid, signal.SIGTERM)
+            launched.process.wait(60)

@@ -142,6 +142,12 @@ class AsyncEventStore:
 
         return await self._write(both)
 
+    async def write_with(self, fn: Callable[[EventStore], T]) -> T:
+        """``fn(store)`` in one writer worker-thread call (behind the writers' limiter):
+        a commit and the reads or file reads a caller needs with it, in one trip (the
+        agent's rules files, its prompt's commit and the state it made)."""
+        return await self._write(fn, self.sync)
+
     async def fork(
         self,
         from_event_id: str,
@@ -172,6 +178,11 @@ class AsyncEventStore:
     ) -> tuple[Session, Event, SessionState]:
         """:meth:`EventStore.get_session_head_and_state` (one worker-thread call)."""
         return await self._read(self.sync.get_session_head_and_state, session_id)
+
+    async def read_with(self, fn: Callable[[EventStore], T]) -> T:
+        """``fn(store)`` in one reader worker-thread call: several reads, and the file
+        reads a caller needs with them, in one trip (a message's start in the agent)."""
+        return await self._read(fn, self.sync)
 
     async def get_session_and_state(self, session_id: str) -> tuple[Session, SessionState]:
         """:meth:`EventStore.get_session_and_state` (one worker-thread call)."""

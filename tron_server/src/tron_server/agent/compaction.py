@@ -392,6 +392,16 @@ async def compact_session(
     )
 
 
+def auto_compact_idle(orchestrator: CompactionHost, run: AgentRun) -> bool:
+    """Whether :func:`maybe_auto_compact` would return now without reading or recording
+    anything: no threshold, or a context use known without the store below it."""
+    threshold = orchestrator.auto_compact_threshold
+    if threshold is None or threshold <= 0:
+        return True
+    usage = run_context_usage(run) or known_context_usage(run)
+    return usage is not None and usage.used_tokens < threshold * usage.context_window
+
+
 async def maybe_auto_compact(orchestrator: CompactionHost, run: AgentRun) -> None:
     """Compact before a turn when the context use passes the threshold.
 

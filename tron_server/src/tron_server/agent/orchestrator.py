@@ -79,6 +79,7 @@ from .rules import SessionRules
 from .session_memory import SessionMemory
 from .subagents import (
     TASK_TOOL_NAME,
+    TOP_LEVEL,
     ParentLink,
     ScopedTools,
     SessionProfile,
@@ -92,6 +93,7 @@ from .turn import AgentRun, Resume, RunRequest, RunResult, ToolGate, TurnDeps
 from .writer import SessionWriter
 
 if TYPE_CHECKING:
+    from tron_events import EventStore
     from tron_events.messages import Message
     from tron_events.reconstruct import SessionState
 
@@ -116,6 +118,10 @@ _run_ids = itertools.count(1)
 _LEVELS = frozenset(get_args(ReasoningLevel))
 #: The tool the ``memory.recall`` setting offers or withholds.
 RECALL_TOOL = "Recall"
+
+
+RunFiles = tuple[tuple[str, bool, bool], Any, MemorySettings | None]
+"""(folder, Task offered, memory on), the agent definitions, the memory settings."""
 
 
 class UserInTheLoop(Protocol):
@@ -143,6 +149,10 @@ class StartPoint:
     state: SessionState | None
     writer: SessionWriter
     commits: int
+    #: The run's agent definitions and memory settings, read in the same trip: (what
+    #: they were read for: folder, Task offered, memory on; agents; settings). None:
+    #: not read (the run reads them, as it does when the key no longer matches).
+    files: RunFiles | None = None
 
 
 @dataclass
@@ -257,6 +267,7 @@ class Orchestrator:
             max_turns=max_turns_per_message,
             max_tokens=max_tokens,
             before_turn=self._before_turn,
+            before_turn_idle=self._before_turn_idle,
             rules_for=self._rules_for,
             concurrent_tools=frozenset({TASK_TOOL_NAME}),
             max_parallel_tools=self.subagents.max_parallel,
@@ -268,6 +279,7 @@ class Orchestrator:
         if memory:
             self.memory = SessionMemory(self, home, recorder=files)
             self._deps.memory_at_start = self.memory.at_start
+            self._deps.memory_started = self.memory.started
 
     # -- public API -------------------------------------------------------------------
 
@@ -435,11 +447,32 @@ class Orchestrator:
         through the session's writer since); Nones when there is no such session."""
         writer = self._writer(session_id)  # held: what it records meanwhile is counted
         commits = writer.commits
+        known = self._profiles.get(session_id)
+
+        def read(store: EventStore) -> tuple[Session, Event, SessionState, RunFiles | None]:
+            session, head, state = store.get_session_head_and_state(session_id)
+            # The run's agent definitions and memory settings in the same trip (its
+            # first worker-thread trip otherwise); a failure leaves them to the run,
+            # which reads them again and reports it as before.
+            profile = known or (TOP_LEVEL if session.parent_session_id is None else None)
+            files: RunFiles | None = None
+            if profile is not None and session.status == "active":
+                task, memory = self._file_needs(profile)
+                if task or memory:
+                    wd = Path(session.working_directory)
+                    try:
+                        agents, settings = self._read_run_files(wd, task, memory)
+                    except Exception:
+                        log.debug("agent files of %s not read ahead", session_id, exc_info=True)
+                    else:
+                        files = ((str(wd), task, memory), agents, settings)
+            return session, head, state, files
+
         try:
-            session, head, state = await self.store.get_session_head_and_state(session_id)
+            session, head, state, files = await self.store.read_with(read)
         except (SessionNotFound, EventNotFound):
             return StartPoint(None, None, None, writer, commits)
-        return StartPoint(session, head, state, writer, commits)
+        return StartPoint(session, head, state, writer, commits, files)
 
     def is_running(self, session_id: str) -> bool:
         """Whether the session has a loop running (or about to run)."""
@@ -596,24 +629,39 @@ class Orchestrator:
         else:
             self._notify(session_id, method, data)
 
-    async def _tools_for(self, agent: AgentRun, profile: SessionProfile) -> ToolRegistry:
-        """The run's tools: the session's allow-list, plus Task while the depth allows."""
-        extra: list[Any] = []
+    def _file_needs(self, profile: SessionProfile) -> tuple[bool, bool]:
+        """(whether the run offers Task, whether it reads the memory settings)."""
         wants_task = profile.tools is None or TASK_TOOL_NAME in profile.tools
         task = self.subagents.enabled and profile.depth < self.subagents.max_depth and wants_task
-        memory = self.memory if RECALL_TOOL in self.tools else None
-        wd = agent.working_directory
+        return task, self.memory is not None and RECALL_TOOL in self.tools
 
-        def read_files() -> tuple[Any, MemorySettings | None]:
-            # The agent definitions and the memory settings in one worker-thread trip.
-            return (
-                discover_agents(self.home, wd) if task else None,
-                memory.settings_now(wd) if memory is not None else None,
-            )
-
-        agents, settings = (
-            await anyio.to_thread.run_sync(read_files) if task or memory else (None, None)
+    def _read_run_files(
+        self, wd: Path, task: bool, memory: bool
+    ) -> tuple[Any, MemorySettings | None]:
+        """The agent definitions and the memory settings (reads files: a worker thread)."""
+        return (
+            discover_agents(self.home, wd) if task else None,
+            self.memory.settings_now(wd) if memory and self.memory is not None else None,
         )
+
+    async def _tools_for(
+        self, agent: AgentRun, profile: SessionProfile, files: RunFiles | None = None
+    ) -> ToolRegistry:
+        """The run's tools: the session's allow-list, plus Task while the depth allows.
+        ``files``: the agent definitions and memory settings the message's read took
+        with it (used when read for this folder and these needs)."""
+        extra: list[Any] = []
+        task, memory = self._file_needs(profile)
+        wd = agent.working_directory
+        if files is not None and files[0] == (str(wd), task, memory):
+            agents, settings = files[1], files[2]
+        elif task or memory:
+            # The agent definitions and the memory settings in one worker-thread trip.
+            agents, settings = await anyio.to_thread.run_sync(
+                self._read_run_files, wd, task, memory
+            )
+        else:
+            agents, settings = None, None
         if agents is not None:
             spawner = Spawner(self, agent, profile, agents)
             extra.append(TaskTool(spawner, max_parallel=self.subagents.max_parallel))
@@ -717,6 +765,10 @@ class Orchestrator:
             rules = self._rules[session_id] = SessionRules(self.home, working_directory)
         return rules
 
+    def _before_turn_idle(self, run: AgentRun) -> bool:
+        """Whether :meth:`_before_turn` would do nothing now (no read, no record)."""
+        return self.auto_compact_threshold is None or compaction.auto_compact_idle(self, run)
+
     async def _before_turn(self, run: AgentRun) -> None:
         if self.auto_compact_threshold is None:
             return
@@ -804,6 +856,7 @@ class Orchestrator:
         notify = agent.notify
         try:
             start, run.start = run.start, None
+            files: RunFiles | None = None
             if (
                 start is not None
                 and start.session is not None
@@ -812,12 +865,13 @@ class Orchestrator:
                 and await run.writer.adopt(start.state, start.commits)
             ):
                 session, agent.started_state = start.session, start.state  # just read
+                files = start.files
             else:
                 # The row and the state at its head in one read: the run goes on from both.
                 session, agent.started_state = await run.writer.sync_session_state()
             agent.session = session
             agent.working_directory = Path(session.working_directory)
-            agent.tools = await self._tools_for(agent, profile)
+            agent.tools = await self._tools_for(agent, profile, files)
             return await agent.execute()
         except ConcurrencyConflict as exc:
             log.warning("agent loop of %s stopped: %s", sid, exc)

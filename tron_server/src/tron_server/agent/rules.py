@@ -75,6 +75,18 @@ class SessionRules:
 
         return await anyio.to_thread.run_sync(initial)
 
+    @property
+    def started(self) -> bool:
+        """Whether the files an earlier run recorded were restored (the first
+        :meth:`start_with` does it; :meth:`initial_now` needs it)."""
+        return self._started
+
+    def initial_now(self, then: Callable[[], T]) -> tuple[list[RulesFile], T]:
+        """What :meth:`start_with` does in its worker-thread trip, in this thread (a worker
+        thread, with other work for the same trip), once :attr:`started`."""
+        assert self._started, "start_with first"
+        return self._loader.initial(), then()
+
     async def touched(self, arguments: dict[str, Any]) -> list[RulesFile]:
         """Rules files newly applicable after a tool call with ``arguments``."""
         paths = [v for k in PATH_ARGUMENTS if isinstance(v := arguments.get(k), str) and v]

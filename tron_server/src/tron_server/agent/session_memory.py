@@ -149,6 +149,11 @@ class SessionMemory:
 
     # -- putting memory before the model ----------------------------------------------
 
+    def started(self, session_id: str) -> bool:
+        """Whether :meth:`at_start` answers nothing for the session without reading (its
+        start is behind it)."""
+        return session_id in self._started
+
     async def at_start(
         self, session_id: str, working_directory: Path, content: str | list[dict[str, Any]]
     ) -> list[Draft]:

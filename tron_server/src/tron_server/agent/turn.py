@@ -203,6 +203,9 @@ class TurnDeps:
     max_tokens: int | None = None
     before_turn: Callable[[AgentRun], Any] | None = None
     """Awaited before each LLM call (auto-compaction); returns nothing."""
+    before_turn_idle: Callable[[AgentRun], bool] | None = None
+    """Whether ``before_turn`` would do nothing now (no read, no record): then a run's
+    rules files and its prompt's commit go in one worker-thread trip."""
     rules_for: Callable[[str, Path], SessionRules] | None = None
     """The session's rules files (AGENTS.md), kept across its runs."""
     concurrent_tools: frozenset[str] = frozenset()
@@ -222,6 +225,9 @@ class TurnDeps:
     memory_at_start: MemoryAtStart | None = None
     """The events putting memory before a session's first message (``memory.loaded``),
     recorded in the same commit as, just before, the ``message.user``."""
+    memory_started: Callable[[str], bool] | None = None
+    """``(session_id)`` → whether ``memory_at_start`` answers nothing without reading
+    (the session's start is behind it)."""
     on_stop: StopHooks | None = None
     """The Stop (SubagentStop) hooks, run when the model stops."""
     max_stop_continuations: int = 8
@@ -441,10 +447,17 @@ class AgentRun:
             # The system prompt is built in the same trip, with the rules just loaded; the
             # first turn takes it when the stored prompt it was built from is the turn's.
             build = partial(self._build_system, state.system_prompt)
-            files, self._system_cache = await self.rules.start_with(
-                self.deps.store, state.head_event_id, build
-            )
-            await self._record_rules(files)
+            if self._can_start_in_one_trip(state, content):
+                first = await self._start_in_one_trip(state, content, context, build)
+                if first is not None:
+                    result = RunResult()
+                    await self._loop(result, state.turn_count + 1, [], first)
+                    return result
+            else:
+                files, self._system_cache = await self.rules.start_with(
+                    self.deps.store, state.head_event_id, build
+                )
+                await self._record_rules(files)
 
         level = self.request.reasoning_level
         if level is not None and level != state.reasoning_level:
@@ -473,8 +486,74 @@ class AgentRun:
         await self._loop(result, turn, prompt)
         return result
 
-    async def _loop(self, result: RunResult, turn: int, prompt: list[Draft]) -> None:
-        """Call the model (``prompt`` recorded with the first turn) until it stops."""
+    def _can_start_in_one_trip(
+        self, state: SessionState, content: str | list[dict[str, Any]]
+    ) -> bool:
+        """Whether nothing this run does between loading its rules files and committing its
+        prompt would read or record anything (no level change, no pending request, no
+        compaction due, no memory to put first, the recorded files restored), so that
+        both go in one worker-thread trip (:meth:`_start_in_one_trip`)."""
+        deps = self.deps
+        level = self.request.reasoning_level
+        return (
+            self.rules is not None
+            and self.rules.started
+            and (level is None or level == state.reasoning_level)
+            and self.request.resume is None
+            and _has_text_or_blocks(content)
+            and not self.abort_requested
+            and self.stop_requested is None
+            and self.max_turns > 0
+            and (
+                deps.before_turn is None
+                or (deps.before_turn_idle is not None and deps.before_turn_idle(self))
+            )
+            and (
+                deps.memory_at_start is None
+                or (deps.memory_started is not None and deps.memory_started(self.session_id))
+            )
+        )
+
+    async def _start_in_one_trip(
+        self,
+        state: SessionState,
+        content: str | list[dict[str, Any]],
+        context: list[Draft],
+        build: Callable[[], tuple[tuple[Any, ...], str]],
+    ) -> SessionState | None:
+        """Load the rules files and build the system prompt, then, when no new rules file
+        is to be recorded first, commit the prompt and the first turn's start, all in one
+        trip: the state the commit made (the first turn goes on from it). None: a rules
+        file was loaded, and recorded here; nothing else was (the run goes on as usual)."""
+        assert self.rules is not None
+        turn = state.turn_count + 1
+        prompt: list[Draft] = [*self.request.before,
+                               ("message.user", {"content": content, "turn": turn}), *context,
+                               ("stream.turn_start", {"turn": turn})]  # fmt: skip
+        rules = self.rules
+
+        def first() -> tuple[bool, tuple[list[Any], tuple[tuple[Any, ...], str]]]:
+            files, system = rules.initial_now(build)
+            return not files, (files, system)
+
+        self.progress.begin(turn)
+        (files, self._system_cache), committed = await self.writer.append_many_and_state_after(
+            first, prompt
+        )
+        if committed is None:
+            await self._record_rules(files)
+            return None
+        return committed[1]
+
+    async def _loop(
+        self,
+        result: RunResult,
+        turn: int,
+        prompt: list[Draft],
+        started: SessionState | None = None,
+    ) -> None:
+        """Call the model (``prompt`` recorded with the first turn) until it stops;
+        ``started``: the first turn's start is committed already (this is its state)."""
         while True:
             if self.stop_requested is not None:
                 result.stop_reason = HOOK_STOPPED
@@ -484,8 +563,8 @@ class AgentRun:
                 break
             if result.turns:
                 await self._before_turn()
-            stop, go_on = await self._turn(turn, prompt)
-            prompt = []
+            stop, go_on = await self._turn(turn, prompt, started)
+            prompt, started = [], None
             result.turns += 1
             result.stop_reason = stop
             if not go_on:
@@ -536,14 +615,20 @@ class AgentRun:
                 self._tool_scopes.discard(scope)
         return None
 
-    async def _turn(self, turn: int, prompt: list[Draft] | None = None) -> tuple[str, bool]:
+    async def _turn(
+        self, turn: int, prompt: list[Draft] | None = None, started: SessionState | None = None
+    ) -> tuple[str, bool]:
         """One LLM call and its tools; returns (stop reason, whether to call again).
 
         ``prompt`` (the user's message, on a run's first turn) is recorded in
-        the same commit as ``stream.turn_start``."""
+        the same commit as ``stream.turn_start``; ``started``: both are committed already
+        (the state that commit made)."""
         self.progress.begin(turn)
-        start: Draft = ("stream.turn_start", {"turn": turn})
-        _, state = await self.writer.append_many_and_state([*(prompt or []), start])
+        if started is not None:
+            state = started
+        else:
+            start: Draft = ("stream.turn_start", {"turn": turn})
+            _, state = await self.writer.append_many_and_state([*(prompt or []), start])
         messages = state.messages
         self.context_model = state.model
         self._emit(AGENT_TURN_START, {"turn": turn})

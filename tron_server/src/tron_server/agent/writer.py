@@ -26,15 +26,18 @@ tool step is two commits: the call before the tool runs, the rest after it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
 from tron_events import AsyncEventStore, Event, Session
 
 if TYPE_CHECKING:
+    from tron_events import EventStore
     from tron_events.reconstruct import SessionState
+
+T = TypeVar("T")
 
 __all__ = ["SessionWriter"]
 
@@ -153,6 +156,33 @@ class SessionWriter:
             self.head = events[-1].id
             self.commits += 1
             return events[len(events) - len(drafts) :], state
+
+    async def append_many_and_state_after(
+        self, first: Callable[[], tuple[bool, T]], drafts: Sequence[Draft]
+    ) -> tuple[T, tuple[list[Event], SessionState] | None]:
+        """``first()``, then (when it says to go on) :meth:`append_many_and_state`, in one
+        trip to the store's worker thread: (what ``first`` gave, (``drafts``' events, the
+        state) or None when nothing was committed). ``first`` runs in that thread."""
+        async with self._lock:
+            taken = len(self._deferred)
+            chain = [{"type": t, "payload": dict(p)} for t, p in [*self._deferred, *drafts]]
+            expected, session_id = self.head, self.session_id
+
+            def work(store: EventStore) -> tuple[T, tuple[list[Event], SessionState] | None]:
+                go, value = first()
+                if not go:
+                    return value, None
+                events = store.append_many(session_id, chain, expected_head=expected)
+                return value, (events, store.get_state_at_head(session_id))
+
+            value, done = await self.store.write_with(work)
+            if done is None:
+                return value, None
+            events, state = done
+            del self._deferred[:taken]
+            self.head = events[-1].id
+            self.commits += 1
+            return value, (events[len(events) - len(drafts) :], state)
 
     async def _commit(self, drafts: Sequence[Draft], expected: str | None) -> list[Event]:
         """Commit the deferred events and ``drafts`` (lock held); ``drafts``' events."""

@@ -19,8 +19,12 @@ Starting is done under a lock in the home (``<home>/server-start.lock``): two
 server keeps its port across restarts (8420, or ``$TRON_PORT``): the port is
 probed as the server binds it (``SO_REUSEADDR``), so connections of the stopped
 server that linger in ``TIME_WAIT`` do not move the next one to another port.
-A client connects once the server has recorded itself (it serves ``/rpc`` and has
-its token then): never before, when it would be refused or have to wait.
+A client connects to a server it found once that server has recorded itself (it serves
+``/rpc`` and has its token then). To a server it started, it connects as soon as the
+token is in place: that server answers while it starts and holds ``/rpc`` requests until
+it serves (``app.DeferredStart``), so the connection and the first call are made during
+the start; the call's answer says it serves. Should that connection be refused or closed
+(a start that failed), it waits for the record, or the exit, as before.
 
 ``tron -p PROMPT`` starts that server earlier, before the client is loaded
 (:func:`.launch.prestart`, under the same lock); :func:`attach` then waits for it.
@@ -36,6 +40,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
@@ -96,12 +101,15 @@ class ServerAddress:
 
 class Connection:
     """An open :class:`TronClient` and how to close it. ``started``: this ``tron``
-    started the server (it has this process's environment)."""
+    started the server (it has this process's environment). ``info``: the server's
+    ``system.info``, when it was asked while connecting (a server this ``tron`` started:
+    see :func:`_wait_for`), else None."""
 
     def __init__(self, client: TronClient, url: str, stack: contextlib.AsyncExitStack) -> None:
         self.client = client
         self.url = url
         self.started = False
+        self.info: dict[str, Any] | None = None
         self._stack = stack
 
     async def close(self) -> None:
@@ -261,34 +269,91 @@ def _recorded_itself(home: Path, pid: int) -> bool:
     return (home / SERVERS_DIR / f"{pid}.json").exists()
 
 
+async def _connect_early(address: ServerAddress, url: str, timeout: float) -> Connection:
+    """A connection to a server still starting, returned once it serves: it answers
+    ``/health`` before it is ready and holds ``/rpc`` requests until then (``app.
+    DeferredStart``), so the connection and its first call (``system.info``, kept in
+    ``info``) are made while it starts instead of after. Raises when the server refused,
+    closed (a start that failed: 1011) or did not answer in time; :class:`Unreachable`
+    while nothing listens yet."""
+    connection = await connect_once(address, url)
+    try:
+        info = await connection.client.call("system.info", timeout=timeout)
+    except BaseException:
+        await connection.close()
+        raise
+    connection.info = info if isinstance(info, dict) else None
+    return connection
+
+
 async def _wait_for(address: ServerAddress, launched: Launched) -> Connection:
+    """The server ``launched`` once it serves: connected early when its token is there
+    (:func:`_connect_early`), else (or when that fails) once it has recorded itself."""
     deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        if _recorded_itself(address.home, launched.process.pid):
-            try:
-                return await connect_once(address, launched.url)
-            except (Refused, Unreachable):
-                pass
-        if launched.process.poll() is not None:
-            # It exited: maybe another `tron` started one at the same moment.
-            with contextlib.suppress(Unreachable, Refused):
-                return await connect_once(address)
-            tail = _log_tail(launched.log_path)
-            raise TerminalError(
-                "No tron-server was running and the one started in the background exited "
-                f"(status {launched.process.returncode}). See {launched.log_path}"
-                + (f":\n{tail}" if tail else "."),
-                EXIT_NO_SERVER,
-            )
-        if time.monotonic() > deadline:
-            raise TerminalError(
-                f"tron-server was started in the background (pid {launched.process.pid}) but "
-                f"did not answer within {START_TIMEOUT:.0f} s. See {launched.log_path}.",
-                EXIT_NO_SERVER,
-            )
-        # Often: a server starting takes a few hundred ms, and each look is cheap (a
-        # file's existence): looked at often, the record costs little of the first turn.
+    early: asyncio.Task[Connection] | None = None
+    tried_early = False
+    try:
+        while True:
+            if early is None and not tried_early and address.token() is not None:
+                tried_early = True
+                early = asyncio.ensure_future(
+                    _connect_early(address, launched.url, max(deadline - time.monotonic(), 1))
+                )
+            if early is not None and early.done():
+                done, early = early, None
+                if not done.cancelled() and done.exception() is None:
+                    return done.result()
+                # Not listening yet: try again. Refused, closed or timed out: the record
+                # says when it serves (or the exit, why it does not), as for a server
+                # found another way.
+                tried_early = not isinstance(done.exception(), Unreachable)
+            connection = await _wait_step(address, launched, deadline, early)
+            if connection is not None:
+                return connection
+    finally:
+        if early is not None:  # given up (an error, or cancelled) while it connected
+            early.cancel()
+            await asyncio.wait({early})
+            if not early.cancelled() and early.exception() is None:
+                await early.result().close()
+
+
+async def _wait_step(
+    address: ServerAddress,
+    launched: Launched,
+    deadline: float,
+    early: asyncio.Task[Connection] | None,
+) -> Connection | None:
+    """One look at the starting server: a connection once it has recorded itself (unless
+    an early one is under way: its answer comes first), a TerminalError once it exited or
+    the start timed out, else None after a short wait (cut short by ``early``'s end)."""
+    if early is None and _recorded_itself(address.home, launched.process.pid):
+        with contextlib.suppress(Refused, Unreachable):
+            return await connect_once(address, launched.url)
+    if launched.process.poll() is not None:
+        # It exited: maybe another `tron` started one at the same moment.
+        with contextlib.suppress(Unreachable, Refused):
+            return await connect_once(address)
+        tail = _log_tail(launched.log_path)
+        raise TerminalError(
+            "No tron-server was running and the one started in the background exited "
+            f"(status {launched.process.returncode}). See {launched.log_path}"
+            + (f":\n{tail}" if tail else "."),
+            EXIT_NO_SERVER,
+        )
+    if time.monotonic() > deadline:
+        raise TerminalError(
+            f"tron-server was started in the background (pid {launched.process.pid}) but "
+            f"did not answer within {START_TIMEOUT:.0f} s. See {launched.log_path}.",
+            EXIT_NO_SERVER,
+        )
+    # Often: a server starting takes a few hundred ms, and each look is cheap (a file's
+    # existence): looked at often, the record costs little of the first turn.
+    if early is None:
         await asyncio.sleep(0.005)
+    else:
+        await asyncio.wait({early}, timeout=0.005)
+    return None
 
 
 __all__ = [

@@ -177,7 +177,8 @@ async def print_mode(opts: Options) -> int:
         _announce(warning)
     try:
         client = conn.client
-        caps = await load(client)
+        # A server this tron started was asked while it started (attach._connect_early).
+        caps = Capabilities(conn.info) if conn.info is not None else await load(client)
         check_mode_supported(caps, opts.permission_mode)
         await check_mode_available(client, caps, opts.permission_mode)
         opts.choice = await check_choice(
