@@ -30,8 +30,15 @@ Normalizer = Callable[[dict[str, Any]], dict[str, Any]]
 class Payload(BaseModel):
     """Base of every payload model: camelCase aliases, extra fields kept."""
 
+    # defer_build: a model's validator and serializer are built on its first use (the
+    # store's fast path, _fast_payload.py, needs only the fields): importing this
+    # module built ~60 of them, on the server's start path (issue 29, goal 2).
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="allow", frozen=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        frozen=True,
+        defer_build=True,
     )
 
 
