@@ -37,13 +37,19 @@ _Field = tuple[str, bool, frozenset[type] | None, _Check | None]
 class Plan:
     """The fields of one model, in declaration order, and :meth:`apply`."""
 
-    __slots__ = ("aliases", "apply", "fields", "names")
+    __slots__ = ("aliases", "apply", "fields", "maybe_flat", "names")
 
     def __init__(self, fields: list[_Field], names: frozenset[str]) -> None:
         self.fields = fields
         self.aliases = frozenset(f[0] for f in fields)
         #: Field names that are not aliases: pydantic reads them too (populate_by_name).
         self.names = names - self.aliases
+        #: Whether a payload of only strings, ints, bools and None can be valid (no
+        #: required field must be a list or an object).
+        self.maybe_flat = not any(
+            required and kinds is not None and kinds <= {list, dict}
+            for _, required, kinds, _ in fields
+        )
         #: ``apply(d)``: the model's dump of ``d`` (a fresh JSON value: its containers
         #: may be reused), or :data:`SLOW`. That is ``d`` itself when the dump would
         #: hold the same values in the same key order (then ``d``'s JSON text is the

@@ -559,10 +559,10 @@ class EventType:
 
 
 _REGISTRY: dict[str, EventType] = {}
-#: Each registered type's fast path (``_fast_payload.py``): its plan's ``apply`` and
-#: its normalizer, or None when its model has no plan. Filled on first use; a type
-#: registered again is derived again.
-_FAST: dict[str, tuple[Callable[[dict[str, Any]], Any], Normalizer | None] | None] = {}
+#: Each registered type's fast path (``_fast_payload.py``): its plan's ``apply``, its
+#: normalizer and its ``maybe_flat``, or None when its model has no plan. Filled on
+#: first use; a type registered again is derived again.
+_FAST: dict[str, tuple[Callable[[dict[str, Any]], Any], Normalizer | None, bool] | None] = {}
 _FAST_LOCK = threading.RLock()
 
 _TYPED: dict[str, type[Payload]] = {
@@ -676,13 +676,20 @@ def validate_payload(event_type: str, payload: Any) -> dict[str, Any]:
     return validate_payload_json(event_type, payload)[0]
 
 
-def _fast_for(event_type: str) -> tuple[Callable[[dict[str, Any]], Any], Normalizer | None] | None:
+def _fast_for(
+    event_type: str,
+) -> tuple[Callable[[dict[str, Any]], Any], Normalizer | None, bool] | None:
     with _FAST_LOCK:
         spec = get_event_type(event_type)
         plan = plan_for(spec.model)
-        fast = None if plan is None else (plan.apply, spec.normalizer)
+        fast = None if plan is None else (plan.apply, spec.normalizer, plan.maybe_flat)
         _FAST[event_type] = fast
         return fast
+
+
+#: The exact types of values a copy of the payload may share with it (immutable ones).
+#: A float is not among them: a NaN or an infinity needs the read-back to be refused.
+_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 def validate_payload_json(event_type: str, payload: Any) -> tuple[dict[str, Any], bytes | None]:
@@ -698,18 +705,30 @@ def validate_payload_json(event_type: str, payload: Any) -> tuple[dict[str, Any]
             fast = _fast_for(event_type)
         if fast is not None:
             try:
+                # Refuses what is not exact JSON but for tuples, NaN and infinities
+                # (a subclass, a key that is not a str, an int beyond 64 bits, a lone
+                # surrogate).
                 text = orjson.dumps(payload, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
             except orjson.JSONEncodeError:
                 text = None
-            if text is not None and text.count(b"[") + text.count(b"{") < MAX_DEPTH:
+            copy: Any = None
+            if text is None:
+                pass
+            elif fast[2] and _SCALARS.issuperset(map(type, payload.values())):
+                # Only strings, ints, bools and None: one level deep, nothing a tuple
+                # or a NaN could hide in, and a shallow copy is the whole copy.
+                copy = payload.copy()
+            elif text.count(b"[") + text.count(b"{") < MAX_DEPTH:
                 copy = orjson.loads(text)
-                if copy == payload:
-                    data = fast[0](copy)
-                    if data is not SLOW:
-                        normalizer = fast[1]
-                        if normalizer is not None:
-                            data = normalizer(data)
-                        return data, text if data is copy else None
+                if copy != payload:  # a tuple, a NaN, an infinity
+                    copy = None
+            if copy is not None:
+                data = fast[0](copy)
+                if data is not SLOW:
+                    normalizer = fast[1]
+                    if normalizer is not None:
+                        data = normalizer(data)
+                    return data, text if data is copy else None
     return _validated_by_model(get_event_type(event_type), payload), None
 
 
