@@ -39,7 +39,6 @@ from .errors import (
     TerminalError,
 )
 from .launch import Prestarted
-from .mcpcli import build_mcp_parser, run_mcp
 from .model_check import Choice, check_choice
 from .options import build_parser, check_args, version
 from .server_commands import main as server_main
@@ -379,6 +378,9 @@ def main(argv: Sequence[str] | None = None, *, prestarted: Prestarted | None = N
     if argv[:1] == ["server"]:
         return server_main(argv[1:], default_home())
     if argv and argv[0] == "mcp":
+        # Only here: it loads tron_server.mcp (~25 ms), which no other command needs.
+        from .mcpcli import build_mcp_parser, run_mcp
+
         mcp_args = build_mcp_parser(version()).parse_args(argv[1:])
         home = (mcp_args.home or default_home()).expanduser()
         return _guarded(lambda: run_mcp(mcp_args, home, _announce))
