@@ -328,7 +328,7 @@ def _check_for(
             return None
 
         def model(v: Any) -> Any:
-            return plan.apply(v) if type(v) is dict else SLOW  # type: ignore[union-attr]
+            return plan.apply(v) if type(v) is dict else SLOW
 
         _NESTED[model] = (plan, False)
         return model
