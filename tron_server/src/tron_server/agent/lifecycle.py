@@ -110,19 +110,25 @@ class Lifecycle:
     def hooks_for(self, working_directory: Path) -> HookEngine | None:
         """The hook engine for sessions in ``working_directory`` (None: no hooks), built
         again when one of its settings files changed since."""
+        return self._hooks_and_stamp(working_directory)[0]
+
+    def _hooks_and_stamp(
+        self, working_directory: Path
+    ) -> tuple[HookEngine | None, tuple[Any, ...] | None]:
+        """:meth:`hooks_for` and the settings stamp it checked (None: no factory)."""
         if self._hooks_factory is None:
-            return self.hooks
+            return self.hooks, None
         stamp = settings_stamp(working_directory, self.home)
         cached = self._engines.get(working_directory)
         if cached is not None and cached[0] == stamp:
-            return cached[1]
+            return cached[1], stamp
         engine = self._hooks_factory(working_directory, self.host.record_event)
         self._configure(engine)
         if cached is not None:
             self._retired = [e for e in self._retired if e.pending_count]
             self._retired.append(cached[1])
         self._engines[working_directory] = (stamp, engine)
-        return engine
+        return engine, stamp
 
     async def drain(self, timeout: float) -> None:
         """Wait for every engine's background hooks (at shutdown)."""
@@ -171,13 +177,24 @@ class Lifecycle:
         # The row the run started with (read by the orchestrator just before this).
         session = agent.session or await self.host.store.get_session(sid)
         wd = Path(session.working_directory)
-        engine = self._engine_or_none(wd)
-        trusted = folder_trusted(wd, self.home)
+        looked_up = True
+        try:
+            engine, stamp = self._hooks_and_stamp(wd)
+        except HookSettingsError as exc:
+            log.warning("lifecycle hooks not run: %s", exc)
+            engine, stamp, looked_up = None, None, False
+        # The stamp's first part is the folder's trust, read just now.
+        trusted = stamp[0] is not None if stamp is not None else folder_trusted(wd, self.home)
         started = self._started.get(sid)
         if started is not None:
-            if engine is not None:
+            waited = engine is not None and engine.pending_for(sid) > 0
+            if engine is not None and waited:
                 await engine.settle(sid, timeout=None)  # bounded by the hooks' timeouts
             if started or not trusted:
+                if looked_up and not waited:
+                    # Nothing ran since the lookup: the run's first turn takes this engine
+                    # (a settings error is the turn's to report: it looks again).
+                    agent.start_hooks = (wd, engine)
                 return
         self._started[sid] = trusted  # the first run here of a session made before
         if engine is None or not engine.hooks_for("SessionStart"):

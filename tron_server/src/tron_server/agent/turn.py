@@ -302,6 +302,9 @@ class AgentRun:
         #: nothing was recorded since (else it reads the state again).
         self.started_state: SessionState | None = None
         self.hooks: HookEngine | None = None
+        #: (folder, hook engine) the SessionStart step looked up just before the first
+        #: turn with nothing run since: the first turn takes it instead of looking again.
+        self.start_hooks: tuple[Path, HookEngine | None] | None = None
         self._scope: anyio.CancelScope | None = None
         self._tool_scopes: set[anyio.CancelScope] = set()
         self.rules: SessionRules | None = None
@@ -417,7 +420,11 @@ class AgentRun:
             # Something was recorded since (the SessionStart hooks' context): read again.
             state = await self.writer.sync_state()
         self.working_directory = Path(state.working_directory)
-        self.hooks = self.deps.hooks_for(self.working_directory)
+        hint, self.start_hooks = self.start_hooks, None
+        if hint is not None and hint[0] == self.working_directory:
+            self.hooks = hint[1]
+        else:
+            self.hooks = self.deps.hooks_for(self.working_directory)
         content = self.request.content
         context: list[Draft] = []
 

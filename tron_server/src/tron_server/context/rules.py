@@ -22,6 +22,7 @@ the type is registered in tron_events as a free-form payload).
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,11 @@ class RulesLoader:
         self._seen_digests: set[str] = set()
         self._visited_dirs: set[Path] = {self.working_directory}
         self._loaded: list[RulesFile] = []
+        #: The candidates of :meth:`initial` under the home and the working directory
+        #: (they do not change; Claude Code's user file is looked up at each call).
+        fixed: list[tuple[Path, RulesScope]] = [(self.home / "rules" / "AGENTS.md", "global")]
+        fixed += [(self.working_directory / rel, "project") for rel in PROJECT_FILES]
+        self._fixed_candidates = [(p, str(p), scope) for p, scope in fixed]
 
     @property
     def loaded(self) -> list[RulesFile]:
@@ -124,12 +130,12 @@ class RulesLoader:
     def initial(self) -> list[RulesFile]:
         """The global and project rules files, most general first (each only once)."""
         out: list[RulesFile] = []
-        candidates: list[tuple[Path, RulesScope]] = [
-            (claude_user_dir() / "CLAUDE.md", "global"),  # Claude Code's user memory
-            (self.home / "rules" / "AGENTS.md", "global"),
-        ]
-        candidates += [(self.working_directory / rel, "project") for rel in PROJECT_FILES]
-        for path, scope in candidates:
+        user = claude_user_dir() / "CLAUDE.md"  # Claude Code's user memory
+        global_scope: RulesScope = "global"
+        candidates = [(user, str(user), global_scope), *self._fixed_candidates]
+        for path, name, scope in candidates:
+            if not os.path.isfile(name):  # most candidates: one stat, nothing more
+                continue
             found = self._accept(path, scope)
             if found is not None:
                 out.append(found)

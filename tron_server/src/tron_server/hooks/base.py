@@ -504,6 +504,12 @@ class HookEngine:
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
+    def pending_for(self, session_id: str) -> int:
+        """How many background runs of one session have not finished yet (what
+        :meth:`settle` waits for)."""
+        suffix = f":{session_id}"
+        return sum(1 for t in self._pending if t.get_name().endswith(suffix) and not t.done())
+
     async def settle(self, session_id: str, timeout: float | None = 10.0) -> None:
         """Wait (at most ``timeout``; None: until done) for the background runs of one
         session to finish, e.g. before the session stops taking appends; nothing is

@@ -32,6 +32,7 @@ an untrusted folder's deny rule) must not be dropped silently. (An untrusted fol
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -136,15 +137,26 @@ def settings_stamp(working_directory: Path, home: Path) -> tuple[Any, ...]:
     # Every candidate, without settings_paths' dedup (a project file that is a home
     # file): stamping one file twice still tells every change, and skipping the
     # realpath calls makes this a third of the cost (it runs on the event loop, several
-    # times per agent run).
-    for _scope, path in _candidates(working_directory, home):
+    # times per agent run). The candidates' names are made once per folder, home and
+    # environment (what _candidates reads), and stat'ed as strings: half the cost again.
+    env = (os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR"))
+    for path in _candidate_names(str(working_directory), str(home), env):
         try:
-            st = path.stat()
+            st = os.stat(path)
         except OSError:
             stamp.append(None)
         else:
             stamp.append((st.st_ino, st.st_mtime_ns, st.st_size))
     return tuple(stamp)
+
+
+@functools.lru_cache(maxsize=256)
+def _candidate_names(
+    working_directory: str, home: str, env: tuple[str | None, str | None]
+) -> tuple[str, ...]:
+    """:func:`_candidates`' paths as strings; ``env`` (``HOME``, ``CLAUDE_CONFIG_DIR``: what
+    they depend on besides the arguments) is part of the cache's key."""
+    return tuple(str(p) for _scope, p in _candidates(Path(working_directory), Path(home)))
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -33,6 +33,7 @@ saying which file and why (:func:`discover_agents` never raises for a bad file).
 from __future__ import annotations
 
 import logging
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -348,12 +349,17 @@ def discover_agents(
     ``home``'s trust store).
 
     Malformed files are skipped with a warning naming the file and the problem."""
-    if trusted is None:
-        trusted = TrustStore(home).is_trusted(working_directory) is not None
     found: dict[str, AgentDefinition] = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
     for scope, folder in agent_dirs(home, working_directory):
-        if scope != "home" and not trusted:
+        # Most folders do not exist: one stat each, no glob, and the trust store is read
+        # only for a project's folder that does (every run looks its agents up).
+        if not os.path.isdir(folder):
             continue
+        if scope != "home":
+            if trusted is None:
+                trusted = TrustStore(home).is_trusted(working_directory) is not None
+            if not trusted:
+                continue
         try:
             files = sorted(p for p in folder.glob("*.md") if p.is_file())
         except OSError:
