@@ -63,50 +63,79 @@ def _compile(plan: Plan) -> Callable[[dict[str, Any]], Any]:
 
     For each field, in declaration order: absent, it is SLOW if required; present, its
     value must have one of its exact types (or pass its check, which may return a
-    new value). ``same`` stays true while ``d``'s keys begin with the fields present,
-    in order, with the values unchanged: then ``d`` itself is the dump (its extra keys
-    follow, none a field's own name). Otherwise :func:`_rebuild` makes the dump."""
+    new value; a nested model's fields are checked in line, the same way). ``same``
+    stays true while ``d``'s keys begin with the fields present, in order, with the
+    values unchanged: then ``d`` itself is the dump (its extra keys follow, none a
+    field's own name). Otherwise :func:`_rebuild` makes the dump."""
     env: dict[str, Any] = {
-        "SLOW": SLOW, "NAMES": plan.names, "NoneType": type(None),
-        "REBUILD": lambda d: _rebuild(plan, d),
+        "SLOW": SLOW, "NoneType": type(None), "REBUILD": lambda d: _rebuild(plan, d),
     }  # fmt: skip
-    lines = ["def apply(d):", "    ks = list(d)", "    n = 0", "    same = True"]
-    for i, (alias, required, kinds, check) in enumerate(plan.fields):
-        key = repr(alias)
-        lines += [f"    if {key} in d:"]
-        if kinds is not None:
-            names = sorted(_TYPE_NAMES[k] for k in kinds)
-            if len(names) == 1:
-                lines += [f"        if type(d[{key}]) is not {names[0]}:"]
-            else:
-                tests = " and ".join(f"t is not {name}" for name in names)
-                lines += [f"        t = type(d[{key}])", f"        if {tests}:"]
-            lines += ["            return SLOW"]
-        else:
-            env[f"C{i}"] = check
-            lines += [
-                f"        v = d[{key}]",
-                f"        w = C{i}(v)",
-                "        if w is not v:",
-                "            if w is SLOW:",
-                "                return SLOW",
-                "            same = False",
-            ]
-        # (once same is false, the comparison is wasted, but the common case saves the test)
-        lines += [f"        if ks[n] != {key}:", "            same = False", "        n += 1"]
-        if required:
-            lines += ["    else:", "        return SLOW"]
-    lines += ["    if same:"]
-    if plan.names:
-        lines += [
-            "        for key in ks[n:]:",
-            "            if key in NAMES:",
-            "                return SLOW",
-        ]
-    lines += ["        return d", "    return REBUILD(d)"]
+    lines = ["def apply(d):"]
+    _emit(plan, "", env, lines, "    ")
+    lines += ["    if same:", "        return d", "    return REBUILD(d)"]
     exec("\n".join(lines), env)  # code made from the model's own fields
     apply: Callable[[dict[str, Any]], Any] = env["apply"]
     return apply
+
+
+def _emit(plan: Plan, at: str, env: dict[str, Any], lines: list[str], pad: str) -> None:
+    """The checks of ``plan``'s fields on the dict ``d{at}``, leaving ``same{at}``
+    (whether that dict is its own dump) after checking its extra keys' names."""
+    d, ks, n, same = f"d{at}", f"ks{at}", f"n{at}", f"same{at}"
+    lines += [f"{pad}{ks} = list({d})", f"{pad}{n} = 0", f"{pad}{same} = True"]
+    for i, (alias, required, kinds, check) in enumerate(plan.fields):
+        key = repr(alias)
+        lines += [f"{pad}if {key} in {d}:"]
+        body = pad + "    "
+        nested = None if check is None else _NESTED.get(check)
+        if kinds is not None:
+            names = sorted(_TYPE_NAMES[k] for k in kinds)
+            if len(names) == 1:
+                lines += [f"{body}if type({d}[{key}]) is not {names[0]}:"]
+            else:
+                tests = " and ".join(f"t is not {name}" for name in names)
+                lines += [f"{body}t = type({d}[{key}])", f"{body}if {tests}:"]
+            lines += [f"{body}    return SLOW"]
+        elif nested is not None:
+            inner, optional = nested
+            sub = f"{at}_{i}"
+            env[f"A{sub}"] = inner.apply
+            lines += [f"{body}d{sub} = {d}[{key}]"]
+            if optional:
+                lines += [f"{body}if d{sub} is None:", f"{body}    pass"]
+                lines += [f"{body}elif type(d{sub}) is not dict:", f"{body}    return SLOW"]
+            else:
+                lines += [f"{body}if type(d{sub}) is not dict:", f"{body}    return SLOW"]
+            lines += [f"{body}else:"]
+            _emit(inner, sub, env, lines, body + "    ")
+            lines += [
+                f"{body}    if not same{sub}:",  # its dump is another dict: its own apply's
+                f"{body}        if A{sub}(d{sub}) is SLOW:",
+                f"{body}            return SLOW",
+                f"{body}        {same} = False",
+            ]
+        else:
+            env[f"C{at}_{i}"] = check
+            lines += [
+                f"{body}v = {d}[{key}]",
+                f"{body}w = C{at}_{i}(v)",
+                f"{body}if w is not v:",
+                f"{body}    if w is SLOW:",
+                f"{body}        return SLOW",
+                f"{body}    {same} = False",
+            ]
+        # (once same is false, the comparison is wasted, but the common case saves the test)
+        lines += [f"{body}if {ks}[{n}] != {key}:", f"{body}    {same} = False", f"{body}{n} += 1"]
+        if required:
+            lines += [f"{pad}else:", f"{pad}    return SLOW"]
+    if plan.names:
+        env[f"NAMES{at}"] = plan.names
+        lines += [
+            f"{pad}if {same}:",
+            f"{pad}    for key in {ks}[{n}:]:",
+            f"{pad}        if key in NAMES{at}:",
+            f"{pad}            return SLOW",
+        ]
 
 
 def _rebuild(plan: Plan, d: dict[str, Any]) -> Any:
@@ -141,6 +170,9 @@ _TYPE_NAMES = {
 
 
 _PLANS: dict[type[BaseModel], Plan | None] = {}
+#: The checks of a nested model's values (optional or not), and its plan: the
+#: enclosing plan's code checks its fields in line (see :func:`_emit`).
+_NESTED: dict[_Check, tuple[Plan, bool]] = {}
 _BASE_CONFIG = {"extra": "allow", "populate_by_name": True, "frozen": True}
 
 
@@ -280,7 +312,12 @@ def _check_for(
             if plan is None:
                 return None
             apply = plan.apply
-            return lambda v: None if v is None else apply(v) if type(v) is dict else SLOW
+
+            def optional_model(v: Any) -> Any:
+                return None if v is None else apply(v) if type(v) is dict else SLOW
+
+            _NESTED[optional_model] = (plan, True)
+            return optional_model
         checks = [_check_for(a, seen, in_union=True) for a in members]
         if any(c is None for c in checks) or len(checks) > 2:
             return None
@@ -289,7 +326,12 @@ def _check_for(
         plan = _derive(annotation, seen)
         if plan is None:
             return None
-        return lambda v: plan.apply(v) if type(v) is dict else SLOW
+
+        def model(v: Any) -> Any:
+            return plan.apply(v) if type(v) is dict else SLOW
+
+        _NESTED[model] = (plan, False)
+        return model
     return None
 
 

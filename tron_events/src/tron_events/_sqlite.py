@@ -120,6 +120,15 @@ def _translate(exc: sqlite3.Error, where: str) -> StorageError | None:
     return None
 
 
+#: ADVANCE_HEAD with SQLite's max() for the turn: its parameters are the counters as
+#: they come (append_one_after_head).
+_ADVANCE_HEAD_ONE = ADVANCE_HEAD.replace(
+    "turn_count = CASE WHEN turn_count > ? THEN turn_count ELSE ? END",
+    "turn_count = max(turn_count, ?)",
+)
+assert _ADVANCE_HEAD_ONE != ADVANCE_HEAD
+
+
 class SQLiteRecorder(Recorder):
     # events.workspace_id comes after the payload in the row: reading it walks
     # the payload's overflow pages (27 ms for a 50 MB event). Its session's row
@@ -494,10 +503,8 @@ class SQLiteRecorder(Recorder):
             except sqlite3.Error as failed:
                 raise (_translate(failed, self.path) or failed) from failed
         try:
-            c = counters
-            params = (values[0], 1, c[0], c[1], c[1], c[2], c[3], c[4], c[5], c[6], values[7],
-                      session_id, head_id, event_count)  # fmt: skip
-            if execute(ADVANCE_HEAD, params).rowcount != 1:
+            params = (values[0], 1, *counters, values[7], session_id, head_id, event_count)
+            if execute(_ADVANCE_HEAD_ONE, params).rowcount != 1:
                 self._rollback(conn)
                 return None
             position: int = execute(INSERT_EVENT, values).lastrowid  # type: ignore[assignment]
