@@ -13,7 +13,9 @@ through ``PYTHONPATH`` on the same home) so load affects all alike. Medians are 
 
 Two times per start: the first answer of ``/health``, and the first answer saying
 ``"ready": true`` (``/rpc`` serves then; a server whose ``/health`` has no ``ready`` is
-ready when it answers). Every source tree is byte-compiled first, as an installed
+ready when it answers); and, for a start on an existing home, the CPU seconds the
+server had used by then ("ready CPU": what the start costs, less sensitive to the
+machine's load than the wall clock). Every source tree is byte-compiled first, as an installed
 package is: a start must not pay for compiling our modules (``PYTHONDONTWRITEBYTECODE``
 would otherwise make every start compile what changed).
 
@@ -51,8 +53,16 @@ def _port() -> int:
         return port
 
 
-def _serve(home: str, source: Path | None = None) -> tuple[float, float]:
-    """Seconds from the start to the first /health answer, and to the first ready one."""
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _serve(home: str, source: Path | None = None) -> tuple[float, float, float]:
+    """Seconds from the start to the first /health answer, and to the first ready one;
+    the CPU seconds the server had used when it answered ready (less sensitive to the
+    machine's load than the wall clock; the /health polls are in it too)."""
     port = _port()
     env = {**os.environ, "ANTHROPIC_API_KEY": "bench"}
     if source is not None:
@@ -74,7 +84,7 @@ def _serve(home: str, source: Path | None = None) -> tuple[float, float]:
             now = time.perf_counter() - start
             first = now if first is None else first
             if body.get("ready", True):
-                return first, now
+                return first, now, _cpu_seconds(proc.pid)
             time.sleep(0.005)
     finally:
         proc.terminate()
@@ -142,17 +152,19 @@ def main() -> None:
     )
     for _ in range(args.rounds):
         home = tempfile.mkdtemp(prefix="tron-bench-health-")
-        answer, ready = _serve(home)
+        answer, ready, _ = _serve(home)
         add("new home: answers", answer)
         add("new home: ready", ready)
         add("floor", _floor())
-        answer, ready = _serve(home)
+        answer, ready, cpu = _serve(home)
         add("current: answers", answer)
         add("current: ready", ready)
+        add("current: ready CPU", cpu)
         if args.compare is not None:
-            answer, ready = _serve(home, args.compare)
+            answer, ready, cpu = _serve(home, args.compare)
             add("compared: answers", answer)
             add("compared: ready", ready)
+            add("compared: ready CPU", cpu)
         if printing is not None:
             add("tron -p: request", printing.run())
             if args.compare is not None:

@@ -673,6 +673,16 @@ def test_transient_conflicts_are_retried_then_surface(
     monkeypatch.setattr(store.recorder, "write", flaky_write)
     monkeypatch.setattr(store.recorder, "append_at_head", flaky_append_at_head)
     monkeypatch.setattr(store.recorder, "append_after_head", flaky_append_after_head)
+    real_append_one_after_head = store.recorder.append_one_after_head
+
+    def flaky_append_one_after_head(*args):  # type: ignore[no-untyped-def]
+        # The same for one event (EventStore.append's).
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise TransientConflict("deadlock detected (injected)")
+        return real_append_one_after_head(*args)
+
+    monkeypatch.setattr(store.recorder, "append_one_after_head", flaky_append_one_after_head)
     e = user(store, s.id, "retried")
     assert failures["left"] == 0
     assert [x.id for x in store.get_events(s.id)] == [s.root_event_id, e.id]

@@ -469,6 +469,27 @@ def test_the_settings_know_the_providers_tron_llm_has() -> None:
     assert set(KNOWN_PROVIDERS) == set(PROVIDERS)
 
 
+def test_the_runtime_leaves_what_a_first_turn_does_not_use_for_later() -> None:
+    """The start's imports (the runtime and the method table) do not load the slash
+    commands' parts nor pathspec, which a first message that is no command does not
+    use; import_later (a thread, once the server has served a while) loads them."""
+    wanted = ("pathspec", "tron_server.commands.builtins", "tron_server.commands.expand",
+              "tron_server.commands.files", "tron_server.commands.mcp")  # fmt: skip
+    code = (
+        "import sys\n"
+        "from tron_server.services import import_runtime\n"
+        "from tron_server.app import build_registry, import_later\n"
+        "import_runtime(); build_registry()\n"
+        f"wanted = {wanted!r}\n"
+        "print(sorted(m for m in wanted if m in sys.modules))\n"
+        "import_later()\n"
+        "print(sorted(m for m in wanted if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=True)  # fmt: skip
+    assert result.stdout.splitlines() == ["[]", str(sorted(wanted))], result.stdout
+
+
 def test_reading_the_settings_imports_no_runtime() -> None:
     """What the server needs before its first answer (the command, its settings, the app
     module) loads neither tron_llm, the store, the tools nor the methods: those load

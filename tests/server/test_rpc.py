@@ -270,3 +270,24 @@ async def test_internal_error_leaks_nothing(running_server: RunningServer) -> No
     assert info.value.code == -32603
     assert "secret" not in info.value.message and "passwd" not in json.dumps(info.value.data)
     assert "ref" in info.value.message
+
+
+def test_params_models_are_built_at_their_first_use() -> None:
+    """The server's start imports every method's params model; each validator is built
+    when the method is first called (defer_build), and then checks as before."""
+    import subprocess
+    import sys
+
+    code = (
+        "from tron_server.app import build_registry\n"
+        "spec = build_registry().get('session.setMode')\n"
+        "print(spec.params.__pydantic_complete__)\n"
+        "try:\n"
+        "    spec.parse_params({'sessionId': 's', 'mode': 'plan', 'typo': 1})\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__)\n"
+        "print(spec.parse_params({'sessionId': 's', 'mode': 'plan'}).session_id)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()  # fmt: skip
+    assert out == ["False", "InvalidParams", "s"]

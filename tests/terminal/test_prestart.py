@@ -148,6 +148,23 @@ def test_the_start_loads_no_record_module_before_it_spawns_the_server() -> None:
     assert out.strip() == "[]"
 
 
+def test_the_client_loads_no_mcp_package_but_for_tron_mcp() -> None:
+    # tron -p loads its client while the server starts, on the same two cores: the MCP
+    # package (the tron mcp commands' listing) is left to those commands.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import tron_server.commandline, tron_server.terminal.cli\n"
+        "import tron_server.terminal.printmode\n"
+        "print('tron_server.mcp' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout  # fmt: skip
+    assert out.strip() == "False"
+
+
 def test_the_version_is_read_only_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
     from importlib.metadata import version
 

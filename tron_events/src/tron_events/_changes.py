@@ -52,9 +52,20 @@ class ChangeSignal:
             if not self._waiters:  # every append bumps: nobody waiting is the common case
                 return
             woken = [w for w in self._waiters if ANY in keys or w.keys.intersection(keys)]
-        for w in woken:
-            with contextlib.suppress(RuntimeError):  # a closed loop: its subscriber is gone
-                w.loop.call_soon_threadsafe(w.event.set)
+        _wake(woken)
+
+    def bump_commit(self, session_id: str, workspace_id: str) -> None:
+        """``bump(session_id, workspace_id, ALL_EVENTS)``, written out (every append)."""
+        versions = self._versions
+        with self._lock:
+            versions[session_id] = versions.get(session_id, 0) + 1
+            versions[workspace_id] = versions.get(workspace_id, 0) + 1
+            versions[ALL_EVENTS] = versions.get(ALL_EVENTS, 0) + 1
+            if not self._waiters:
+                return
+            keys = (session_id, workspace_id, ALL_EVENTS)
+            woken = [w for w in self._waiters if ANY in keys or w.keys.intersection(keys)]
+        _wake(woken)
 
     async def wait(self, keys: frozenset[str], seen: int, timeout: float) -> None:
         """Return once ``version(keys)`` differs from ``seen``, or after ``timeout``."""
@@ -69,3 +80,9 @@ class ChangeSignal:
         finally:
             with self._lock:
                 self._waiters.discard(waiter)
+
+
+def _wake(woken: list[_Waiter]) -> None:
+    for w in woken:
+        with contextlib.suppress(RuntimeError):  # a closed loop: its subscriber is gone
+            w.loop.call_soon_threadsafe(w.event.set)

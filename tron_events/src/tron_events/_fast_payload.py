@@ -29,64 +29,150 @@ SLOW: Any = object()
 _Check = Callable[[Any], Any]
 
 
-#: A field: its alias, whether it is required, and either the exact type its value
-#: must have (and whether it may be None) or a check.
-_Field = tuple[str, bool, type | None, bool, _Check | None]
+#: A field: its alias, whether it is required, and either the exact types its value
+#: may have (``NoneType`` among them when it may be None) or a check.
+_Field = tuple[str, bool, frozenset[type] | None, _Check | None]
 
 
 class Plan:
-    """The fields of one model, in declaration order."""
+    """The fields of one model, in declaration order, and :meth:`apply`."""
 
-    __slots__ = ("aliases", "fields", "names")
+    __slots__ = ("aliases", "apply", "fields", "maybe_flat", "names")
 
     def __init__(self, fields: list[_Field], names: frozenset[str]) -> None:
         self.fields = fields
         self.aliases = frozenset(f[0] for f in fields)
         #: Field names that are not aliases: pydantic reads them too (populate_by_name).
         self.names = names - self.aliases
+        #: Whether a payload of only strings, ints, bools and None can be valid (no
+        #: required field must be a list or an object).
+        self.maybe_flat = not any(
+            required and kinds is not None and kinds <= {list, dict}
+            for _, required, kinds, _ in fields
+        )
+        #: ``apply(d)``: the model's dump of ``d`` (a fresh JSON value: its containers
+        #: may be reused), or :data:`SLOW`. That is ``d`` itself when the dump would
+        #: hold the same values in the same key order (then ``d``'s JSON text is the
+        #: dump's). Compiled for the fields (see :func:`_compile`).
+        self.apply: Callable[[dict[str, Any]], Any] = _compile(self)
 
-    def apply(self, d: dict[str, Any]) -> Any:
-        """The model's dump of ``d`` (a fresh JSON value: its containers may be
-        reused), or :data:`SLOW`. That is ``d`` itself when the dump would hold the
-        same values in the same key order (then ``d``'s JSON text is the dump's)."""
-        out: dict[str, Any] = {}
-        keys = iter(d)
-        same = True
-        for alias, required, kind, nullable, check in self.fields:
-            if alias in d:
-                value = d[alias]
-                if kind is not None:  # the common case, without a call
-                    if type(value) is not kind and (value is not None or not nullable):
-                        return SLOW
-                else:
-                    checked = check(value)  # type: ignore[misc]
-                    if checked is SLOW:
-                        return SLOW
-                    if checked is not value:
-                        same = False
-                        value = checked
-                if same and next(keys) != alias:
-                    same = False
-                out[alias] = value
-            elif required:
-                return SLOW
-        if same:
-            # The fields came first, in order, unchanged: the extras follow in d's order.
-            for key in keys:
-                if key in self.names:
+
+def _compile(plan: Plan) -> Callable[[dict[str, Any]], Any]:
+    """``plan.apply`` as the straight-line code of its fields (a loop over the field
+    tuples was half the validation's time in an append, ``benchmarks/RESULTS.md`` §13).
+
+    For each field, in declaration order: absent, it is SLOW if required; present, its
+    value must have one of its exact types (or pass its check, which may return a
+    new value; a nested model's fields are checked in line, the same way). ``same``
+    stays true while ``d``'s keys begin with the fields present, in order, with the
+    values unchanged: then ``d`` itself is the dump (its extra keys follow, none a
+    field's own name). Otherwise :func:`_rebuild` makes the dump."""
+    env: dict[str, Any] = {
+        "SLOW": SLOW, "NoneType": type(None), "REBUILD": lambda d: _rebuild(plan, d),
+    }  # fmt: skip
+    lines = ["def apply(d):"]
+    _emit(plan, "", env, lines, "    ")
+    lines += ["    if same:", "        return d", "    return REBUILD(d)"]
+    exec("\n".join(lines), env)  # code made from the model's own fields
+    apply: Callable[[dict[str, Any]], Any] = env["apply"]
+    return apply
+
+
+def _emit(plan: Plan, at: str, env: dict[str, Any], lines: list[str], pad: str) -> None:
+    """The checks of ``plan``'s fields on the dict ``d{at}``, leaving ``same{at}``
+    (whether that dict is its own dump) after checking its extra keys' names."""
+    d, ks, n, same = f"d{at}", f"ks{at}", f"n{at}", f"same{at}"
+    lines += [f"{pad}{ks} = list({d})", f"{pad}{n} = 0", f"{pad}{same} = True"]
+    for i, (alias, required, kinds, check) in enumerate(plan.fields):
+        key = repr(alias)
+        lines += [f"{pad}if {key} in {d}:"]
+        body = pad + "    "
+        nested = None if check is None else _NESTED.get(check)
+        if kinds is not None:
+            names = sorted(_TYPE_NAMES[k] for k in kinds)
+            if len(names) == 1:
+                lines += [f"{body}if type({d}[{key}]) is not {names[0]}:"]
+            else:
+                tests = " and ".join(f"t is not {name}" for name in names)
+                lines += [f"{body}t = type({d}[{key}])", f"{body}if {tests}:"]
+            lines += [f"{body}    return SLOW"]
+        elif nested is not None:
+            inner, optional = nested
+            sub = f"{at}_{i}"
+            env[f"A{sub}"] = inner.apply
+            lines += [f"{body}d{sub} = {d}[{key}]"]
+            if optional:
+                lines += [f"{body}if d{sub} is None:", f"{body}    pass"]
+                lines += [f"{body}elif type(d{sub}) is not dict:", f"{body}    return SLOW"]
+            else:
+                lines += [f"{body}if type(d{sub}) is not dict:", f"{body}    return SLOW"]
+            lines += [f"{body}else:"]
+            _emit(inner, sub, env, lines, body + "    ")
+            lines += [
+                f"{body}    if not same{sub}:",  # its dump is another dict: its own apply's
+                f"{body}        if A{sub}(d{sub}) is SLOW:",
+                f"{body}            return SLOW",
+                f"{body}        {same} = False",
+            ]
+        else:
+            env[f"C{at}_{i}"] = check
+            lines += [
+                f"{body}v = {d}[{key}]",
+                f"{body}w = C{at}_{i}(v)",
+                f"{body}if w is not v:",
+                f"{body}    if w is SLOW:",
+                f"{body}        return SLOW",
+                f"{body}    {same} = False",
+            ]
+        # (once same is false, the comparison is wasted, but the common case saves the test)
+        lines += [f"{body}if {ks}[{n}] != {key}:", f"{body}    {same} = False", f"{body}{n} += 1"]
+        if required:
+            lines += [f"{pad}else:", f"{pad}    return SLOW"]
+    if plan.names:
+        env[f"NAMES{at}"] = plan.names
+        lines += [
+            f"{pad}if {same}:",
+            f"{pad}    for key in {ks}[{n}:]:",
+            f"{pad}        if key in NAMES{at}:",
+            f"{pad}            return SLOW",
+        ]
+
+
+def _rebuild(plan: Plan, d: dict[str, Any]) -> Any:
+    """The dump of ``d``, whose fields ``plan.apply`` found valid but out of order or
+    changed by their checks: the fields in declaration order (checked again: the
+    checks give the values the dump holds), then the extra keys in ``d``'s order."""
+    out: dict[str, Any] = {}
+    for alias, _required, kinds, check in plan.fields:
+        if alias in d:
+            value = d[alias]
+            if check is not None:
+                value = check(value)
+                if value is SLOW:
                     return SLOW
-            return d
-        if len(out) != len(d):
-            aliases, names = self.aliases, self.names
-            for key, value in d.items():
-                if key not in aliases:
-                    if key in names:
-                        return SLOW
-                    out[key] = value  # an extra key, kept as it is (extra="allow")
-        return out
+            elif type(value) not in kinds:  # type: ignore[operator]
+                return SLOW
+            out[alias] = value
+    if len(out) != len(d):
+        aliases, names = plan.aliases, plan.names
+        for key, value in d.items():
+            if key not in aliases:
+                if key in names:
+                    return SLOW
+                out[key] = value  # an extra key, kept as it is (extra="allow")
+    return out
+
+
+_TYPE_NAMES = {
+    str: "str", int: "int", bool: "bool", float: "float", list: "list", dict: "dict",
+    type(None): "NoneType",
+}  # fmt: skip
 
 
 _PLANS: dict[type[BaseModel], Plan | None] = {}
+#: The checks of a nested model's values (optional or not), and its plan: the
+#: enclosing plan's code checks its fields in line (see :func:`_emit`).
+_NESTED: dict[_Check, tuple[Plan, bool]] = {}
 _BASE_CONFIG = {"extra": "allow", "populate_by_name": True, "frozen": True}
 
 
@@ -133,33 +219,41 @@ def _derive(model: type[BaseModel], seen: set[type[BaseModel]]) -> Plan | None:
             or info.serialization_alias not in (None, info.alias)
         ):
             return None
-        simple = _simple(info.annotation)
-        if simple is not None:
-            fields.append((info.alias, info.is_required(), simple[0], simple[1], None))
+        kinds = _simple(info.annotation)
+        if kinds is not None:
+            fields.append((info.alias, info.is_required(), kinds, None))
             continue
         check = _check_for(info.annotation, seen | {model})
         if check is None:
             return None
-        fields.append((info.alias, info.is_required(), None, False, check))
+        fields.append((info.alias, info.is_required(), None, check))
     return Plan(fields, frozenset(model.model_fields))
 
 
-def _simple(annotation: Any) -> tuple[type, bool] | None:
-    """(the exact type, whether None is allowed) when that is all ``annotation`` asks."""
+def _simple(annotation: Any) -> frozenset[type] | None:
+    """The exact types a value may have (``NoneType`` for None) when that is all
+    ``annotation`` asks: one of ``str``, ``int``, ``bool``, ``list[Any]``, ``dict[str,
+    Any]``, or a union of them (a float only in a union: alone, an int becomes one)."""
     args = typing.get_args(annotation)
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        if len(args) != 2 or type(None) not in args:
-            return None
-        other = args[0] if args[1] is type(None) else args[1]
-        simple = _simple(other)
-        return None if simple is None else (simple[0], True)
+        # pydantic's smart union keeps a value whose type is exactly a member's.
+        kinds: set[type] = set()
+        for arg in args:
+            if arg is type(None) or arg is float:
+                kinds.add(arg)
+                continue
+            simple = _simple(arg)
+            if simple is None:
+                return None
+            kinds |= simple
+        return frozenset(kinds)
     if annotation in (str, int, bool):
-        return annotation, False
+        return frozenset({annotation})
     origin = typing.get_origin(annotation)
     if annotation is list or (origin is list and args in ((Any,), ())):
-        return list, False
+        return frozenset({list})
     if annotation is dict or (origin is dict and args in ((str, Any), ())):
-        return dict, False
+        return frozenset({dict})
     return None
 
 
@@ -211,16 +305,38 @@ def _check_for(
         return lambda v: _each(v, item)
     if origin in (typing.Union, types.UnionType):
         optional = type(None) in args
-        checks = [_check_for(a, seen, in_union=True) for a in args if a is not type(None)]
+        members = [a for a in args if a is not type(None)]
+        if optional and len(members) == 1 and _is_model(members[0]):
+            # An optional nested model (a message's token usage): one call fewer.
+            plan = _derive(members[0], seen)
+            if plan is None:
+                return None
+            apply = plan.apply
+
+            def optional_model(v: Any) -> Any:
+                return None if v is None else apply(v) if type(v) is dict else SLOW
+
+            _NESTED[optional_model] = (plan, True)
+            return optional_model
+        checks = [_check_for(a, seen, in_union=True) for a in members]
         if any(c is None for c in checks) or len(checks) > 2:
             return None
         return _union(optional, checks)  # type: ignore[arg-type]
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+    if _is_model(annotation):
         plan = _derive(annotation, seen)
         if plan is None:
             return None
-        return lambda v: plan.apply(v) if type(v) is dict else SLOW
+
+        def model(v: Any) -> Any:
+            return plan.apply(v) if type(v) is dict else SLOW
+
+        _NESTED[model] = (plan, False)
+        return model
     return None
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
 def _each(v: Any, item: _Check) -> Any:

@@ -85,6 +85,27 @@ class PathCache:
             self._evict()
             return entry
 
+    def extend_one(self, session_id: str, workspace_id: str, row: Row) -> None:
+        """:meth:`extend` with the one row (its ``row[7]`` a ``SharedPayload``) that
+        follows what is cached of the session, if it does (every append)."""
+        with self._lock:
+            sessions = self._sessions
+            entry = sessions.get(session_id)
+            if entry is None:
+                entry = sessions[session_id] = SessionRows(session_id, workspace_id)
+            else:
+                sessions.move_to_end(session_id)
+            sequence = row[3]
+            if entry.max_sequence != sequence - 1:
+                return  # another thread got there first, or a gap: keep it exact
+            entry.by_id[row[1]] = row
+            entry.max_sequence = sequence
+            added = 4 * len(row[7].raw) + 300  # as extend counts it
+            entry.nbytes += added
+            self._nbytes += added
+            if self._nbytes > self.budget_bytes:
+                self._evict()
+
     def forget(self, session_ids: Iterable[str]) -> None:
         with self._lock:
             for sid in session_ids:

@@ -280,6 +280,22 @@ class Recorder(abc.ABC):
         except _HeadMoved:
             return None
 
+    def append_one_after_head(
+        self,
+        session_id: str,
+        head_id: str,
+        event_count: int,
+        values: tuple[Any, ...],
+        text: str,
+        counters: Counters,
+    ) -> int | None:
+        """:meth:`append_after_head` of one event (``values``, ``text``): its position,
+        or None (nothing written)."""
+        positions = self.append_after_head(
+            session_id, head_id, event_count, [(values, text)], counters
+        )
+        return None if positions is None else positions[0]
+
     @abc.abstractmethod
     def insert_events(self, cur: Cursor, rows: Sequence[NewEvent]) -> list[int]:
         """Insert events (and their search rows); return their positions."""

@@ -120,6 +120,15 @@ def _translate(exc: sqlite3.Error, where: str) -> StorageError | None:
     return None
 
 
+#: ADVANCE_HEAD with SQLite's max() for the turn: its parameters are the counters as
+#: they come (append_one_after_head).
+_ADVANCE_HEAD_ONE = ADVANCE_HEAD.replace(
+    "turn_count = CASE WHEN turn_count > ? THEN turn_count ELSE ? END",
+    "turn_count = max(turn_count, ?)",
+)
+assert _ADVANCE_HEAD_ONE != ADVANCE_HEAD
+
+
 class SQLiteRecorder(Recorder):
     # events.workspace_id comes after the payload in the row: reading it walks
     # the payload's overflow pages (27 ms for a 50 MB event). Its session's row
@@ -212,46 +221,70 @@ class SQLiteRecorder(Recorder):
             cur.close()
 
     def _begin(self, conn: sqlite3.Connection, begin: str, give_up_s: float) -> None:
+        try:
+            conn.execute(begin)
+        except sqlite3.OperationalError as exc:
+            self._begin_again(conn, begin, give_up_s, exc)
+
+    def _begin_again(
+        self,
+        conn: sqlite3.Connection,
+        begin: str,
+        give_up_s: float,
+        exc: sqlite3.OperationalError,
+    ) -> None:
+        """``begin`` failed with ``exc``: wait and try again while the database is busy
+        (up to ``give_up_s``: then StoreBusy); any other error is raised."""
         deadline = None  # the clock is read only once the database was busy
         delay = 0.001
         while True:
+            if not _is_busy(exc):
+                raise exc
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + give_up_s
+            if now >= deadline:
+                raise StoreBusy(self.path) from exc
+            log.debug("sqlite busy on %s; retrying", begin)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
             try:
                 conn.execute(begin)
                 return
-            except sqlite3.OperationalError as exc:
-                if not _is_busy(exc):
-                    raise
-                now = time.monotonic()
-                if deadline is None:
-                    deadline = now + give_up_s
-                if now >= deadline:
-                    raise StoreBusy(self.path) from exc
-                log.debug("sqlite busy on %s; retrying", begin)
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
+            except sqlite3.OperationalError as again:
+                exc = again
 
     def _commit(self, conn: sqlite3.Connection) -> None:
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._commit_again(conn, exc)
+
+    def _commit_again(self, conn: sqlite3.Connection, exc: sqlite3.Error) -> None:
+        """``COMMIT`` failed with ``exc``: try again while the database is busy, else
+        roll back and raise (typed where it can be)."""
         deadline = None
         while True:
-            try:
-                conn.execute("COMMIT")
-                return
-            except sqlite3.Error as exc:
-                # A COMMIT can be busy while readers hold an old snapshot during a
-                # checkpoint; the transaction stays open and COMMIT can be retried.
-                busy = isinstance(exc, sqlite3.OperationalError) and _is_busy(exc)
-                if busy:
-                    now = time.monotonic()
-                    if deadline is None:
-                        deadline = now + BUSY_GIVE_UP_S
-                    if now < deadline:
-                        time.sleep(0.005)
+            # A COMMIT can be busy while readers hold an old snapshot during a
+            # checkpoint; the transaction stays open and COMMIT can be retried.
+            busy = isinstance(exc, sqlite3.OperationalError) and _is_busy(exc)
+            if busy:
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + BUSY_GIVE_UP_S
+                if now < deadline:
+                    time.sleep(0.005)
+                    try:
+                        conn.execute("COMMIT")
+                        return
+                    except sqlite3.Error as again:
+                        exc = again
                         continue
-                self._rollback(conn)
-                typed = _translate(exc, self.path) or (StoreBusy(self.path) if busy else None)
-                if typed is not None:
-                    raise typed from exc
-                raise
+            self._rollback(conn)
+            typed = _translate(exc, self.path) or (StoreBusy(self.path) if busy else None)
+            if typed is not None:
+                raise typed from exc
+            raise exc
 
     def _rollback(self, conn: sqlite3.Connection) -> None:
         """Roll back what is left of a failed transaction. SQLite has often
@@ -443,6 +476,52 @@ class SQLiteRecorder(Recorder):
             raise
         self._commit(conn)
         return positions
+
+    def append_one_after_head(
+        self,
+        session_id: str,
+        head_id: str,
+        event_count: int,
+        values: tuple[Any, ...],
+        text: str,
+        counters: Counters,
+    ) -> int | None:
+        # append_after_head of one row, written out (every append of the agent loop): one
+        # cursor for the whole transaction, as the floor's (benchmarks/RESULTS.md §13).
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connection()
+        cur = conn.cursor()
+        execute = cur.execute
+        try:
+            execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            try:
+                if not isinstance(exc, sqlite3.OperationalError):
+                    raise
+                self._begin_again(conn, "BEGIN IMMEDIATE", BUSY_GIVE_UP_S, exc)
+            except sqlite3.Error as failed:
+                raise (_translate(failed, self.path) or failed) from failed
+        try:
+            params = (values[0], 1, *counters, values[7], session_id, head_id, event_count)
+            if execute(_ADVANCE_HEAD_ONE, params).rowcount != 1:
+                self._rollback(conn)
+                return None
+            position: int = execute(INSERT_EVENT, values).lastrowid  # type: ignore[assignment]
+            if text:
+                execute("INSERT INTO events_fts (rowid, text) VALUES (?, ?)", (position, text))
+        except BaseException as exc:
+            self._rollback(conn)
+            if isinstance(exc, sqlite3.Error):
+                typed = _translate(exc, self.path)
+                if typed is not None:
+                    raise typed from exc
+            raise
+        try:
+            execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._commit_again(conn, exc)
+        return position
 
     def insert_events(self, cur: Cursor, rows: Sequence[NewEvent]) -> list[int]:
         positions: list[int] = []

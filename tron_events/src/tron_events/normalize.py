@@ -57,6 +57,11 @@ def normalize_assistant_payload(payload: dict[str, Any]) -> dict[str, Any]:
     content = payload.get("content")
     if not isinstance(content, list):
         return payload
+    for block in content:  # the common case: nothing to change, nothing built
+        if type(block) is not dict or block.get("type") == "tool_use":
+            break
+    else:
+        return payload
     blocks: list[Any] = []
     changed = False
     for block in content:

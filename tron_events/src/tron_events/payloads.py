@@ -7,16 +7,18 @@ what writers can rely on, not everything a writer may add.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticSerializationError
 
 from ._fast_payload import SLOW, plan_for
-from ._payload_json import check_json_value_fast, exact_json_copy
+from ._payload_json import MAX_DEPTH, check_json_value_fast
 from ._storable import is_storable
 from .errors import InvalidPayload, UnknownEventType
 from .normalize import normalize_assistant_payload, normalize_tool_result_payload
@@ -28,8 +30,15 @@ Normalizer = Callable[[dict[str, Any]], dict[str, Any]]
 class Payload(BaseModel):
     """Base of every payload model: camelCase aliases, extra fields kept."""
 
+    # defer_build: a model's validator and serializer are built on its first use (the
+    # store's fast path, _fast_payload.py, needs only the fields): importing this
+    # module built ~60 of them, on the server's start path (issue 29, goal 2).
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="allow", frozen=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        frozen=True,
+        defer_build=True,
     )
 
 
@@ -550,6 +559,11 @@ class EventType:
 
 
 _REGISTRY: dict[str, EventType] = {}
+#: Each registered type's fast path (``_fast_payload.py``): its plan's ``apply``, its
+#: normalizer and its ``maybe_flat``, or None when its model has no plan. Filled on
+#: first use; a type registered again is derived again.
+_FAST: dict[str, tuple[Callable[[dict[str, Any]], Any], Normalizer | None, bool] | None] = {}
+_FAST_LOCK = threading.RLock()
 
 _TYPED: dict[str, type[Payload]] = {
     "session.start": SessionStart,
@@ -635,7 +649,9 @@ def register_event_type(
             f"event type {name!r} must be at most {MAX_TYPE_LENGTH} characters, "
             "without whitespace, NUL or lone surrogates"
         )
-    _REGISTRY[name] = EventType(name, model, normalizer)
+    with _FAST_LOCK:  # not while a fast path of the old model is being stored
+        _REGISTRY[name] = EventType(name, model, normalizer)
+        _FAST.pop(name, None)
 
 
 def get_event_type(name: str) -> EventType:
@@ -660,23 +676,60 @@ def validate_payload(event_type: str, payload: Any) -> dict[str, Any]:
     return validate_payload_json(event_type, payload)[0]
 
 
+def _fast_for(
+    event_type: str,
+) -> tuple[Callable[[dict[str, Any]], Any], Normalizer | None, bool] | None:
+    with _FAST_LOCK:
+        spec = get_event_type(event_type)
+        plan = plan_for(spec.model)
+        fast = None if plan is None else (plan.apply, spec.normalizer, plan.maybe_flat)
+        _FAST[event_type] = fast
+        return fast
+
+
+#: The exact types of values a copy of the payload may share with it (immutable ones).
+#: A float is not among them: a NaN or an infinity needs the read-back to be refused.
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
 def validate_payload_json(event_type: str, payload: Any) -> tuple[dict[str, Any], bytes | None]:
     """``validate_payload``, and the JSON text of what it returns when it has it
     already (the payload's own, when validation changed nothing), else None."""
-    spec = get_event_type(event_type)
-    if type(payload) is dict:
+    if type(payload) is dict and type(event_type) is str:
         # The common case without pydantic (_fast_payload.py): a payload of exact
         # JSON types, copied by orjson, that the model would only copy again.
-        plan = plan_for(spec.model)
-        if plan is not None:
-            found = exact_json_copy(payload)
-            if found is not None:
-                copy, text = found
-                data = plan.apply(copy)
+        # exact_json_copy and the type's plan, written out (every append runs it).
+        try:
+            fast = _FAST[event_type]
+        except KeyError:
+            fast = _fast_for(event_type)
+        if fast is not None:
+            try:
+                # Refuses what is not exact JSON but for tuples, NaN and infinities
+                # (a subclass, a key that is not a str, an int beyond 64 bits, a lone
+                # surrogate).
+                text = orjson.dumps(payload, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+            except orjson.JSONEncodeError:
+                text = None
+            copy: Any = None
+            if text is None:
+                pass
+            elif fast[2] and _SCALARS.issuperset(map(type, payload.values())):
+                # Only strings, ints, bools and None: one level deep, nothing a tuple
+                # or a NaN could hide in, and a shallow copy is the whole copy.
+                copy = payload.copy()
+            elif text.count(b"[") + text.count(b"{") < MAX_DEPTH:
+                copy = orjson.loads(text)
+                if copy != payload:  # a tuple, a NaN, an infinity
+                    copy = None
+            if copy is not None:
+                data = fast[0](copy)
                 if data is not SLOW:
-                    done = data if spec.normalizer is None else spec.normalizer(data)
-                    return done, text if done is copy else None
-    return _validated_by_model(spec, payload), None
+                    normalizer = fast[1]
+                    if normalizer is not None:
+                        data = normalizer(data)
+                    return data, text if data is copy else None
+    return _validated_by_model(get_event_type(event_type), payload), None
 
 
 def _validated_by_model(spec: EventType, payload: Any) -> dict[str, Any]:

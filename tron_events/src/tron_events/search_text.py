@@ -120,6 +120,8 @@ def search_text(
         if type(content) is str:
             if limit is not None and len(content) > limit:
                 content = content[:limit]
+            if content.isascii() and "\x00" not in content:
+                return content  # search_safe's common case, without the calls
             return search_safe(content)
     out = _Parts(limit)
     if event_type in _CONTENT_TYPES:

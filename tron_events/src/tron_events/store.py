@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import orjson
 from pydantic import BaseModel
+from uuid_utils import uuid7
 
 from . import _urls, ids
 from ._changes import ALL_EVENTS
@@ -103,6 +104,8 @@ class EventDraft:
 
 
 _second: tuple[int, str] = (-1, "")
+#: ".000Z" … ".999Z": the milliseconds' part of :func:`now`.
+_MILLIS = tuple(f".{i:03d}Z" for i in range(1000))
 
 
 def _malloc_trim() -> None:
@@ -126,7 +129,7 @@ def now() -> str:
     cached = _second
     if cached[0] != sec:
         cached = _second = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)))
-    return f"{cached[1]}.{int((t - sec) * 1000):03d}Z"
+    return cached[1] + _MILLIS[int((t - sec) * 1000)]
 
 
 def _open_recorder(url: str) -> Recorder:
@@ -197,20 +200,28 @@ def _retry_transient(method: Callable[_P, _T]) -> Callable[_P, _T]:
 
     @functools.wraps(method)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _T:
-        try:  # the first attempt outside the loop: every append goes through here
+        try:  # the first attempt outside the loop
             return method(*args, **kwargs)
         except TransientConflict:
             pass
-        for attempt in range(1, TRANSIENT_ATTEMPTS):
-            time.sleep(random.uniform(0, 0.01 * 2 ** (attempt - 1)))
-            try:
-                return method(*args, **kwargs)
-            except TransientConflict:
-                if attempt == TRANSIENT_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        return _retried(method, 1, *args, **kwargs)
 
     return wrapper
+
+
+def _retried(call: Callable[_P, _T], failed: int, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    """``call(*args, **kwargs)``, a write of which ``failed`` attempts were aborted
+    already, run until it is not, TRANSIENT_ATTEMPTS attempts in all."""
+    attempt = failed
+    while True:
+        if attempt:
+            time.sleep(random.uniform(0, 0.01 * 2 ** (attempt - 1)))
+        try:
+            return call(*args, **kwargs)
+        except TransientConflict:
+            attempt += 1
+            if attempt >= TRANSIENT_ATTEMPTS:
+                raise
 
 
 class EventStore:
@@ -550,7 +561,7 @@ class EventStore:
         the session's feeds in the same step (``_recent_feed.py``)."""
         changes = self._rec.changes
         if not self._recent.watching(session_id):  # no live feed of it here: the bump
-            changes.bump(session_id, workspace_id, ALL_EVENTS)
+            changes.bump_commit(session_id, workspace_id)
         else:
 
             def bump() -> int:
@@ -579,7 +590,6 @@ class EventStore:
 
     # -- appending --------------------------------------------------------
 
-    @_retry_transient
     def append(
         self,
         session_id: str,
@@ -597,21 +607,74 @@ class EventStore:
         A repeated ``event_id`` with the same type and payload returns the
         stored event, so a client can retry safely.
         """
-        data, text = self._prepare_json(type, payload)
+        if payload.__class__ is dict and type.__class__ is str and type not in STORE_ONLY_TYPES:
+            data, text = validate_payload_json(type, payload)  # _prepare_json's common case
+        else:
+            data, text = self._prepare_json(type, payload)
+        if (
+            event_id is None
+            and parent_id is None
+            and type not in CHECKED_TYPES
+            and not self._rec.has_append_at_head
+            and isinstance(session_id, str)
+        ):
+            # The agent loop's append: to the head this process left (SQLite).
+            tip = self._tips.get(session_id)
+            if tip is not None and (expected_head is None or expected_head == tip[0]):
+                try:
+                    event = self._append_one_to_tip(session_id, tip, type, data, text)
+                except TransientConflict:  # nothing written: its next attempts, as below
+                    return _retried(
+                        self._append_validated, 1,
+                        session_id, type, data, parent_id, expected_head, event_id,
+                    )  # fmt: skip
+                if event is not None:
+                    return event
+        return self._append_checked(session_id, type, data, parent_id, expected_head, event_id)
+
+    def _append_checked(
+        self,
+        session_id: str,
+        type: str,
+        data: dict[str, Any],
+        parent_id: str | None,
+        expected_head: str | None,
+        event_id: str | None,
+    ) -> Event:
+        """:meth:`_append_validated`, retried (TRANSIENT_ATTEMPTS attempts in all)."""
+        try:
+            return self._append_validated(
+                session_id, type, data, parent_id, expected_head, event_id
+            )
+        except TransientConflict:
+            pass
+        return _retried(
+            self._append_validated, 1, session_id, type, data, parent_id, expected_head, event_id
+        )
+
+    def _append_validated(
+        self,
+        session_id: str,
+        type: str,
+        data: dict[str, Any],
+        parent_id: str | None,
+        expected_head: str | None,
+        event_id: str | None,
+    ) -> Event:
+        """One attempt of :meth:`append` of a validated payload, but for an append to
+        the head this process knows."""
         if event_id is not None:
             ids.check_client_event_id(event_id)
-        elif parent_id is None and type not in CHECKED_TYPES:
-            if self._rec.has_append_at_head:
-                if findable(session_id) and (expected_head is None or findable(expected_head)):
-                    fast = self._append_at_head(session_id, type, data, expected_head)
-                    if fast is not None:
-                        return fast
-            elif isinstance(session_id, str):
-                tip = self._tips.get(session_id)
-                if tip is not None and (expected_head is None or expected_head == tip[0]):
-                    event = self._append_one_to_tip(session_id, tip, type, data, text)
-                    if event is not None:
-                        return event
+        elif (
+            parent_id is None
+            and type not in CHECKED_TYPES
+            and self._rec.has_append_at_head
+            and findable(session_id)
+            and (expected_head is None or findable(expected_head))
+        ):
+            fast = self._append_at_head(session_id, type, data, expected_head)
+            if fast is not None:
+                return fast
         with self._rec.write() as cur:
             # Lock the session before looking for the id: a retry racing its
             # original then sees the stored event instead of a duplicate key.
@@ -663,31 +726,39 @@ class EventStore:
         loop): ``text`` is its payload's JSON when validation had it already."""
         head_id, depth, sequence, workspace_id = tip
         when = now()
-        eid = ids.new_event_id()
+        eid = "evt_" + str(uuid7())  # ids.new_event_id
         depth += 1
         raw = _validated_json(data, type) if text is None else text.decode()
         values = (eid, head_id, session_id, workspace_id, sequence, depth, type, when, raw)
         rec = self._rec
-        positions = rec.append_after_head(
-            session_id, head_id, sequence, [(values, search_text(type, data))],
-            _counters(type, data),
-        )  # fmt: skip
-        if positions is None:
+        position = rec.append_one_after_head(
+            session_id, head_id, sequence, values, search_text(type, data), _counters(type, data)
+        )
+        if position is None:
             self._tips.pop(session_id, None)
             return None
-        position = positions[0]
         e: Event = _new_event(Event)
         (e.id, e.parent_id, e.session_id, e.workspace_id, e.sequence, e.depth, e.type,
          e.timestamp, e._raw) = values  # fmt: skip
         e._payload = data
         e.position = position
         # _committed, written out: the path cache takes the row as it is.
-        rec.path_cache.extend(
-            session_id, workspace_id, sequence - 1,
-            ((position, eid, head_id, sequence, depth, type, when, SharedPayload(raw, data)),),
+        rec.path_cache.extend_one(
+            session_id, workspace_id,
+            (position, eid, head_id, sequence, depth, type, when, SharedPayload(raw, data)),
         )  # fmt: skip
-        self._signal(session_id, workspace_id, (e,))
-        self._set_tip(session_id, (eid, depth, sequence + 1, workspace_id))
+        if self._recent.watching(session_id):
+            self._signal(session_id, workspace_id, (e,))
+        else:  # _signal, written out
+            rec.changes.bump_commit(session_id, workspace_id)
+            rec.committed_here((e,))
+        # _set_tip, written out
+        tips = self._tips
+        tips.pop(session_id, None)  # the newest last: the oldest go first
+        tips[session_id] = (eid, depth, sequence + 1, workspace_id)
+        if len(tips) > HEADS_KEPT:
+            with contextlib.suppress(StopIteration, KeyError, RuntimeError):
+                tips.pop(next(iter(tips)))
         return e
 
     def _append_to_tip(
@@ -1659,8 +1730,7 @@ def _counters(type: str, data: dict[str, Any]) -> Counters:
         turn = data.get("turn")
         if not isinstance(turn, int) or turn < 0:
             turn = 0
-        usage = data.get("tokenUsage")
-        if type == "message.assistant" and isinstance(usage, dict):
+        if type == "message.assistant" and isinstance(usage := data.get("tokenUsage"), dict):
             return (
                 1,
                 turn,

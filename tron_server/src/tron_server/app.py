@@ -24,6 +24,7 @@ import collections
 import contextlib
 import contextvars
 import logging
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -127,6 +128,35 @@ def served_hub(services: Services) -> Hub:
     if not isinstance(services.hub, Hub):
         raise TypeError(f"create_app needs services with a tron_server.hub.Hub: {services.hub!r}")
     return services.hub
+
+
+def import_later() -> None:
+    """Import what the runtime loads only when first used, and a first turn does not use:
+    the slash commands' parts (a message that is not a command needs none) and pathspec
+    (Glob and Grep's ignore files). ``tron-server`` does it in a thread once it has served
+    a while (:data:`IMPORT_LATER_AFTER`), so that a first use rarely waits; one that
+    comes sooner imports what it uses itself. Safe in any thread."""
+    import pathspec  # noqa: F401
+
+    from .commands import builtins, expand, files, mcp  # noqa: F401
+
+
+#: Event loop rounds given to the connections that waited for the start (their first
+#: request is answered in ~6) before ``DeferredStart.ready`` runs (the record, the lines).
+ANSWER_HELD_FIRST = 16
+
+#: Seconds after ``tron-server`` is ready when :func:`import_later` runs (in a thread).
+IMPORT_LATER_AFTER = 0.5
+
+
+def _import_later_in_background() -> None:
+    def run() -> None:
+        try:
+            import_later()
+        except Exception:  # a warm-up only: the first use imports it and says what is wrong
+            log.debug("importing the rest of the runtime failed", exc_info=True)
+
+    threading.Thread(target=run, name="tron-import-later", daemon=True).start()
 
 
 @dataclass(frozen=True)
@@ -292,7 +322,14 @@ def create_app(
                     extra={"fields": {"version": svc.version, "home": str(settings.home)}},
                 )
                 if deferred is not None:
+                    # The connections held while it started (tron -p's) get their first
+                    # answers before the record is written and "listening" said.
+                    for _ in range(ANSWER_HELD_FIRST):
+                        await asyncio.sleep(0)
                     deferred.ready(svc)
+                    asyncio.get_running_loop().call_later(
+                        IMPORT_LATER_AFTER, _import_later_in_background
+                    )
                 yield
                 log.info("tron-server shutting down")
                 if own:

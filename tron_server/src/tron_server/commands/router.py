@@ -32,15 +32,16 @@ from ..interaction.settings import load_permission_settings
 from ..mcp import expand_mentions
 from ..protocol import AGENT_COMMAND_OUTPUT
 from ..tools.base import ToolContext
-from .builtins import BUILTINS, Builtin, CommandContext
-from .expand import ExpandEnv, ExpansionError, expand_body
-from .files import CommandFile, discover_commands
-from .mcp import find_prompt, prompt_entries, run_prompt
 
+# The built-ins, command files, expansion and MCP prompts (~5 ms of imports) load at the
+# first command, not at the server's start: a message that is not a command needs none.
 if TYPE_CHECKING:
     from tron_events import Session
 
     from ..rpc import RpcContext
+    from .builtins import Builtin
+    from .expand import ExpandEnv
+    from .files import CommandFile
 
 __all__ = ["command_list", "parse_command", "resolve", "run_command_message"]
 
@@ -64,6 +65,8 @@ def parse_command(text: str) -> tuple[str, str] | None:
 
 
 def _builtins(rpc: RpcContext) -> dict[str, Builtin]:
+    from .builtins import BUILTINS
+
     orchestrator = rpc.services.orchestrator
     subagents = getattr(orchestrator, "subagents", None)
     if subagents is not None and not subagents.enabled:
@@ -72,6 +75,8 @@ def _builtins(rpc: RpcContext) -> dict[str, Builtin]:
 
 
 def _files(rpc: RpcContext, working_directory: Path | None) -> dict[str, CommandFile]:
+    from .files import discover_commands
+
     home = rpc.services.home
     if working_directory is None:
         # No project: only the home folder's commands.
@@ -84,6 +89,9 @@ def command_list(
 ) -> list[dict[str, Any]]:
     """``command.list``'s entries: built-ins first, then command files, by name, then the
     MCP servers' prompts (``/mcp__<server>__<prompt>``)."""
+    from .builtins import BUILTINS
+    from .mcp import prompt_entries
+
     out: list[dict[str, Any]] = [
         {
             "name": b.name,
@@ -143,6 +151,10 @@ async def run_command_message(
     parsed = parse_command(content)
     if parsed is None:
         return await runtime.send(session_id, content, queue=queue, reasoning_level=reasoning_level)
+    from .builtins import CommandContext
+    from .expand import ExpansionError, expand_body
+    from .mcp import find_prompt, run_prompt
+
     name, arguments = parsed
     store = rpc.services.store
     assert store is not None
@@ -211,6 +223,8 @@ async def run_command_message(
 def _env(rpc: RpcContext, session: Session, command: CommandFile) -> ExpandEnv:
     """Bash and file access for a command's expansion, with the session's guardrails,
     hooks and permissions (the file's ``allowed-tools`` as allow rules)."""
+    from .expand import ExpandEnv, ExpansionError
+
     services = rpc.services
     wd = Path(session.working_directory)
     orchestrator = services.orchestrator

@@ -20,6 +20,9 @@ class Params(BaseModel):
         validate_by_name=False,
         extra="forbid",
         frozen=True,
+        # Each model's validator is built at its first use, not when the methods are
+        # imported: the server's start imports ~40 params models; a first turn uses 4.
+        defer_build=True,
     )
 
 

@@ -62,6 +62,8 @@ from .launch import (
 
 #: How long one connection attempt may take.
 CONNECT_TIMEOUT = 5.0
+#: Seconds between early connection attempts to a server that does not listen yet.
+EARLY_RETRY = 0.02
 
 
 class Unreachable(Exception):
@@ -292,21 +294,27 @@ async def _wait_for(address: ServerAddress, launched: Launched) -> Connection:
     deadline = time.monotonic() + START_TIMEOUT
     early: asyncio.Task[Connection] | None = None
     tried_early = False
+    next_try = 0.0
     try:
         while True:
-            if early is None and not tried_early and address.token() is not None:
+            now = time.monotonic()
+            if early is None and not tried_early and now >= next_try and address.token():
                 tried_early = True
+                # Until it listens, a try every EARLY_RETRY s: it listens well before it
+                # serves, and a connection made meanwhile waits in its backlog.
+                next_try = now + EARLY_RETRY
                 early = asyncio.ensure_future(
-                    _connect_early(address, launched.url, max(deadline - time.monotonic(), 1))
+                    _connect_early(address, launched.url, max(deadline - now, 1))
                 )
             if early is not None and early.done():
                 done, early = early, None
-                if not done.cancelled() and done.exception() is None:
+                error = None if done.cancelled() else done.exception()
+                if not done.cancelled() and error is None:
                     return done.result()
                 # Not listening yet: try again. Refused, closed or timed out: the record
                 # says when it serves (or the exit, why it does not), as for a server
                 # found another way.
-                tried_early = not isinstance(done.exception(), Unreachable)
+                tried_early = not isinstance(error, Unreachable)
             connection = await _wait_step(address, launched, deadline, early)
             if connection is not None:
                 return connection

@@ -39,12 +39,11 @@ from .errors import (
     TerminalError,
 )
 from .launch import Prestarted
-from .mcpcli import build_mcp_parser, run_mcp
 from .model_check import Choice, check_choice
 from .options import build_parser, check_args, version
 from .server_commands import main as server_main
 from .server_commands import provider_env_warning
-from .trust import check_trust, notice, trust_folder
+from .trust import check_trust, defined_items, notice, trust_folder
 
 
 @dataclass
@@ -204,8 +203,15 @@ async def print_mode(opts: Options) -> int:
             )
         elif elsewhere := sessions.elsewhere(session, opts.cwd):
             _announce(elsewhere)
-        # Never trusted implicitly: an untrusted folder's configuration stays inert.
-        untrusted = await check_trust(client, caps, str(session["workingDirectory"]))
+        # Never trusted implicitly: an untrusted folder's configuration stays inert. A new
+        # session's answer already says whether its folder is trusted and what it defines
+        # (session.create): trust.get only for the folder's real path, to name it.
+        if session.get("trusted") is True or (
+            "defines" in session and not defined_items(session["defines"] or {})
+        ):
+            untrusted = None
+        else:
+            untrusted = await check_trust(client, caps, str(session["workingDirectory"]))
         if untrusted is not None:
             _announce(notice(untrusted["path"], untrusted["defines"]))
         if opts.permission_mode is not None:
@@ -372,6 +378,9 @@ def main(argv: Sequence[str] | None = None, *, prestarted: Prestarted | None = N
     if argv[:1] == ["server"]:
         return server_main(argv[1:], default_home())
     if argv and argv[0] == "mcp":
+        # Only here: it loads tron_server.mcp (~25 ms), which no other command needs.
+        from .mcpcli import build_mcp_parser, run_mcp
+
         mcp_args = build_mcp_parser(version()).parse_args(argv[1:])
         home = (mcp_args.home or default_home()).expanduser()
         return _guarded(lambda: run_mcp(mcp_args, home, _announce))

@@ -20,8 +20,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+# pathspec (~7 ms of imports) when a walk first reads an ignore file, not at the server's
+# start: the first turn does not walk (tron_server.app.import_later loads it after).
+if TYPE_CHECKING:
+    import pathspec
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,8 @@ class _Level:
 
 
 def _read_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
+    import pathspec
+
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -63,6 +69,8 @@ def _parent_levels(root: Path) -> list[tuple[str, pathspec.GitIgnoreSpec]]:
     if git_root is not None:
         sources.append((git_root, git_root / ".git" / "info" / "exclude"))
     sources.extend((folder, folder / ".gitignore") for folder in reversed(chain))
+    import pathspec
+
     levels: list[tuple[str, pathspec.GitIgnoreSpec]] = []
     for folder, file in sources:
         spec = _read_spec(file)
