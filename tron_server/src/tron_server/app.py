@@ -141,6 +141,10 @@ def import_later() -> None:
     from .commands import builtins, expand, files, mcp  # noqa: F401
 
 
+#: Event loop rounds given to the connections that waited for the start (their first
+#: request is answered in ~6) before ``DeferredStart.ready`` runs (the record, the lines).
+ANSWER_HELD_FIRST = 16
+
 #: Seconds after ``tron-server`` is ready when :func:`import_later` runs (in a thread).
 IMPORT_LATER_AFTER = 0.5
 
@@ -318,6 +322,10 @@ def create_app(
                     extra={"fields": {"version": svc.version, "home": str(settings.home)}},
                 )
                 if deferred is not None:
+                    # The connections held while it started (tron -p's) get their first
+                    # answers before the record is written and "listening" said.
+                    for _ in range(ANSWER_HELD_FIRST):
+                        await asyncio.sleep(0)
                     deferred.ready(svc)
                     asyncio.get_running_loop().call_later(
                         IMPORT_LATER_AFTER, _import_later_in_background

@@ -308,12 +308,13 @@ async def _wait_for(address: ServerAddress, launched: Launched) -> Connection:
                 )
             if early is not None and early.done():
                 done, early = early, None
-                if not done.cancelled() and done.exception() is None:
+                error = None if done.cancelled() else done.exception()
+                if not done.cancelled() and error is None:
                     return done.result()
                 # Not listening yet: try again. Refused, closed or timed out: the record
                 # says when it serves (or the exit, why it does not), as for a server
                 # found another way.
-                tried_early = not isinstance(done.exception(), Unreachable)
+                tried_early = not isinstance(error, Unreachable)
             connection = await _wait_step(address, launched, deadline, early)
             if connection is not None:
                 return connection
