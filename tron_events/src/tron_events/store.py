@@ -632,26 +632,6 @@ class EventStore:
                     return event
         return self._append_checked(session_id, type, data, parent_id, expected_head, event_id)
 
-    def _append_checked(
-        self,
-        session_id: str,
-        type: str,
-        data: dict[str, Any],
-        parent_id: str | None,
-        expected_head: str | None,
-        event_id: str | None,
-    ) -> Event:
-        """:meth:`_append_validated`, retried (TRANSIENT_ATTEMPTS attempts in all)."""
-        try:
-            return self._append_validated(
-                session_id, type, data, parent_id, expected_head, event_id
-            )
-        except TransientConflict:
-            pass
-        return _retried(
-            self._append_validated, 1, session_id, type, data, parent_id, expected_head, event_id
-        )
-
     def _append_validated(
         self,
         session_id: str,
@@ -692,6 +672,9 @@ class EventStore:
         self._committed(session.id, session.workspace_id, events)
         self._remember_tip(session, events)
         return events[0]
+
+    #: :meth:`_append_validated`, retried (TRANSIENT_ATTEMPTS attempts in all).
+    _append_checked = _retry_transient(_append_validated)
 
     def _append_at_head(
         self, session_id: str, type: str, data: dict[str, Any], expected_head: str | None
