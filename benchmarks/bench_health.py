@@ -22,7 +22,9 @@ would otherwise make every start compile what changed).
 ``--print-mode`` adds, in the same rounds, ``tron -p`` with no server running on an
 existing home: its start to the first model request (the scripted model of
 ``bench_peers.py``), the server started in the background by the client as a user meets
-it (then stopped), for this code and ``--compare``'s.
+it (then stopped), for this code and ``--compare``'s; and the CPU seconds ``tron`` and
+that server had used when the request arrived ("CPU": the work on the way, which the
+machine's load does not stretch as it does the wall clock).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -92,33 +95,59 @@ def _serve(home: str, source: Path | None = None) -> tuple[float, float, float]:
 
 
 class PrintMode:
-    """``tron -p`` against bench_peers' scripted model, no server running (see above)."""
+    """``tron -p`` against bench_peers' scripted model, no server running (see above).
+
+    Besides the wall clock, the CPU seconds ``tron`` and the server it started had used
+    when the model saw the first request (read from ``/proc`` as the request arrives: the
+    server's record names it, and ``tron`` is its parent until it exits)."""
 
     def __init__(self, work: Path) -> None:
         import bench_peers
 
         self._peers = bench_peers
-        self.model = bench_peers.Model()
+        self.cpu_at_request: float | None = None
+        home = work / "home-tron" / ".tron"
+        outer = self
+
+        class Model(bench_peers.Model):
+            async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+                if scope["type"] == "http" and outer.cpu_at_request is None:
+                    outer.cpu_at_request = _tron_cpu_seconds(home)
+                await super().__call__(scope, receive, send)
+
+        self.model = Model()
         self._serving = bench_peers.serve_model(self.model)
         url = self._serving.__enter__()
         self.peer = bench_peers.make_peer("tron", url, work, work / "peers", "Say hi.")
         self.run()  # the home and its database exist before the rounds
 
-    def run(self, source: Path | None = None) -> float:
+    def run(self, source: Path | None = None) -> tuple[float, float]:
+        """Seconds from the start to the first model request, and the CPU seconds then."""
         peer = self.peer
         env = dict(peer.env)
         if source is not None:
             env["PYTHONPATH"] = os.pathsep.join(str(source / p / "src") for p in PACKAGES)
+        self.cpu_at_request = None
         run = self._peers.run_peer(
             self._peers.Peer(peer.name, peer.argv, env, peer.cwd), self.model, 0, 120
         )
         self._peers.stop_tron_server(peer)
         if run.first_request is None:
             raise SystemExit(f"tron -p made no model request: {run.error}")
-        return run.first_request
+        return run.first_request, self.cpu_at_request or float("nan")
 
     def close(self) -> None:
         self._serving.__exit__(None, None, None)
+
+
+def _tron_cpu_seconds(home: Path) -> float:
+    """CPU seconds of the server recorded in ``home`` and of its parent (``tron``)."""
+    try:
+        pid = int(json.loads((home / "server.json").read_text())["pid"])
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        return _cpu_seconds(pid) + _cpu_seconds(parent)
+    except (OSError, ValueError, KeyError):
+        return float("nan")
 
 
 def _floor() -> float:
@@ -166,9 +195,13 @@ def main() -> None:
             add("compared: ready", ready)
             add("compared: ready CPU", cpu)
         if printing is not None:
-            add("tron -p: request", printing.run())
+            request, cpu = printing.run()
+            add("tron -p: request", request)
+            add("tron -p: CPU", cpu)
             if args.compare is not None:
-                add("compared -p: request", printing.run(args.compare))
+                request, cpu = printing.run(args.compare)
+                add("compared -p: request", request)
+                add("compared -p: CPU", cpu)
         loads.append(os.getloadavg()[0])
     if printing is not None:
         printing.close()
