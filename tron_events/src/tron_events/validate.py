@@ -38,7 +38,7 @@ from .messages import (
     ToolUseBlock,
 )
 
-__all__ = ["Violation", "validate_history"]
+__all__ = ["HistoryChecker", "Violation", "validate_history"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,16 +56,86 @@ _ASSISTANT_ONLY = (ToolUseBlock, ThinkingBlock, RedactedThinkingBlock, NativeBlo
 
 def validate_history(messages: list[Message]) -> list[Violation]:
     """Every rule ``messages`` breaks, in message order (empty when it is valid)."""
-    out: list[Violation] = []
-    if messages and messages[0].role != "user":
-        out.append(Violation(0, "first_user", f"first message is from {messages[0].role}"))
+    walk = _Walk()
+    walk.extend(messages, 0)
+    return walk.result(len(messages))
 
-    seen_uses: set[str] = set()
-    expected: list[str] = []  # tool_use ids the current message must answer
-    for index, message in enumerate(messages):
+
+class _Walk:
+    """The state of one walk over a history: the violations so far, the ``tool_use``
+    ids seen, the ids the next message must answer and the role of the last message.
+
+    The walk is strictly left to right, so the state after ``messages[:n]`` is all
+    that checking ``messages[n:]`` needs; ``undo_last`` takes the last message back
+    out (the state before it), for a history whose last message was replaced.
+    """
+
+    __slots__ = ("expected", "last", "out", "role", "seen_uses")
+
+    def __init__(self) -> None:
+        self.out: list[Violation] = []
+        self.seen_uses: set[str] = set()
+        self.expected: list[str] = []  # tool_use ids the next message must answer
+        self.role: str | None = None  # role of the last message walked
+        #: What the last message walked changed: (violations before it, its role
+        #: before it, expected before it, ids it added to seen_uses).
+        self.last: tuple[int, str | None, list[str], list[str]] | None = None
+
+    def undo_last(self) -> bool:
+        """Take the last message walked back out; False when that is not known."""
+        if self.last is None:
+            return False
+        count, role, expected, added = self.last
+        del self.out[count:]
+        self.role = role
+        self.expected = expected
+        self.seen_uses.difference_update(added)
+        self.last = None
+        return True
+
+    def result(self, length: int) -> list[Violation]:
+        """The violations of the walked history of ``length`` messages."""
+        out = list(self.out)
+        if self.expected:
+            out.append(
+                Violation(
+                    length,
+                    "unanswered_tool_use",
+                    f"no tool_result for {', '.join(self.expected)} (history ends)",
+                )
+            )
+        return out
+
+    def extend(self, messages: list[Message], start: int) -> None:
+        """Walk ``messages[start:]`` (the state is that after ``messages[:start]``)."""
+        out = self.out
+        seen_uses = self.seen_uses
+        expected = self.expected
+        previous = self.role
+        for index in range(start, len(messages)):
+            message = messages[index]
+            self.last = (len(out), previous, expected, [])
+            role = message.role
+            if index == 0 and role != "user":
+                out.append(Violation(0, "first_user", f"first message is from {role}"))
+            if index and previous == role:
+                out.append(Violation(index, "alternation", f"two {role} messages in a row"))
+            expected = self._message(index, message, expected, seen_uses, self.last[3])
+            previous = role
+        self.expected = expected
+        self.role = previous
+
+    def _message(
+        self,
+        index: int,
+        message: Message,
+        expected: list[str],
+        seen_uses: set[str],
+        added: list[str],
+    ) -> list[str]:
+        """Check one message; returns the ids the next message must answer."""
+        out = self.out
         role = message.role
-        if index and messages[index - 1].role == role:
-            out.append(Violation(index, "alternation", f"two {role} messages in a row"))
         if not message.content:
             out.append(Violation(index, "empty_message", f"{role} message has no content"))
 
@@ -146,13 +216,48 @@ def validate_history(messages: list[Message]) -> list[Violation]:
                         )
                     else:
                         expected.append(block.id)
-                    seen_uses.add(block.id)
-    if expected:
-        out.append(
-            Violation(
-                len(messages),
-                "unanswered_tool_use",
-                f"no tool_result for {', '.join(expected)} (history ends)",
-            )
-        )
-    return out
+                    if block.id not in seen_uses:
+                        seen_uses.add(block.id)
+                        added.append(block.id)
+        return expected
+
+
+class HistoryChecker:
+    """:func:`validate_history`, incremental over a history that grows.
+
+    Keeps the walk's state at the end of the last history checked (and the history
+    itself, so its messages stay alive). When the next history starts with the same
+    messages, only the new ones are walked; when only the last message differs (a
+    projection replaces its last message when it merges into it), the walk goes back
+    one message. Anything else is walked in full. Messages are frozen, so a message
+    equal to the one checked before gives the same walk: the prefix is compared with
+    list equality, which is an identity check for the same objects. The result is
+    always that of :func:`validate_history` on the whole list.
+    """
+
+    __slots__ = ("_checked", "_walk")
+
+    def __init__(self) -> None:
+        self._checked: list[Message] = []
+        self._walk = _Walk()
+
+    def check(self, messages: list[Message]) -> list[Violation]:
+        """The violations of ``messages`` (as :func:`validate_history`)."""
+        checked = self._checked
+        walk = self._walk
+        count = len(checked)
+        if count and len(messages) >= count and messages[:count] == checked:
+            start = count
+        elif (
+            count > 1
+            and len(messages) >= count - 1
+            and messages[: count - 1] == checked[:-1]
+            and walk.undo_last()
+        ):
+            start = count - 1
+        else:
+            walk = self._walk = _Walk()
+            start = 0
+        walk.extend(messages, start)
+        self._checked = list(messages)
+        return walk.result(len(messages))

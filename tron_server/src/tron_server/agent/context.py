@@ -1,7 +1,8 @@
 """Context assembly: the system prompt and the history sent on each LLM call.
 
 The history is ``get_state_at_head`` (reconstruction repairs what it can) and is
-checked with :func:`tron_events.validate.validate_history` before every call: a
+checked with :func:`tron_events.validate.validate_history` before every call (a
+run's :class:`~tron_events.validate.HistoryChecker` walks only what is new): a
 violation there is a bug in a writer or in reconstruction, so the turn fails
 with :class:`InvalidHistoryError` (logged with every violation) instead of
 sending a request the provider would reject.
@@ -15,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tron_events.messages import Message
-from tron_events.validate import Violation, validate_history
+from tron_events.validate import HistoryChecker, Violation, validate_history
 
 from ..context.rules import RulesFile
 from ..context.skills import discover_skills
@@ -43,9 +44,13 @@ class InvalidHistoryError(Exception):
         self.violations = violations
 
 
-def check_history(session_id: str, messages: list[Message]) -> None:
-    """Raise :class:`InvalidHistoryError` (and log) when ``messages`` is not sendable."""
-    violations = validate_history(messages)
+def check_history(
+    session_id: str, messages: list[Message], checker: HistoryChecker | None = None
+) -> None:
+    """Raise :class:`InvalidHistoryError` (and log) when ``messages`` is not sendable.
+
+    ``checker`` (a run's): only the messages after those it checked last are walked."""
+    violations = validate_history(messages) if checker is None else checker.check(messages)
     if violations:
         log.error(
             "invalid history for session %s: %s",

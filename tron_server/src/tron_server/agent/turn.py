@@ -64,6 +64,7 @@ import anyio
 
 from tron_events import AsyncEventStore, Session
 from tron_events.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock
+from tron_events.validate import HistoryChecker
 from tron_llm import (
     Done,
     ErrorEvent,
@@ -321,6 +322,8 @@ class AgentRun:
         self._durations: dict[str, float] = {}
         #: The system prompt of the last turn and what it was built from.
         self._system_cache: tuple[tuple[Any, ...], str] | None = None
+        #: The history check of the last turn, to go on from (its new messages only).
+        self._history_checker = HistoryChecker()
         #: Context use as the loop saw it (``compaction.run_context_usage``): the model
         #: of the last turn's state, the last call's counted tokens (None: no call yet),
         #: and the contents of the results recorded after that call.
@@ -642,7 +645,7 @@ class AgentRun:
         if self.abort_requested:
             return await self._finish_aborted(turn, None, _Stream(), Usage())
         try:
-            check_history(self.session_id, messages)
+            check_history(self.session_id, messages, self._history_checker)
         except InvalidHistoryError as exc:
             return await self._finish_invalid(turn, exc)
         system = await self._system_prompt(state.system_prompt)
