@@ -19,6 +19,7 @@ import orjson
 
 from tron_events.messages import Message
 
+from ._netstreams import use_asyncio_streams
 from ._retry import RetryPolicy, parse_retry_after
 from ._sse import ServerSentEvent, iter_sse
 from ._types import Done, ErrorEvent, LLMRequest, StreamEvent, Usage
@@ -164,7 +165,10 @@ class HTTPProvider(ABC):
         self.base_url_source = base_url_source if base_url else None
         """The variable or option that set ``base_url`` (None: the default or unknown)."""
         self._own_client = client is None
-        self._client = client or httpx.AsyncClient(timeout=timeout, verify=shared_ssl_context())
+        if client is None:
+            client = httpx.AsyncClient(timeout=timeout, verify=shared_ssl_context())
+            use_asyncio_streams(client)  # a streamed reply's many reads: _netstreams.py
+        self._client = client
         self.retry = retry or RetryPolicy()
         self._extra_headers = dict(headers or {})
         self._urls: dict[str, httpx.URL] = {}

@@ -1,0 +1,238 @@
+"""An adapter's own client reads and writes through asyncio's streams
+(``tron_llm._netstreams``): over real sockets, the same replies, the same errors, one
+connection kept for the next call, a connection the server closed not reused, TLS."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.llm.conftest import fixture_bytes
+from tron_events.messages import Message, TextBlock
+from tron_llm import Done, ErrorEvent, LLMError, LLMRequest, RetryPolicy, StreamEvent
+from tron_llm._netstreams import AsyncioBackend, use_asyncio_streams
+from tron_llm.anthropic import AnthropicProvider
+
+pytestmark = pytest.mark.anyio
+
+REQUEST = LLMRequest(
+    model="claude-sonnet-4-5", messages=[Message(role="user", content=[TextBlock(text="hi")])]
+)
+BODY = fixture_bytes("anthropic", "text_with_pings.sse")
+NO_RETRY = RetryPolicy(max_retries=0)
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@asynccontextmanager
+async def serve(handler: Handler, *, tls: ssl.SSLContext | None = None) -> AsyncIterator[int]:
+    """A raw TCP server on 127.0.0.1 (its port) answering with ``handler``."""
+    server = await asyncio.start_server(handler, "127.0.0.1", 0, ssl=tls)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    """One HTTP/1.1 request (its head and a Content-Length body)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    return head + await reader.readexactly(length)
+
+
+def sse_response(body: bytes, *, close: bool = False) -> bytes:
+    head = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+        + f"content-length: {len(body)}\r\n".encode()
+        + (b"connection: close\r\n" if close else b"")
+        + b"\r\n"
+    )
+    return head + body
+
+
+async def collect(provider: AnthropicProvider) -> list[StreamEvent]:
+    return [event async for event in provider.stream(REQUEST)]
+
+
+async def test_an_adapters_own_client_uses_asyncio_streams_and_a_given_one_is_untouched() -> None:
+    own = AnthropicProvider(api_key="k")
+    given_client = httpx.AsyncClient()
+    given = AnthropicProvider(api_key="k", client=given_client)
+    assert given._client is given_client
+    try:
+        pool = own._client._transport._pool  # type: ignore[attr-defined]
+        assert isinstance(pool._network_backend, AsyncioBackend)
+        theirs = given_client._transport._pool  # type: ignore[attr-defined]
+        assert not isinstance(theirs._network_backend, AsyncioBackend)
+    finally:
+        await own.aclose()
+        await given_client.aclose()
+
+
+async def test_a_proxy_from_the_environment_keeps_httpx_transport(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    provider = AnthropicProvider(api_key="k")
+    try:
+        mounts = provider._client._mounts
+        assert mounts, "the proxy from the environment is mounted"
+        for transport in mounts.values():
+            assert not use_asyncio_streams(httpx.AsyncClient(transport=transport))
+    finally:
+        await provider.aclose()
+
+
+async def test_replies_stream_and_the_connection_is_kept_for_the_next_call() -> None:
+    accepted = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted
+        accepted += 1
+        try:
+            while True:
+                await read_request(reader)
+                # The body in small writes, as a model's stream arrives.
+                reply = sse_response(BODY)
+                for start in range(0, len(reply), 97):
+                    writer.write(reply[start : start + 97])
+                    await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async with serve(handler) as port:
+        provider = AnthropicProvider(
+            api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
+        )
+        try:
+            for _ in range(3):
+                events = await collect(provider)
+                assert isinstance(events[-1], Done), events[-1]
+                assert events[-1].stop_reason == "end_turn"
+        finally:
+            await provider.aclose()
+    assert accepted == 1
+
+
+async def test_a_connection_the_server_closed_is_not_reused() -> None:
+    accepted = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted
+        accepted += 1
+        await read_request(reader)
+        # Says nothing of closing, then closes: the idle connection must not be reused.
+        writer.write(sse_response(BODY))
+        await writer.drain()
+        writer.close()
+
+    async with serve(handler) as port:
+        provider = AnthropicProvider(
+            api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
+        )
+        try:
+            for _ in range(3):
+                events = await collect(provider)
+                assert isinstance(events[-1], Done), events[-1]
+                await asyncio.sleep(0.05)  # the close reaches the client
+        finally:
+            await provider.aclose()
+    assert accepted == 3
+
+
+async def test_a_refused_connection_is_a_network_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    provider = AnthropicProvider(api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY)
+    try:
+        events = await collect(provider)
+    finally:
+        await provider.aclose()
+    assert isinstance(events[-1], ErrorEvent)
+    assert isinstance(events[-1].error, LLMError)
+    assert events[-1].error.category == "network", events[-1].error
+
+
+async def test_a_stalled_reply_times_out_as_a_network_error() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(30)  # nothing more: the client's read timeout must end it
+
+    async with serve(handler) as port:
+        provider = AnthropicProvider(
+            api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY, timeout=0.3
+        )
+        try:
+            async with asyncio.timeout(10):
+                events = await collect(provider)
+        finally:
+            await provider.aclose()
+    assert isinstance(events[-1], ErrorEvent)
+    assert isinstance(events[-1].error, LLMError)
+    assert events[-1].error.category == "network", events[-1].error
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
+         "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+async def test_tls_is_verified_and_streams(tmp_path: Path) -> None:
+    try:
+        cert, key = self_signed(tmp_path)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"openssl cannot make a test certificate: {exc}")
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await read_request(reader)
+            writer.write(sse_response(BODY, close=True))
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            pass
+        writer.close()
+
+    trusting = ssl.create_default_context(cafile=str(cert))
+    async with serve(handler, tls=server_tls) as port:
+        client = httpx.AsyncClient(verify=trusting)
+        assert use_asyncio_streams(client)
+        provider = AnthropicProvider(
+            api_key="k", base_url=f"https://localhost:{port}", client=client, retry=NO_RETRY
+        )
+        try:
+            events = await collect(provider)
+            assert isinstance(events[-1], Done), events[-1]
+        finally:
+            await client.aclose()
+        # The adapter's own client verifies: this certificate is nobody's it trusts.
+        own = AnthropicProvider(api_key="k", base_url=f"https://localhost:{port}", retry=NO_RETRY)
+        try:
+            events = await collect(own)
+        finally:
+            await own.aclose()
+        assert isinstance(events[-1], ErrorEvent)
+        assert "certificate" in str(events[-1].error).lower(), events[-1].error
