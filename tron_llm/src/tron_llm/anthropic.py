@@ -60,6 +60,7 @@ from ._types import (
     ToolCallStart,
     Usage,
 )
+from ._wire_cache import WireCache
 from .catalog import get_model
 from .errors import LLMError, NetworkError, ServerError, error_for_status
 
@@ -135,11 +136,17 @@ class AnthropicProvider(HTTPProvider):
         """The key in ``x-api-key``."""
         return {"x-api-key": api_key}
 
+    #: Each history message's wire blocks, converted once (created on first use).
+    _wire_cache: WireCache[list[dict[str, Any]]] | None = None
+
     def build_call(self, request: LLMRequest) -> HTTPCall:
         """``POST /v1/messages`` with the streaming body of ``request``."""
+        cache = self._wire_cache
+        if cache is None:
+            cache = self._wire_cache = WireCache()
         return HTTPCall(
             path="/v1/messages",
-            body=build_body(request),
+            body=build_body(request, cache),
             headers={"anthropic-version": API_VERSION},
         )
 
@@ -171,15 +178,20 @@ def thinking_budget(model: str, max_tokens: int, level: ReasoningLevel) -> tuple
     return total, budget
 
 
-def build_body(request: LLMRequest) -> dict[str, Any]:
+def build_body(
+    request: LLMRequest, cache: WireCache[list[dict[str, Any]]] | None = None
+) -> dict[str, Any]:
     """The ``/v1/messages`` JSON body of ``request`` (``stream: true``).
+
+    ``cache``: the wire blocks of messages converted before (see ``convert_messages``);
+    the body is the same with or without it.
 
     With ``prompt_caching`` on, cache breakpoints (``cache_control: ephemeral``) go on
     the system prompt, the last tool and the last block of the last user message: the
     stable prefix (system, tools) and the whole history are then read from the cache
     by the next turn.
     """
-    messages = convert_messages(request.messages)
+    messages = convert_messages(request.messages, cache=cache)
     body: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_tokens,
@@ -225,7 +237,9 @@ def build_body(request: LLMRequest) -> dict[str, Any]:
     if caching:
         for message in reversed(messages):
             if message["role"] == "user":
-                message["content"][-1]["cache_control"] = dict(_EPHEMERAL)
+                # A copy: the block may be the cache's.
+                content = message["content"]
+                content[-1] = {**content[-1], "cache_control": dict(_EPHEMERAL)}
                 break
     return body
 
@@ -246,26 +260,44 @@ def _tool_loop_without_thinking(messages: list[dict[str, Any]]) -> bool:
     return previous[0]["type"] not in ("thinking", "redacted_thinking")
 
 
-def convert_messages(messages: list[Message], ids: ToolIdMap | None = None) -> list[dict[str, Any]]:
+def convert_messages(
+    messages: list[Message],
+    ids: ToolIdMap | None = None,
+    *,
+    cache: WireCache[list[dict[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
     """``messages`` as Anthropic ``MessageParam`` dicts.
 
     Blocks the API would reject are dropped (empty text) or turned into text
     (thinking from another provider or without a signature); messages left empty
     are skipped; consecutive messages of one role are merged, and in a user message
     the ``tool_result`` blocks come first. Tool ids go through ``ids``.
+
+    ``cache`` (used only without ``ids``, whose reverse map would miss the cached
+    ids): a message's blocks are a pure function of the message, so they are
+    converted once; the dicts returned may be the cache's and must not be changed
+    in place (the messages' ``content`` lists are new).
     """
+    if ids is not None:
+        cache = None
     ids = ids or ToolIdMap()
     out: list[dict[str, Any]] = []
     for message in messages:
-        blocks = [
-            wire for block in message.content if (wire := _block_to_wire(block, ids)) is not None
-        ]
+        blocks = cache.get(message) if cache is not None else None
+        if blocks is None:
+            blocks = [
+                wire
+                for block in message.content
+                if (wire := _block_to_wire(block, ids)) is not None
+            ]
+            if cache is not None:
+                cache.put(message, blocks)
         if not blocks:
             continue
         if out and out[-1]["role"] == message.role:
             out[-1]["content"].extend(blocks)
         else:
-            out.append({"role": message.role, "content": blocks})
+            out.append({"role": message.role, "content": list(blocks)})
     for wire_message in out:
         if wire_message["role"] == "user":
             content = wire_message["content"]

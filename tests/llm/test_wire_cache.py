@@ -1,0 +1,86 @@
+"""The adapters' wire cache: a request body built with the messages converted on an
+earlier call (the same Message objects) is the body built from scratch, byte for
+byte, on every call of a growing session (cache breakpoints, merged roles, thinking
+rules and all)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.llm import _histories
+from tron_events.messages import Message, TextBlock
+from tron_llm import anthropic
+from tron_llm._types import LLMRequest
+from tron_llm._wire_cache import WireCache
+
+texts = st.text(alphabet=st.sampled_from("ab ü\n\t"), max_size=6)
+histories = _histories.histories(
+    texts=texts,
+    tool_ids=st.text(alphabet=st.sampled_from("abcXYZ019_-|.:/ @"), min_size=1, max_size=50),
+    thinking_signatures=st.none() | st.just("") | st.just("EqQBsig=="),
+    item_ids=st.none() | st.just("rs_1"),
+    tool_inputs=st.just({"path": "a"}),
+    tool_use_signatures=st.none() | st.just("g"),
+    max_turns=6,
+    max_reply_blocks=3,
+    native_blocks=st.one_of(*_histories.natives.values()),
+)
+settings_ = st.fixed_dictionaries(
+    {
+        "model": st.sampled_from(["claude-sonnet-4-5", "gpt-5.2", "gemini-2.5-pro"]),
+        "reasoning": st.none() | st.just("high"),
+        "prompt_caching": st.booleans(),
+        "system": st.none() | st.just("You are Tron."),
+    }
+)
+
+Build = Callable[[LLMRequest, Any], dict[str, Any]]
+
+
+def _anthropic(request: LLMRequest, cache: Any) -> dict[str, Any]:
+    return anthropic.build_body(request, cache)
+
+
+ADAPTERS: dict[str, Build] = {"anthropic": _anthropic}
+
+
+def _grown(history: list[Message]) -> list[list[Message]]:
+    """The histories a session sends, call after call: each prefix, the same objects."""
+    return [history[:n] for n in range(1, len(history) + 1)]
+
+
+def _check(build: Build, history: list[Message], calls: list[dict[str, Any]]) -> None:
+    cache: WireCache[Any] = WireCache(max_entries=3)  # small: entries move and drop
+    for messages, options in zip(_grown(history), calls * len(history), strict=False):
+        request = LLMRequest(messages=messages, **options)
+        fresh = orjson.dumps(build(request, None))
+        assert orjson.dumps(build(request, cache)) == fresh
+        # Twice: the first body's changes (breakpoints) did not reach the cache.
+        assert orjson.dumps(build(request, cache)) == fresh
+
+
+@settings(max_examples=150, deadline=None)
+@given(history=histories, calls=st.lists(settings_, min_size=1, max_size=3))
+def test_anthropic_bodies_with_the_cache_equal_the_bodies_without(
+    history: list[Message], calls: list[dict[str, Any]]
+) -> None:
+    _check(ADAPTERS["anthropic"], history, calls)
+
+
+def test_the_cache_converts_a_message_once_and_keeps_it_alive() -> None:
+    cache: WireCache[list[dict[str, Any]]] = WireCache()
+    user = Message(role="user", content=[TextBlock(text="hi")])
+    first = anthropic.convert_messages([user], cache=cache)
+    assert len(cache) == 1
+    hit = cache.get(user)
+    assert hit is not None
+    again = anthropic.convert_messages([user, user], cache=cache)  # merged: a new list
+    assert again[0]["content"] == [*first[0]["content"], *first[0]["content"]]
+    assert hit == [{"type": "text", "text": "hi"}]
+    # An equal message that is another object is not this one's entry.
+    assert cache.get(Message(role="user", content=[TextBlock(text="hi")])) is None
