@@ -209,12 +209,10 @@ class SQLiteRecorder(Recorder):
         try:
             yield cur
         except BaseException as exc:
-            self._rollback(conn)
-            if isinstance(exc, sqlite3.Error):
-                typed = _translate(exc, self.path)
-                if typed is not None:
-                    raise typed from exc
-            raise
+            typed = self._rolled_back(conn, exc)
+            if typed is None:
+                raise
+            raise typed from exc
         else:
             self._commit(conn)
         finally:
@@ -285,6 +283,11 @@ class SQLiteRecorder(Recorder):
             if typed is not None:
                 raise typed from exc
             raise exc
+
+    def _rolled_back(self, conn: sqlite3.Connection, exc: BaseException) -> StorageError | None:
+        """Roll back after ``exc``; the typed error to raise instead (None: ``exc`` itself)."""
+        self._rollback(conn)
+        return _translate(exc, self.path) if isinstance(exc, sqlite3.Error) else None
 
     def _rollback(self, conn: sqlite3.Connection) -> None:
         """Roll back what is left of a failed transaction. SQLite has often
@@ -468,12 +471,10 @@ class SQLiteRecorder(Recorder):
                 if text:
                     execute("INSERT INTO events_fts (rowid, text) VALUES (?, ?)", (position, text))
         except BaseException as exc:
-            self._rollback(conn)
-            if isinstance(exc, sqlite3.Error):
-                typed = _translate(exc, self.path)
-                if typed is not None:
-                    raise typed from exc
-            raise
+            typed = self._rolled_back(conn, exc)
+            if typed is None:
+                raise
+            raise typed from exc
         self._commit(conn)
         return positions
 
@@ -511,12 +512,10 @@ class SQLiteRecorder(Recorder):
             if text:
                 execute("INSERT INTO events_fts (rowid, text) VALUES (?, ?)", (position, text))
         except BaseException as exc:
-            self._rollback(conn)
-            if isinstance(exc, sqlite3.Error):
-                typed = _translate(exc, self.path)
-                if typed is not None:
-                    raise typed from exc
-            raise
+            typed = self._rolled_back(conn, exc)
+            if typed is None:
+                raise
+            raise typed from exc
         try:
             execute("COMMIT")
         except sqlite3.Error as exc:
