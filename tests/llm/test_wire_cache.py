@@ -17,6 +17,8 @@ from tron_events.messages import Message, TextBlock
 from tron_llm import anthropic
 from tron_llm._types import LLMRequest
 from tron_llm._wire_cache import WireCache
+from tron_llm.openai_chat import OpenAIChatProvider
+from tron_llm.openai_responses import OpenAIResponsesProvider
 
 texts = st.text(alphabet=st.sampled_from("ab ü\n\t"), max_size=6)
 histories = _histories.histories(
@@ -46,7 +48,22 @@ def _anthropic(request: LLMRequest, cache: Any) -> dict[str, Any]:
     return anthropic.build_body(request, cache)
 
 
-ADAPTERS: dict[str, Build] = {"anthropic": _anthropic}
+def _openai(provider: OpenAIChatProvider | OpenAIResponsesProvider) -> Build:
+    def build(request: LLMRequest, cache: Any) -> dict[str, Any]:
+        # The adapter's own cache; ``cache`` only says whether to use it.
+        return provider.build_body(request, cached=cache is not None)
+
+    return build
+
+
+ADAPTERS: dict[str, Build] = {
+    "anthropic": _anthropic,
+    "openai-chat": _openai(OpenAIChatProvider(api_key="k")),
+    "openai-compatible-chat": _openai(
+        OpenAIChatProvider(api_key="k", base_url="http://localhost:11434/v1")
+    ),
+    "openai-responses": _openai(OpenAIResponsesProvider(api_key="k")),
+}
 
 
 def _grown(history: list[Message]) -> list[list[Message]]:
@@ -56,12 +73,13 @@ def _grown(history: list[Message]) -> list[list[Message]]:
 
 def _check(build: Build, history: list[Message], calls: list[dict[str, Any]]) -> None:
     cache: WireCache[Any] = WireCache(max_entries=3)  # small: entries move and drop
-    for messages, options in zip(_grown(history), calls * len(history), strict=False):
-        request = LLMRequest(messages=messages, **options)
-        fresh = orjson.dumps(build(request, None))
-        assert orjson.dumps(build(request, cache)) == fresh
-        # Twice: the first body's changes (breakpoints) did not reach the cache.
-        assert orjson.dumps(build(request, cache)) == fresh
+    for messages in _grown(history):
+        for options in calls:  # settings change between calls over the same messages
+            request = LLMRequest(messages=messages, **options)
+            fresh = orjson.dumps(build(request, None))
+            assert orjson.dumps(build(request, cache)) == fresh
+            # Twice: the first body's changes (breakpoints) did not reach the cache.
+            assert orjson.dumps(build(request, cache)) == fresh
 
 
 @settings(max_examples=150, deadline=None)
@@ -70,6 +88,18 @@ def test_anthropic_bodies_with_the_cache_equal_the_bodies_without(
     history: list[Message], calls: list[dict[str, Any]]
 ) -> None:
     _check(ADAPTERS["anthropic"], history, calls)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    adapter=st.sampled_from(["openai-chat", "openai-compatible-chat", "openai-responses"]),
+    history=histories,
+    calls=st.lists(settings_, min_size=1, max_size=3),
+)
+def test_openai_bodies_with_the_cache_equal_the_bodies_without(
+    adapter: str, history: list[Message], calls: list[dict[str, Any]]
+) -> None:
+    _check(ADAPTERS[adapter], history, calls)
 
 
 def test_the_cache_converts_a_message_once_and_keeps_it_alive() -> None:

@@ -14,11 +14,12 @@ between threads beyond what a ``dict`` allows (a lost entry is only converted ag
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from tron_events.messages import Message
 
-__all__ = ["DEFAULT_MAX_ENTRIES", "WireCache"]
+__all__ = ["DEFAULT_MAX_ENTRIES", "WireCache", "convert_each"]
 
 T = TypeVar("T")
 
@@ -58,3 +59,22 @@ class WireCache(Generic[T]):
         if len(self._new) >= self.max_entries:
             self._old, self._new = self._new, {}
         self._new[key] = entry
+
+
+def convert_each(
+    messages: list[Message],
+    convert: Callable[[Message], list[T]],
+    cache: WireCache[list[T]] | None,
+) -> list[T]:
+    """The concatenated ``convert(message)`` of ``messages``, each taken from ``cache``
+    when it was converted before (``convert`` must be a pure function of the message;
+    the items may be the cache's and must not be changed in place)."""
+    out: list[T] = []
+    for message in messages:
+        items = cache.get(message) if cache is not None else None
+        if items is None:
+            items = convert(message)
+            if cache is not None:
+                cache.put(message, items)
+        out.extend(items)
+    return out

@@ -84,6 +84,7 @@ from ._types import (
     ToolCallStart,
     Usage,
 )
+from ._wire_cache import WireCache, convert_each
 from .errors import NetworkError, ServerError
 
 __all__ = ["OpenAIChatProvider"]
@@ -115,19 +116,28 @@ class OpenAIChatProvider(OpenAIHTTPProvider):
     """
 
     name: ClassVar[str] = PROVIDER
+    #: Each history message's wire messages, converted once (created on first use).
+    _wire_cache: WireCache[list[dict[str, Any]]] | None = None
 
     def build_call(self, request: LLMRequest) -> HTTPCall:
         """The ``/chat/completions`` request for ``request``."""
         return HTTPCall(path="/chat/completions", body=self.build_body(request))
 
-    def build_body(self, request: LLMRequest) -> dict[str, Any]:
-        """The JSON body (public for tests that validate it against the SDK's types)."""
+    def build_body(self, request: LLMRequest, *, cached: bool = True) -> dict[str, Any]:
+        """The JSON body (public for tests that validate it against the SDK's types).
+        ``cached``: reuse the messages converted for an earlier request (same body)."""
+        cache = self._wire_cache
+        if cache is None and cached:
+            cache = self._wire_cache = WireCache()
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
         messages.extend(
             to_chat_messages(
-                request.messages, tool_id_map(request), reasoning_details=not self.is_openai
+                request.messages,
+                tool_id_map(request),
+                reasoning_details=not self.is_openai,
+                cache=cache if cached else None,
             )
         )
         body: dict[str, Any] = {
@@ -177,19 +187,25 @@ def _is_own_thinking(block: ThinkingBlock) -> bool:
 
 
 def to_chat_messages(
-    messages: list[Message], ids: ToolIdMap, *, reasoning_details: bool = True
+    messages: list[Message],
+    ids: ToolIdMap,
+    *,
+    reasoning_details: bool = True,
+    cache: WireCache[list[dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
     """Our messages as Chat Completions messages (without the system message).
-    ``reasoning_details``: send back the details a compatible server gave."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
+    ``reasoning_details``: send back the details a compatible server gave (fixed for
+    an adapter, so ``cache``, the adapter's, holds one form per message). With
+    ``cache``, ``ids`` must know every id already (``tool_id_map``): the ids of a
+    cached message are not registered again."""
+
+    def convert(message: Message) -> list[dict[str, Any]]:
         if message.role == "assistant":
             assistant = _assistant_message(message, ids, reasoning_details)
-            if assistant is not None:
-                out.append(assistant)
-        else:
-            out.extend(_user_messages(message, ids))
-    return out
+            return [] if assistant is None else [assistant]
+        return _user_messages(message, ids)
+
+    return convert_each(messages, convert, cache)
 
 
 def _assistant_message(

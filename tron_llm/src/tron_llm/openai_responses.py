@@ -89,6 +89,7 @@ from ._types import (
     ToolCallStart,
     Usage,
 )
+from ._wire_cache import WireCache, convert_each
 from .errors import NetworkError, ServerError
 
 __all__ = ["OpenAIResponsesProvider", "is_reasoning_model"]
@@ -110,18 +111,30 @@ class OpenAIResponsesProvider(OpenAIHTTPProvider):
     """The Responses API over raw httpx (see the module docstring for the mapping)."""
 
     name: ClassVar[str] = PROVIDER
+    #: Each history message's input items, converted once, by ``replay_reasoning``
+    #: (created on first use).
+    _wire_caches: dict[bool, WireCache[list[dict[str, Any]]]] | None = None
 
     def build_call(self, request: LLMRequest) -> HTTPCall:
         """The ``/responses`` request for ``request``."""
         return HTTPCall(path="/responses", body=self.build_body(request))
 
-    def build_body(self, request: LLMRequest) -> dict[str, Any]:
-        """The JSON body (public for tests that validate it against the SDK's types)."""
+    def build_body(self, request: LLMRequest, *, cached: bool = True) -> dict[str, Any]:
+        """The JSON body (public for tests that validate it against the SDK's types).
+        ``cached``: reuse the items converted for an earlier request (same body)."""
         reasoning = request.reasoning is not None or is_reasoning_model(request.model)
+        cache = None
+        if cached:
+            caches = self._wire_caches
+            if caches is None:
+                caches = self._wire_caches = {}
+            cache = caches.get(reasoning)
+            if cache is None:
+                cache = caches[reasoning] = WireCache()
         body: dict[str, Any] = {
             "model": request.model,
             "input": to_input_items(
-                request.messages, tool_id_map(request), replay_reasoning=reasoning
+                request.messages, tool_id_map(request), replay_reasoning=reasoning, cache=cache
             ),
             "stream": True,
             "store": False,
@@ -170,16 +183,22 @@ def _replayable(block: ThinkingBlock) -> bool:
 
 
 def to_input_items(
-    messages: list[Message], ids: ToolIdMap, *, replay_reasoning: bool = True
+    messages: list[Message],
+    ids: ToolIdMap,
+    *,
+    replay_reasoning: bool = True,
+    cache: WireCache[list[dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Our messages as Responses input items."""
-    items: list[dict[str, Any]] = []
-    for message in messages:
+    """Our messages as Responses input items. ``cache`` (one per ``replay_reasoning``):
+    the items of messages converted before; ``ids`` must then know every id already
+    (``tool_id_map``): the ids of a cached message are not registered again."""
+
+    def convert(message: Message) -> list[dict[str, Any]]:
         if message.role == "assistant":
-            items.extend(_assistant_items(message, ids, replay_reasoning))
-        else:
-            items.extend(_user_items(message, ids))
-    return items
+            return _assistant_items(message, ids, replay_reasoning)
+        return _user_items(message, ids)
+
+    return convert_each(messages, convert, cache)
 
 
 def _assistant_items(
