@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.llm import _histories
 from tron_events.messages import Message, TextBlock
-from tron_llm import anthropic
+from tron_llm import anthropic, gemini
 from tron_llm._types import LLMRequest
 from tron_llm._wire_cache import WireCache
 from tron_llm.openai_chat import OpenAIChatProvider
@@ -34,7 +34,9 @@ histories = _histories.histories(
 )
 settings_ = st.fixed_dictionaries(
     {
-        "model": st.sampled_from(["claude-sonnet-4-5", "gpt-5.2", "gemini-2.5-pro"]),
+        "model": st.sampled_from(
+            ["claude-sonnet-4-5", "gpt-5.2", "gemini-2.5-pro", "gemini-3-pro-preview"]
+        ),
         "reasoning": st.none() | st.just("high"),
         "prompt_caching": st.booleans(),
         "system": st.none() | st.just("You are Tron."),
@@ -56,7 +58,12 @@ def _openai(provider: OpenAIChatProvider | OpenAIResponsesProvider) -> Build:
     return build
 
 
+def _gemini(request: LLMRequest, cache: Any) -> dict[str, Any]:
+    return gemini.build_body(request, gemini._id_map(request), cache)
+
+
 ADAPTERS: dict[str, Build] = {
+    "gemini": _gemini,
     "anthropic": _anthropic,
     "openai-chat": _openai(OpenAIChatProvider(api_key="k")),
     "openai-compatible-chat": _openai(
@@ -67,8 +74,10 @@ ADAPTERS: dict[str, Build] = {
 
 
 def _grown(history: list[Message]) -> list[list[Message]]:
-    """The histories a session sends, call after call: each prefix, the same objects."""
-    return [history[:n] for n in range(1, len(history) + 1)]
+    """The histories a session sends, call after call: each prefix, the same objects;
+    then the history without each message (the same messages after others)."""
+    prefixes = [history[:n] for n in range(1, len(history) + 1)]
+    return prefixes + [history[:n] + history[n + 1 :] for n in range(len(history))]
 
 
 def _check(build: Build, history: list[Message], calls: list[dict[str, Any]]) -> None:
@@ -88,6 +97,14 @@ def test_anthropic_bodies_with_the_cache_equal_the_bodies_without(
     history: list[Message], calls: list[dict[str, Any]]
 ) -> None:
     _check(ADAPTERS["anthropic"], history, calls)
+
+
+@settings(max_examples=150, deadline=None)
+@given(history=histories, calls=st.lists(settings_, min_size=1, max_size=3))
+def test_gemini_bodies_with_the_cache_equal_the_bodies_without(
+    history: list[Message], calls: list[dict[str, Any]]
+) -> None:
+    _check(ADAPTERS["gemini"], history, calls)
 
 
 @settings(max_examples=100, deadline=None)

@@ -83,6 +83,7 @@ from ._types import (
     ToolSpec,
     Usage,
 )
+from ._wire_cache import WireCache
 from .catalog import get_model
 from .errors import AuthenticationError, LLMError, NetworkError, error_for_status
 
@@ -215,10 +216,13 @@ def function_declaration(tool: ToolSpec) -> dict[str, Any]:
     return declaration
 
 
-def build_body(request: LLMRequest, ids: ToolIdMap | None = None) -> dict[str, Any]:
-    """The JSON body of a ``streamGenerateContent`` call for ``request``."""
+def build_body(
+    request: LLMRequest, ids: ToolIdMap | None = None, cache: WireCache[Any] | None = None
+) -> dict[str, Any]:
+    """The JSON body of a ``streamGenerateContent`` call for ``request``
+    (``cache``: see ``build_contents``; the body is the same without it)."""
     ids = ids or ToolIdMap()
-    body: dict[str, Any] = {"contents": build_contents(request.messages, request.model, ids)}
+    body: dict[str, Any] = {"contents": build_contents(request.messages, request.model, ids, cache)}
     if request.system:
         body["systemInstruction"] = {"parts": [{"text": request.system}]}
     if request.tools:
@@ -241,27 +245,56 @@ def build_body(request: LLMRequest, ids: ToolIdMap | None = None) -> dict[str, A
     return body
 
 
-def build_contents(messages: list[Message], model: str, ids: ToolIdMap) -> list[dict[str, Any]]:
-    """``contents`` for a history: one ``Content`` per non-empty message."""
+def build_contents(
+    messages: list[Message], model: str, ids: ToolIdMap, cache: WireCache[Any] | None = None
+) -> list[dict[str, Any]]:
+    """``contents`` for a history: one ``Content`` per non-empty message.
+
+    ``cache`` (the adapter's; ``ids`` must then know every id already, as ``_id_map``
+    makes it): the parts of messages converted before. A model message's parts are a
+    function of the message; a user message's also of the calls of the message just
+    before it and of the model generation, so its entry holds that message and the
+    generation and serves only them; a user message answering a call of an earlier
+    message (whose part names it) is not kept. The parts lists are copied (the
+    current turn's signing replaces parts), the parts themselves are shared."""
     gemini3 = _uses_levels(model)
     names: dict[str, str] = {}  # tool_use id -> function name, for functionResponse.name
     calls: list[ToolUseBlock] = []  # the calls of the assistant message just before
     contents: list[dict[str, Any]] = []
+    previous: Message | None = None
     for message in messages:
+        entry = cache.get(message) if cache is not None else None
         if message.role == "assistant":
-            parts = [p for block in message.content for p in _model_parts(block, ids)]
-            calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
+            if entry is None:
+                parts = [p for block in message.content for p in _model_parts(block, ids)]
+                calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
+                if cache is not None:
+                    cache.put(message, (parts, calls))
+            else:
+                parts, calls = entry
             names.update((c.id, c.name) for c in calls)
             role = "model"
         else:
-            parts = _user_parts(message.content, calls, names, ids, gemini3)
+            if entry is not None and entry[0] is previous and entry[1] == gemini3:
+                parts = entry[2]
+            else:
+                parts = _user_parts(message.content, calls, names, ids, gemini3)
+                if cache is not None and _answers_only(message, calls):
+                    cache.put(message, (previous, gemini3, parts))
             calls = []
             role = "user"
+        previous = message
         if parts:
-            contents.append({"role": role, "parts": parts})
+            contents.append({"role": role, "parts": list(parts)})
     if gemini3:
         _sign_current_turn(contents)
     return contents
+
+
+def _answers_only(message: Message, calls: list[ToolUseBlock]) -> bool:
+    """Whether every tool result of ``message`` answers one of ``calls``."""
+    answered = {c.id for c in calls}
+    return all(b.tool_use_id in answered for b in message.content if isinstance(b, ToolResultBlock))
 
 
 def _signed(part: dict[str, Any], signature: str | None) -> dict[str, Any]:
@@ -683,12 +716,18 @@ class GeminiProvider(HTTPProvider):
             return value
         return value + "/v1beta"
 
+    #: Each history message's parts, converted once (created on first use).
+    _wire_cache: WireCache[Any] | None = None
+
     def build_call(self, request: LLMRequest) -> HTTPCall:
         """``POST /models/{model}:streamGenerateContent?alt=sse`` with the JSON body."""
         model = request.model.removeprefix("models/")
+        cache = self._wire_cache
+        if cache is None:
+            cache = self._wire_cache = WireCache()
         return HTTPCall(
             path=f"/models/{quote(model, safe='-._~')}:streamGenerateContent",
-            body=build_body(request, _id_map(request)),
+            body=build_body(request, _id_map(request), cache),
             params={"alt": "sse"},
         )
 
