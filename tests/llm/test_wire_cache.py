@@ -120,14 +120,14 @@ def test_openai_bodies_with_the_cache_equal_the_bodies_without(
 
 
 def test_the_cache_converts_a_message_once_and_keeps_it_alive() -> None:
-    cache: WireCache[list[dict[str, Any]]] = WireCache()
+    cache: WireCache[Any] = WireCache()
     user = Message(role="user", content=[TextBlock(text="hi")])
     first = anthropic.convert_messages([user], cache=cache)
     assert len(cache) == 1
-    hit = cache.get(user)
-    assert hit is not None
-    again = anthropic.convert_messages([user, user], cache=cache)  # merged: a new list
-    assert again[0]["content"] == [*first[0]["content"], *first[0]["content"]]
-    assert hit == [{"type": "text", "text": "hi"}]
+    assert cache.get(user) == (first[0],)
+    assert anthropic.convert_messages([user], cache=cache)[0] is first[0]  # not made again
+    merged = anthropic.convert_messages([user, user], cache=cache)  # a new message
+    assert merged[0]["content"] == [{"type": "text", "text": "hi"}] * 2
+    assert first[0]["content"] == [{"type": "text", "text": "hi"}]
     # An equal message that is another object is not this one's entry.
     assert cache.get(Message(role="user", content=[TextBlock(text="hi")])) is None

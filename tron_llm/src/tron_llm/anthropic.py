@@ -136,8 +136,8 @@ class AnthropicProvider(HTTPProvider):
         """The key in ``x-api-key``."""
         return {"x-api-key": api_key}
 
-    #: Each history message's wire blocks, converted once (created on first use).
-    _wire_cache: WireCache[list[dict[str, Any]]] | None = None
+    #: Each history message's wire message, converted once (created on first use).
+    _wire_cache: WireCache[tuple[dict[str, Any] | None]] | None = None
 
     def build_call(self, request: LLMRequest) -> HTTPCall:
         """``POST /v1/messages`` with the streaming body of ``request``."""
@@ -179,11 +179,11 @@ def thinking_budget(model: str, max_tokens: int, level: ReasoningLevel) -> tuple
 
 
 def build_body(
-    request: LLMRequest, cache: WireCache[list[dict[str, Any]]] | None = None
+    request: LLMRequest, cache: WireCache[tuple[dict[str, Any] | None]] | None = None
 ) -> dict[str, Any]:
     """The ``/v1/messages`` JSON body of ``request`` (``stream: true``).
 
-    ``cache``: the wire blocks of messages converted before (see ``convert_messages``);
+    ``cache``: the wire messages of messages converted before (see ``convert_messages``);
     the body is the same with or without it.
 
     With ``prompt_caching`` on, cache breakpoints (``cache_control: ephemeral``) go on
@@ -235,11 +235,13 @@ def build_body(
     if request.stop_sequences:
         body["stop_sequences"] = list(request.stop_sequences)
     if caching:
-        for message in reversed(messages):
+        for position in range(len(messages) - 1, -1, -1):
+            message = messages[position]
             if message["role"] == "user":
-                # A copy: the block may be the cache's.
-                content = message["content"]
-                content[-1] = {**content[-1], "cache_control": dict(_EPHEMERAL)}
+                # A copy: the message may be the cache's.
+                *rest, last = message["content"]
+                last = {**last, "cache_control": dict(_EPHEMERAL)}
+                messages[position] = {**message, "content": [*rest, last]}
                 break
     return body
 
@@ -264,7 +266,7 @@ def convert_messages(
     messages: list[Message],
     ids: ToolIdMap | None = None,
     *,
-    cache: WireCache[list[dict[str, Any]]] | None = None,
+    cache: WireCache[tuple[dict[str, Any] | None]] | None = None,
 ) -> list[dict[str, Any]]:
     """``messages`` as Anthropic ``MessageParam`` dicts.
 
@@ -274,38 +276,58 @@ def convert_messages(
     the ``tool_result`` blocks come first. Tool ids go through ``ids``.
 
     ``cache`` (used only without ``ids``, whose reverse map would miss the cached
-    ids): a message's blocks are a pure function of the message, so they are
-    converted once; the dicts returned may be the cache's and must not be changed
-    in place (the messages' ``content`` lists are new).
+    ids): a message's wire dict is a pure function of the message, so it is made
+    once and the same dict is returned again; merged messages are new dicts. The
+    dicts returned must not be changed in place (``build_body`` copies the message
+    it puts a breakpoint on).
     """
     if ids is not None:
         cache = None
     ids = ids or ToolIdMap()
     out: list[dict[str, Any]] = []
+    merged: list[int] = []  # positions in out of merged (new) messages
     for message in messages:
-        blocks = cache.get(message) if cache is not None else None
-        if blocks is None:
-            blocks = [
-                wire
-                for block in message.content
-                if (wire := _block_to_wire(block, ids)) is not None
-            ]
-            if cache is not None:
-                cache.put(message, blocks)
-        if not blocks:
-            continue
-        if out and out[-1]["role"] == message.role:
-            out[-1]["content"].extend(blocks)
+        if cache is None:
+            wire = _message_to_wire(message, ids)
         else:
-            out.append({"role": message.role, "content": list(blocks)})
-    for wire_message in out:
+            entry = cache.get(message)
+            if entry is None:
+                entry = (_message_to_wire(message, ids),)
+                cache.put(message, entry)
+            wire = entry[0]
+        if wire is None:
+            continue
+        if out and out[-1]["role"] == wire["role"]:
+            last = out[-1]
+            if not merged or merged[-1] != len(out) - 1:
+                last = out[-1] = {"role": last["role"], "content": list(last["content"])}
+                merged.append(len(out) - 1)
+            last["content"].extend(wire["content"])
+        else:
+            out.append(wire)
+    for position in merged:
+        wire_message = out[position]
         if wire_message["role"] == "user":
-            content = wire_message["content"]
-            results = [b for b in content if b["type"] == "tool_result"]
-            if results:
-                rest = [b for b in content if b["type"] != "tool_result"]
-                wire_message["content"] = results + rest
+            wire_message["content"] = _results_first(wire_message["content"])
     return out
+
+
+def _message_to_wire(message: Message, ids: ToolIdMap) -> dict[str, Any] | None:
+    """One message's ``MessageParam`` (tool results first), None when nothing is left."""
+    blocks = [wire for block in message.content if (wire := _block_to_wire(block, ids)) is not None]
+    if not blocks:
+        return None
+    if message.role == "user":
+        blocks = _results_first(blocks)
+    return {"role": message.role, "content": blocks}
+
+
+def _results_first(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``content`` with its ``tool_result`` blocks first (each part in its order)."""
+    results = [b for b in content if b["type"] == "tool_result"]
+    if not results:
+        return content
+    return results + [b for b in content if b["type"] != "tool_result"]
 
 
 def _block_to_wire(block: ContentBlock, ids: ToolIdMap) -> dict[str, Any] | None:
