@@ -2,7 +2,7 @@
 
 The history is ``get_state_at_head`` (reconstruction repairs what it can) and is
 checked with :func:`tron_events.validate.validate_history` before every call (a
-run's :class:`~tron_events.validate.HistoryChecker` walks only what is new): a
+session's :class:`~tron_events.validate.HistoryChecker` walks only what is new): a
 violation there is a bug in a writer or in reconstruction, so the turn fails
 with :class:`InvalidHistoryError` (logged with every violation) instead of
 sending a request the provider would reject.
@@ -11,6 +11,7 @@ sending a request the provider would reject.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from ..context.skills import discover_skills
 from ..context.system_prompt import build_system_prompt as context_system_prompt
 
 __all__ = [
+    "HistoryCheckers",
     "InvalidHistoryError",
     "build_system_prompt",
     "check_history",
@@ -44,12 +46,38 @@ class InvalidHistoryError(Exception):
         self.violations = violations
 
 
+class HistoryCheckers:
+    """A :class:`~tron_events.validate.HistoryChecker` per session, for the last
+    ``max_sessions`` sessions checked (least recently used dropped).
+
+    The store's live projection hands the same message objects from one model call
+    to the next, across runs of a session too (a prompt without tools is one call
+    per run), so the check goes on from the previous one whatever run made it. A
+    checker's ``check`` does not await: two runs never interleave in one.
+    """
+
+    def __init__(self, max_sessions: int = 64) -> None:
+        self.max_sessions = max_sessions
+        self._checkers: OrderedDict[str, HistoryChecker] = OrderedDict()
+
+    def get(self, session_id: str) -> HistoryChecker:
+        """The checker of ``session_id`` (a new one the first time)."""
+        checker = self._checkers.pop(session_id, None)
+        if checker is None:
+            checker = HistoryChecker()
+            while len(self._checkers) >= self.max_sessions:
+                self._checkers.popitem(last=False)
+        self._checkers[session_id] = checker
+        return checker
+
+
 def check_history(
     session_id: str, messages: list[Message], checker: HistoryChecker | None = None
 ) -> None:
     """Raise :class:`InvalidHistoryError` (and log) when ``messages`` is not sendable.
 
-    ``checker`` (a run's): only the messages after those it checked last are walked."""
+    ``checker`` (the session's): only the messages after those it checked last are
+    walked."""
     violations = validate_history(messages) if checker is None else checker.check(messages)
     if violations:
         log.error(

@@ -64,7 +64,6 @@ import anyio
 
 from tron_events import AsyncEventStore, Session
 from tron_events.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock
-from tron_events.validate import HistoryChecker
 from tron_llm import (
     Done,
     ErrorEvent,
@@ -97,7 +96,7 @@ from ..protocol import (
 )
 from ..tools.base import ToolContext, ToolRegistry, ToolResult
 from ..workspace.editor import EditorFiles
-from .context import InvalidHistoryError, build_system_prompt, check_history
+from .context import HistoryCheckers, InvalidHistoryError, build_system_prompt, check_history
 from .progress import TurnProgress
 from .rules import SessionRules
 from .writer import SessionWriter
@@ -233,6 +232,9 @@ class TurnDeps:
     """The Stop (SubagentStop) hooks, run when the model stops."""
     max_stop_continuations: int = 8
     """How many times in a row Stop hooks may send the model on (Claude Code's cap)."""
+    history_checkers: HistoryCheckers = field(default_factory=HistoryCheckers)
+    """The history check of each recent session, to go on from in its next model call
+    (this run's or the next run's: the store hands the same messages over)."""
 
 
 def _prompt_text(content: str | list[dict[str, Any]]) -> str:
@@ -322,8 +324,8 @@ class AgentRun:
         self._durations: dict[str, float] = {}
         #: The system prompt of the last turn and what it was built from.
         self._system_cache: tuple[tuple[Any, ...], str] | None = None
-        #: The history check of the last turn, to go on from (its new messages only).
-        self._history_checker = HistoryChecker()
+        #: The session's history check, to go on from (its new messages only).
+        self._history_checker = deps.history_checkers.get(self.session_id)
         #: Context use as the loop saw it (``compaction.run_context_usage``): the model
         #: of the last turn's state, the last call's counted tokens (None: no call yet),
         #: and the contents of the results recorded after that call.
