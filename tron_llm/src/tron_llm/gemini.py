@@ -250,8 +250,9 @@ def build_contents(
 ) -> list[dict[str, Any]]:
     """``contents`` for a history: one ``Content`` per non-empty message.
 
-    ``cache`` (the adapter's; ``ids`` must then know every id already, as ``_id_map``
-    makes it): the parts of messages converted before. A model message's parts are a
+    ``cache`` (the adapter's; the ids of a cached message are then not registered in
+    ``ids`` again: a reverse map must come from ``_id_map``): the parts of messages
+    converted before. A model message's parts are a
     function of the message; a user message's also of the calls of the message just
     before it and of the model generation, so its entry holds that message and the
     generation and serves only them; a user message answering a call of an earlier
@@ -727,7 +728,9 @@ class GeminiProvider(HTTPProvider):
             cache = self._wire_cache = WireCache()
         return HTTPCall(
             path=f"/models/{quote(model, safe='-._~')}:streamGenerateContent",
-            body=build_body(request, _id_map(request), cache),
+            # No id map for the body: a sent id is a function of the id; the parser
+            # makes its own for the ids that come back.
+            body=build_body(request, None, cache),
             params={"alt": "sse"},
         )
 

@@ -135,7 +135,9 @@ class OpenAIChatProvider(OpenAIHTTPProvider):
         messages.extend(
             to_chat_messages(
                 request.messages,
-                tool_id_map(request),
+                # Only written: a sent id is a function of the id (``safe_tool_id``);
+                # the parser makes its own map for the ids that come back.
+                ToolIdMap(),
                 reasoning_details=not self.is_openai,
                 cache=cache if cached else None,
             )
@@ -196,8 +198,8 @@ def to_chat_messages(
     """Our messages as Chat Completions messages (without the system message).
     ``reasoning_details``: send back the details a compatible server gave (fixed for
     an adapter, so ``cache``, the adapter's, holds one form per message). With
-    ``cache``, ``ids`` must know every id already (``tool_id_map``): the ids of a
-    cached message are not registered again."""
+    ``cache``, the ids of a cached message are not registered in ``ids`` again (a
+    reverse map must come from ``tool_id_map``)."""
 
     def convert(message: Message) -> list[dict[str, Any]]:
         if message.role == "assistant":

@@ -134,7 +134,12 @@ class OpenAIResponsesProvider(OpenAIHTTPProvider):
         body: dict[str, Any] = {
             "model": request.model,
             "input": to_input_items(
-                request.messages, tool_id_map(request), replay_reasoning=reasoning, cache=cache
+                # ToolIdMap(): only written (a sent id is a function of the id); the
+                # parser makes its own map for the ids that come back.
+                request.messages,
+                ToolIdMap(),
+                replay_reasoning=reasoning,
+                cache=cache,
             ),
             "stream": True,
             "store": False,
@@ -190,8 +195,8 @@ def to_input_items(
     cache: WireCache[list[dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
     """Our messages as Responses input items. ``cache`` (one per ``replay_reasoning``):
-    the items of messages converted before; ``ids`` must then know every id already
-    (``tool_id_map``): the ids of a cached message are not registered again."""
+    the items of messages converted before; the ids of a cached message are then not
+    registered in ``ids`` again (a reverse map must come from ``tool_id_map``)."""
 
     def convert(message: Message) -> list[dict[str, Any]]:
         if message.role == "assistant":
