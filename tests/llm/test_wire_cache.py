@@ -119,15 +119,23 @@ def test_openai_bodies_with_the_cache_equal_the_bodies_without(
     _check(ADAPTERS[adapter], history, calls)
 
 
-def test_the_cache_converts_a_message_once_and_keeps_it_alive() -> None:
+def test_the_cache_keeps_a_message_from_its_second_conversion_while_it_lives() -> None:
     cache: WireCache[Any] = WireCache()
     user = Message(role="user", content=[TextBlock(text="hi")])
     first = anthropic.convert_messages([user], cache=cache)
-    assert len(cache) == 1
-    assert cache.get(user) == (first[0],)
-    assert anthropic.convert_messages([user], cache=cache)[0] is first[0]  # not made again
+    assert cache.get(user) is None  # sent once: only marked seen
+    second = anthropic.convert_messages([user], cache=cache)
+    assert second == first and cache.get(user) == (second[0],)
+    assert anthropic.convert_messages([user], cache=cache)[0] is second[0]  # not made again
     merged = anthropic.convert_messages([user, user], cache=cache)  # a new message
     assert merged[0]["content"] == [{"type": "text", "text": "hi"}] * 2
-    assert first[0]["content"] == [{"type": "text", "text": "hi"}]
+    assert second[0]["content"] == [{"type": "text", "text": "hi"}]
     # An equal message that is another object is not this one's entry.
     assert cache.get(Message(role="user", content=[TextBlock(text="hi")])) is None
+    # The cache does not keep a message alive: its entry goes with it.
+    many = [Message(role="user", content=[TextBlock(text=f"m{i}")]) for i in range(50)]
+    for _ in range(2):
+        anthropic.convert_messages(many, cache=cache)
+    assert len(cache) == 51
+    del user, many
+    assert len(cache) == 0

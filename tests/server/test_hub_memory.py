@@ -31,13 +31,17 @@ async def test_the_last_client_leaving_drops_the_sessions_caches(tmp_path: Path)
         live = store.sync._projections
         assert session.id in {e.session_id for e in live._entries.values()}
         async with Hub(store) as hub:
+            dropped: list[str] = []
+            hub.caches_dropped.append(dropped.append)
             one, two = _Conn(), _Conn()
             await hub.subscribe(one, session.id)
             await hub.subscribe(two, session.id)
             hub.unsubscribe(one, session.id)  # another client is still there: kept
             assert session.id in {e.session_id for e in live._entries.values()}
+            assert dropped == []
             hub.detach(two)  # the last one leaves
             assert len(live) == 0
+            assert dropped == [session.id]  # and what else keeps its history is told
             assert store.sync.recorder.path_cache.get(session.id) is None
             state = await store.get_state_at_head(session.id)  # and it is built again
             assert state.turn_count == 5

@@ -279,7 +279,7 @@ async def test_a_start_that_fails_unexpectedly_names_the_log_file(
 
 def test_the_command_collects_garbage_again_once_it_serves(tmp_path: Path) -> None:
     """``tron-server`` loads with the cyclic garbage collector paused (the start makes
-    only objects that stay) and, once ``/health`` says ready, runs with it on again and
+    only objects that stay) and, as ``/health`` says ready, runs with it on again and
     the start's objects frozen out of its collections: a server left paused would keep
     every reference cycle its turns make."""
     watcher = """
@@ -298,6 +298,11 @@ def watch():
         except OSError:
             pass
         time.sleep(0.005)
+    # The held connections are answered first (a few event-loop rounds), then the rest
+    # of the start's end: the collector is on again within moments, not at some later use.
+    deadline = time.monotonic() + 2
+    while not gc.isenabled() and time.monotonic() < deadline:
+        time.sleep(0.001)
     print(json.dumps({"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}), flush=True)
     os.kill(os.getpid(), signal.SIGTERM)
 

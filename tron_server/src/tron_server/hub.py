@@ -77,6 +77,9 @@ class Hub:
         self._closing = False
         #: (method, session id, data, timestamp, also_to) to the other servers.
         self.relay: Relay | None = None
+        #: Called with a session's id once its last client left and the store dropped
+        #: its caches: what else keeps the session's history in memory drops it too.
+        self.caches_dropped: list[Callable[[str], None]] = []
 
     async def __aenter__(self) -> Hub:
         self._tg = anyio.create_task_group()
@@ -185,6 +188,8 @@ class Hub:
                 # rows): the next client, or the next turn, builds it again. This bounds a
                 # server's memory by the sessions someone has open (issue 29).
                 self.store.drop_caches([session_id])
+            for forget in self.caches_dropped:
+                forget(session_id)
 
     # -- publishing -----------------------------------------------------
 

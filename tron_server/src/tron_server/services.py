@@ -57,6 +57,9 @@ class Notifier(Protocol):
 
     def drop_session(self, session_id: str) -> None: ...
 
+    #: Called with a session's id when its last client left (its caches dropped).
+    caches_dropped: list[Callable[[str], None]]
+
 
 @dataclass
 class Services:
@@ -191,6 +194,8 @@ async def open_services(
         memory=True,
         files=services.workspace.recorder,
     )
+    # A session nobody has open keeps no checked history in memory (issue 29 goal 4).
+    services.hub.caches_dropped.append(services.orchestrator.forget_history)
     interaction = Interaction(
         store,
         services.orchestrator,

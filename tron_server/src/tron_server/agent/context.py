@@ -70,6 +70,11 @@ class HistoryCheckers:
         self._checkers[session_id] = checker
         return checker
 
+    def drop(self, session_id: str) -> None:
+        """Forget ``session_id``'s checker (and the history it holds): its last client
+        left. The next check walks the whole history again."""
+        self._checkers.pop(session_id, None)
+
 
 def check_history(
     session_id: str, messages: list[Message], checker: HistoryChecker | None = None

@@ -419,6 +419,11 @@ class Orchestrator:
         await self.release(session_id)
         return True
 
+    def forget_history(self, session_id: str) -> None:
+        """Drop what the runs keep of the session's history between model calls (its
+        history checker): called when its last client left, as the store's caches are."""
+        self._deps.history_checkers.drop(session_id)
+
     async def release(self, session_id: str) -> None:
         """Free what the tools keep for the session (its browser): on abort, at its end, when
         a sub-agent's run is over. Never raises."""

@@ -324,8 +324,6 @@ class AgentRun:
         self._durations: dict[str, float] = {}
         #: The system prompt of the last turn and what it was built from.
         self._system_cache: tuple[tuple[Any, ...], str] | None = None
-        #: The session's history check, to go on from (its new messages only).
-        self._history_checker = deps.history_checkers.get(self.session_id)
         #: Context use as the loop saw it (``compaction.run_context_usage``): the model
         #: of the last turn's state, the last call's counted tokens (None: no call yet),
         #: and the contents of the results recorded after that call.
@@ -647,7 +645,11 @@ class AgentRun:
         if self.abort_requested:
             return await self._finish_aborted(turn, None, _Stream(), Usage())
         try:
-            check_history(self.session_id, messages, self._history_checker)
+            # The session's checker, not one held by the run: a run outlives its call in
+            # reference cycles, and the checker holds the history (dropped with the
+            # session's caches when its last client leaves).
+            checker = self.deps.history_checkers.get(self.session_id)
+            check_history(self.session_id, messages, checker)
         except InvalidHistoryError as exc:
             return await self._finish_invalid(turn, exc)
         system = await self._system_prompt(state.system_prompt)
