@@ -303,7 +303,10 @@ async def test_two_children_run_in_parallel_and_their_results_come_back_in_call_
         assert_event_order(await env.path(child.id))
     assert_event_order(path)
 
-    # subagent.* in the parent, typed, before the results.
+    # subagent.* in the parent, typed: both spawns before any result, and each child's
+    # completion before its own call's result. (Not every completion before the first
+    # result: a child's completion is recorded after its run's usage and reply are read,
+    # and the other child's run may finish and be answered meanwhile.)
     types = [e.type for e in path]
     spawned = [e.payload for e in path if e.type == "subagent.spawned"]
     completed = [e.payload for e in path if e.type == "subagent.completed"]
@@ -312,9 +315,19 @@ async def test_two_children_run_in_parallel_and_their_results_come_back_in_call_
     for p in completed:
         assert p["stopReason"] == "end_turn" and p["turns"] == 2
         assert p["usage"]["inputTokens"] == 20 and p["usage"]["outputTokens"] == 10
-    assert max(i for i, t in enumerate(types) if t.startswith("subagent.")) < types.index(
+    assert max(i for i, t in enumerate(types) if t == "subagent.spawned") < types.index(
         "tool.result"
     )
+    for call in ("toolu_A", "toolu_B"):
+        done = [
+            i for i, e in enumerate(path)
+            if e.type == "subagent.completed" and e.payload["toolCallId"] == call
+        ]  # fmt: skip
+        answered = [
+            i for i, e in enumerate(path)
+            if e.type == "tool.result" and e.payload["toolCallId"] == call
+        ]  # fmt: skip
+        assert len(done) == 1 and len(answered) == 1 and done[0] < answered[0], (call, types)
 
     # Each child's usage is its own; the tool result's details say so.
     details = [e.payload["details"] for e in path if e.type == "tool.result"]
