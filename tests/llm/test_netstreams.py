@@ -67,6 +67,20 @@ async def collect(provider: AnthropicProvider) -> list[StreamEvent]:
     return [event async for event in provider.stream(REQUEST)]
 
 
+async def three_calls(port: int, *, pause: float = 0.0) -> None:
+    """Three calls through one adapter to 127.0.0.1:``port``, each a whole reply
+    (``pause`` seconds after each)."""
+    provider = AnthropicProvider(api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY)
+    try:
+        for _ in range(3):
+            events = await collect(provider)
+            assert isinstance(events[-1], Done), events[-1]
+            assert events[-1].stop_reason == "end_turn"
+            await asyncio.sleep(pause)
+    finally:
+        await provider.aclose()
+
+
 async def test_an_adapters_own_client_uses_asyncio_streams_and_a_given_one_is_untouched() -> None:
     own = AnthropicProvider(api_key="k")
     given_client = httpx.AsyncClient()
@@ -114,16 +128,7 @@ async def test_replies_stream_and_the_connection_is_kept_for_the_next_call() -> 
             writer.close()
 
     async with serve(handler) as port:
-        provider = AnthropicProvider(
-            api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
-        )
-        try:
-            for _ in range(3):
-                events = await collect(provider)
-                assert isinstance(events[-1], Done), events[-1]
-                assert events[-1].stop_reason == "end_turn"
-        finally:
-            await provider.aclose()
+        await three_calls(port)
     assert accepted == 1
 
 
@@ -140,16 +145,7 @@ async def test_a_connection_the_server_closed_is_not_reused() -> None:
         writer.close()
 
     async with serve(handler) as port:
-        provider = AnthropicProvider(
-            api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
-        )
-        try:
-            for _ in range(3):
-                events = await collect(provider)
-                assert isinstance(events[-1], Done), events[-1]
-                await asyncio.sleep(0.05)  # the close reaches the client
-        finally:
-            await provider.aclose()
+        await three_calls(port, pause=0.05)  # the close reaches the client in between
     assert accepted == 3
 
 
