@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tron_llm import AnthropicProvider, OpenAIChatProvider, shared_ssl_context
+from tron_llm._transport import AsyncioTransport
 
 pytestmark = pytest.mark.anyio
 
@@ -23,8 +24,9 @@ async def test_adapters_share_one_verifying_context() -> None:
     two = OpenAIChatProvider(api_key="k")
     try:
         for provider in (one, two):
-            pool = provider._client._transport._pool  # type: ignore[attr-defined]
-            assert pool._ssl_context is context
+            transport = provider._client._transport
+            assert isinstance(transport, AsyncioTransport)
+            assert transport._ssl is context
     finally:
         await one.aclose()
         await two.aclose()

@@ -19,9 +19,9 @@ import orjson
 
 from tron_events.messages import Message
 
-from ._netstreams import use_asyncio_streams
 from ._retry import RetryPolicy, parse_retry_after
 from ._sse import ServerSentEvent, iter_sse
+from ._transport import AsyncioTransport, use_asyncio_transport
 from ._types import Done, ErrorEvent, LLMRequest, StreamEvent, Usage
 from .errors import (
     AuthenticationError,
@@ -166,8 +166,9 @@ class HTTPProvider(ABC):
         """The variable or option that set ``base_url`` (None: the default or unknown)."""
         self._own_client = client is None
         if client is None:
-            client = httpx.AsyncClient(timeout=timeout, verify=shared_ssl_context())
-            use_asyncio_streams(client)  # a streamed reply's many reads: _netstreams.py
+            tls = shared_ssl_context()
+            client = httpx.AsyncClient(timeout=timeout, verify=tls)
+            use_asyncio_transport(client, tls)  # a streamed reply's many reads: _transport.py
         self._client = client
         self.retry = retry or RetryPolicy()
         self._extra_headers = dict(headers or {})
@@ -315,12 +316,8 @@ class HTTPProvider(ABC):
         headers["content-length"] = str(len(content))
         stream_body = _one_chunk(content)
         del content, call
-        async with self._client.stream(
-            "POST",
-            self._url(call_path),
-            content=stream_body,
-            headers=headers,
-            params=call_params or None,
+        async with self._post(
+            self._url(call_path), stream_body, headers, call_params or None
         ) as response:
             if response.status_code >= 400:
                 body = await response.aread()
@@ -333,6 +330,35 @@ class HTTPProvider(ABC):
             async for sse in iter_sse(response.aiter_bytes()):
                 for event in parser.feed(sse):
                     yield event
+
+    @contextlib.asynccontextmanager
+    async def _post(
+        self,
+        url: httpx.URL,
+        content: AsyncIterator[bytes],
+        headers: dict[str, str],
+        params: dict[str, str] | None,
+    ) -> AsyncIterator[httpx.Response]:
+        """The streamed response of a POST. Through this adapter's own client's direct
+        transport it is sent straight to that transport: the client's send adds auth
+        and redirect flows, cookies and event hooks that an adapter's own client has
+        none of (a tenth of a short call, issue 29). Any other client, or a proxy's
+        transport, gets the request through ``client.stream``."""
+        client = self._client
+        transport = client._transport_for_url(url) if self._own_client else None
+        if not isinstance(transport, AsyncioTransport):
+            async with client.stream(
+                "POST", url, content=content, headers=headers, params=params
+            ) as response:
+                yield response
+            return
+        request = client.build_request("POST", url, content=content, headers=headers, params=params)
+        response = await transport.handle_async_request(request)
+        response.request = request
+        try:
+            yield response
+        finally:
+            await response.aclose()
 
     def _url(self, path: str) -> httpx.URL:
         """``base_url + path`` parsed once (httpx parses a str URL at every request)."""

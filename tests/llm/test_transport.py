@@ -1,6 +1,7 @@
-"""An adapter's own client reads and writes through asyncio's streams
-(``tron_llm._netstreams``): over real sockets, the same replies, the same errors, one
-connection kept for the next call, a connection the server closed not reused, TLS."""
+"""An adapter's own client speaks HTTP/1.1 over asyncio (``tron_llm._transport``): over
+real sockets, the same replies, the same errors, one connection kept for the next call,
+a connection the server closed (or a reply left unfinished) not reused, concurrent
+calls on their own connections, chunked replies, large bodies, TLS."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from tests.llm.conftest import fixture_bytes
 from tron_events.messages import Message, TextBlock
 from tron_llm import Done, ErrorEvent, LLMError, LLMRequest, RetryPolicy, StreamEvent
-from tron_llm._netstreams import AsyncioBackend, use_asyncio_streams
+from tron_llm._transport import AsyncioTransport, use_asyncio_transport
 from tron_llm.anthropic import AnthropicProvider
 
 pytestmark = pytest.mark.anyio
@@ -81,16 +82,17 @@ async def three_calls(port: int, *, pause: float = 0.0) -> None:
         await provider.aclose()
 
 
-async def test_an_adapters_own_client_uses_asyncio_streams_and_a_given_one_is_untouched() -> None:
+async def test_an_adapters_own_client_uses_the_asyncio_transport_and_a_given_one_is_untouched() -> (
+    None
+):
     own = AnthropicProvider(api_key="k")
     given_client = httpx.AsyncClient()
     given = AnthropicProvider(api_key="k", client=given_client)
     assert given._client is given_client
     try:
-        pool = own._client._transport._pool  # type: ignore[attr-defined]
-        assert isinstance(pool._network_backend, AsyncioBackend)
-        theirs = given_client._transport._pool  # type: ignore[attr-defined]
-        assert not isinstance(theirs._network_backend, AsyncioBackend)
+        url = httpx.URL("https://api.anthropic.com/v1/messages")
+        assert isinstance(own._client._transport_for_url(url), AsyncioTransport)
+        assert type(given_client._transport_for_url(url)) is httpx.AsyncHTTPTransport
     finally:
         await own.aclose()
         await given_client.aclose()
@@ -104,8 +106,11 @@ async def test_a_proxy_from_the_environment_keeps_httpx_transport(
     try:
         mounts = provider._client._mounts
         assert mounts, "the proxy from the environment is mounted"
+        url = httpx.URL("https://api.anthropic.com/v1/messages")
+        assert not isinstance(provider._client._transport_for_url(url), AsyncioTransport)
         for transport in mounts.values():
-            assert not use_asyncio_streams(httpx.AsyncClient(transport=transport))
+            client = httpx.AsyncClient(transport=transport)
+            assert not use_asyncio_transport(client, ssl.create_default_context())
     finally:
         await provider.aclose()
 
@@ -215,7 +220,7 @@ async def test_tls_is_verified_and_streams(tmp_path: Path) -> None:
     trusting = ssl.create_default_context(cafile=str(cert))
     async with serve(handler, tls=server_tls) as port:
         client = httpx.AsyncClient(verify=trusting)
-        assert use_asyncio_streams(client)
+        assert use_asyncio_transport(client, trusting)
         provider = AnthropicProvider(
             api_key="k", base_url=f"https://localhost:{port}", client=client, retry=NO_RETRY
         )
@@ -232,3 +237,155 @@ async def test_tls_is_verified_and_streams(tmp_path: Path) -> None:
             await own.aclose()
         assert isinstance(events[-1], ErrorEvent)
         assert "certificate" in str(events[-1].error).lower(), events[-1].error
+
+
+def chunked_response(body: bytes, size: int = 61) -> bytes:
+    """``body`` as a chunked reply (how a model's stream usually comes)."""
+    out = [
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    ]
+    for start in range(0, len(body), size):
+        piece = body[start : start + size]
+        out.append(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+    out.append(b"0\r\n\r\n")
+    return b"".join(out)
+
+
+async def test_chunked_replies_stream_and_keep_the_connection() -> None:
+    accepted = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted
+        accepted += 1
+        try:
+            while True:
+                await read_request(reader)
+                reply = chunked_response(BODY)
+                for start in range(0, len(reply), 200):
+                    writer.write(reply[start : start + 200])
+                    await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async with serve(handler) as port:
+        await three_calls(port)
+    assert accepted == 1
+
+
+async def test_a_reply_left_unfinished_does_not_leave_its_connection_for_the_next_call() -> None:
+    accepted = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted
+        accepted += 1
+        try:
+            while True:
+                await read_request(reader)
+                writer.write(chunked_response(BODY))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async with serve(handler) as port:
+        provider = AnthropicProvider(
+            api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
+        )
+        try:
+            stream = provider.stream(REQUEST)
+            async for _ in stream:
+                break  # the caller stops after the first event (a cancelled turn)
+            await stream.aclose()
+            events = await collect(provider)  # the rest of the first reply is not read as this one
+            assert isinstance(events[-1], Done), events[-1]
+            assert events[-1].stop_reason == "end_turn"
+        finally:
+            await provider.aclose()
+    assert accepted == 2
+
+
+async def test_a_reply_cut_off_by_the_server_is_a_network_error() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        reply = sse_response(BODY)
+        writer.write(reply[: len(reply) // 2])  # a Content-Length it never reaches
+        await writer.drain()
+        writer.close()
+
+    async with serve(handler) as port:
+        provider = AnthropicProvider(
+            api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
+        )
+        try:
+            events = await collect(provider)
+        finally:
+            await provider.aclose()
+    assert isinstance(events[-1], ErrorEvent)
+    assert events[-1].error.category == "network", events[-1].error
+
+
+async def test_calls_at_once_each_get_a_connection_and_an_error_reply_keeps_its_own() -> None:
+    accepted = 0
+    both_in = asyncio.Event()
+    waiting = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted, waiting
+        accepted += 1
+        try:
+            first = True
+            while True:
+                await read_request(reader)
+                if first:
+                    first = False
+                    waiting += 1
+                    if waiting == 2:
+                        both_in.set()
+                    await both_in.wait()  # both requests are in flight at once
+                writer.write(sse_response(BODY))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async with serve(handler) as port:
+        provider = AnthropicProvider(
+            api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
+        )
+        try:
+            async with asyncio.timeout(10):
+                results = await asyncio.gather(collect(provider), collect(provider))
+            for events in results:
+                assert isinstance(events[-1], Done), events[-1]
+            for _ in range(2):  # the two kept connections serve the next calls
+                events = await collect(provider)
+                assert isinstance(events[-1], Done), events[-1]
+        finally:
+            await provider.aclose()
+    assert accepted == 2
+
+
+async def test_a_large_request_body_is_sent_whole() -> None:
+    received: list[bytes] = []
+    big = "x" * (8 * 1024 * 1024)
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(0.2)  # the client's socket buffer fills first: it must wait
+        received.append(await read_request(reader))
+        writer.write(sse_response(BODY, close=True))
+        await writer.drain()
+        writer.close()
+
+    request = LLMRequest(
+        model="claude-sonnet-4-5", messages=[Message(role="user", content=[TextBlock(text=big)])]
+    )
+    async with serve(handler) as port:
+        provider = AnthropicProvider(
+            api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
+        )
+        try:
+            events = [event async for event in provider.stream(request)]
+        finally:
+            await provider.aclose()
+    assert isinstance(events[-1], Done), events[-1]
+    head, _, body = received[0].partition(b"\r\n\r\n")
+    assert big.encode() in body
+    assert f"content-length: {len(body)}".encode() in head.lower()

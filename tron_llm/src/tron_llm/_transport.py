@@ -1,0 +1,368 @@
+"""An HTTP/1.1 transport for the adapters' own httpx clients, on asyncio's streams.
+
+httpx's default transport (httpcore's connection pool over anyio) takes a pool lock,
+a connection lock, a shielded cancel scope and an anyio event around every request,
+and a cancel scope, a timer and a checkpoint around every read: on a model's streamed
+reply of many small reads that machinery costs more than the reading and the parsing
+(a third of a turn's event-loop time, ``benchmarks/RESULTS_peers.md``, issue 29). This
+transport speaks HTTP/1.1 with h11 (httpcore's own parser) over
+:class:`asyncio.StreamReader`/:class:`asyncio.StreamWriter`: a read that finds bytes
+buffered returns them at once, and a timer is armed only when it waits.
+
+It keeps what an adapter relies on: connections kept alive and reused (one request at
+a time each, any number at once), a connection the server closed (or left in the
+middle of a reply) never reused, TLS with the client's context, httpx's timeouts
+(``connect``, ``read``, ``write``) and httpx's errors (``ConnectError``,
+``ReadTimeout``, ``RemoteProtocolError``, ...), so retries and error messages are the
+same. A proxy from the environment is not this transport's: httpx mounts its own for
+the URLs the proxy serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import h11
+import httpcore
+import httpx
+
+__all__ = ["AsyncioTransport", "use_asyncio_transport"]
+
+_READ_LIMIT = 256 * 1024
+"""Bytes received and not yet parsed beyond which the socket is not read (a slow reader)."""
+MAX_IDLE_PER_ORIGIN = 20
+"""Idle connections kept per scheme, host and port (httpx's default keep-alive count)."""
+
+_Origin = tuple[str, str, int]
+
+
+@contextlib.contextmanager
+def _mapped(
+    request: httpx.Request, timeout: type[Exception], failed: type[Exception]
+) -> Iterator[None]:
+    """asyncio's and h11's exceptions as httpx's, which the adapters already handle."""
+    try:
+        yield
+    except TimeoutError as exc:
+        raise timeout(str(exc) or "timed out", request=request) from exc  # type: ignore[call-arg]
+    except h11.RemoteProtocolError as exc:
+        raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+    except (OSError, ssl.SSLError, EOFError, asyncio.IncompleteReadError) as exc:
+        raise failed(str(exc) or type(exc).__name__, request=request) from exc  # type: ignore[call-arg]
+
+
+class _Connection(asyncio.Protocol):
+    """One HTTP/1.1 connection: asyncio's transport, h11's state of it, and the bytes
+    received that h11 has not taken yet."""
+
+    def __init__(self, origin: _Origin) -> None:
+        self.origin = origin
+        self.h11 = h11.Connection(our_role=h11.CLIENT)
+        self.transport: asyncio.Transport | None = None
+        self._received: list[bytes] = []
+        self._size = 0
+        self._eof = False
+        self._lost: Exception | None = None
+        self._closed = False
+        self._reading_paused = False
+        self._waiter: asyncio.Future[None] | None = None
+        self._drained: asyncio.Future[None] | None = None
+
+    # --- asyncio's protocol ---------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self._received.append(data)
+        self._size += len(data)
+        if self._size > _READ_LIMIT and not self._reading_paused and self.transport is not None:
+            self._reading_paused = True  # the caller reads slower than the server sends
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        self._wake()
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._eof = True
+        self._lost = exc
+        self._wake()
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        if self._drained is None:
+            self._drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # --- what the transport asks ----------------------------------------------------
+
+    def usable(self) -> bool:
+        """Whether an idle connection can take a request: asyncio has already read a
+        close, an error, or bytes nobody asked for (a broken peer) while it was idle."""
+        return not (self._eof or self._closed or self._received or self.h11.trailing_data[0])
+
+    def close(self) -> None:
+        # Not waiting for the close: a TLS peer that never answers close_notify would
+        # hold the caller for asyncio's shutdown timeout.
+        self._closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    async def write(self, request: httpx.Request, data: bytes, timeout: float | None) -> None:
+        transport = self.transport
+        if transport is None or self._closed:
+            raise httpx.WriteError("the connection is closed", request=request)
+        transport.write(data)
+        if self._drained is None:
+            return
+        with _mapped(request, httpx.WriteTimeout, httpx.WriteError):
+            async with asyncio.timeout(timeout):
+                await self._drained
+        if self._lost is not None:
+            raise httpx.WriteError(str(self._lost), request=request)
+
+    async def read_event(self, request: httpx.Request, timeout: float | None) -> Any:
+        """h11's next event, waiting for the network only when h11 needs more."""
+        while True:
+            try:
+                event = self.h11.next_event()
+            except h11.RemoteProtocolError as exc:  # a malformed or cut-off reply
+                raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+            if event is not h11.NEED_DATA:
+                return event
+            if self._received:
+                data = b"".join(self._received) if len(self._received) > 1 else self._received[0]
+                self._received.clear()
+                self._size = 0
+                if self._reading_paused and self.transport is not None:
+                    self._reading_paused = False
+                    self.transport.resume_reading()
+                self.h11.receive_data(data)
+                continue
+            if self._eof:
+                if self._lost is not None:
+                    raise httpx.ReadError(str(self._lost), request=request)
+                self.h11.receive_data(b"")  # the server closed: h11 says what that means
+                continue
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            with _mapped(request, httpx.ReadTimeout, httpx.ReadError):
+                if timeout is None:
+                    await waiter
+                else:
+                    async with asyncio.timeout(timeout):
+                        await waiter
+
+
+class AsyncioTransport(httpx.AsyncBaseTransport):
+    """httpx's transport interface over asyncio streams and h11 (see the module).
+
+    ``ssl_context`` verifies ``https`` URLs (httpx's default context when None)."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
+        self._ssl = ssl_context
+        self._idle: dict[_Origin, list[_Connection]] = {}
+        self._active: set[_Connection] = set()
+        self._closed = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._closed:
+            raise RuntimeError("the transport is closed")
+        url = request.url
+        scheme = url.scheme
+        if scheme not in ("http", "https"):
+            raise httpx.UnsupportedProtocol(f"unsupported URL scheme {scheme!r}", request=request)
+        origin: _Origin = (scheme, url.host, url.port or (443 if scheme == "https" else 80))
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        conn = self._take_idle(origin) or await self._connect(
+            origin, request, timeouts.get("connect")
+        )
+        self._active.add(conn)
+        try:
+            response = await self._send(conn, request, timeouts)
+        except BaseException:
+            self._drop(conn)
+            raise
+        return response
+
+    def _take_idle(self, origin: _Origin) -> _Connection | None:
+        idle = self._idle.get(origin)
+        while idle:
+            conn = idle.pop()
+            if conn.usable():
+                return conn
+            conn.close()
+        return None
+
+    async def _connect(
+        self, origin: _Origin, request: httpx.Request, timeout: float | None
+    ) -> _Connection:
+        scheme, host, port = origin
+        tls: ssl.SSLContext | None = None
+        if scheme == "https":
+            tls = self._ssl or httpx.create_ssl_context()
+        sni = request.extensions.get("sni_hostname") or host
+        loop = asyncio.get_running_loop()
+        conn = _Connection(origin)
+        with _mapped(request, httpx.ConnectTimeout, httpx.ConnectError):
+            async with asyncio.timeout(timeout):
+                await loop.create_connection(
+                    lambda: conn, host, port, ssl=tls, server_hostname=sni if tls else None
+                )
+        return conn
+
+    async def _send(
+        self, conn: _Connection, request: httpx.Request, timeouts: dict[str, float | None]
+    ) -> httpx.Response:
+        headers = [(k, v) for k, v in request.headers.raw]
+        if not any(k.lower() == b"host" for k, _ in headers):  # a Request always has one
+            headers.insert(0, (b"host", request.url.netloc))
+        out = conn.h11.send(
+            h11.Request(method=request.method, target=request.url.raw_path, headers=headers)
+        )
+        assert out is not None
+        chunks = [out]
+        async for chunk in request.stream:  # type: ignore[union-attr]
+            if chunk:
+                data = conn.h11.send(h11.Data(data=chunk))
+                assert data is not None
+                chunks.append(data)
+        end = conn.h11.send(h11.EndOfMessage())
+        assert end is not None
+        chunks.append(end)
+        await conn.write(request, b"".join(chunks), timeouts.get("write"))
+        read_timeout = timeouts.get("read")
+        while True:
+            event = await conn.read_event(request, read_timeout)
+            if isinstance(event, h11.Response):
+                break
+            if isinstance(event, h11.InformationalResponse):
+                continue  # 100 Continue and the like: the final response follows
+            raise httpx.RemoteProtocolError(
+                "the server closed the connection without a response"
+                if isinstance(event, h11.ConnectionClosed)
+                else f"unexpected {type(event).__name__} before the response",
+                request=request,
+            )
+        return httpx.Response(
+            status_code=event.status_code,
+            headers=event.headers.raw_items(),
+            stream=_Body(self, conn, request, read_timeout),
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": event.reason},
+        )
+
+    def _release(self, conn: _Connection) -> None:
+        """A reply read to its end: the connection goes back to the idle ones if both
+        sides may go on, else it is closed."""
+        self._active.discard(conn)
+        ours, theirs = conn.h11.our_state, conn.h11.their_state
+        if self._closed or ours is not h11.DONE or theirs is not h11.DONE:
+            conn.close()
+            return
+        try:
+            conn.h11.start_next_cycle()
+        except h11.LocalProtocolError:
+            conn.close()
+            return
+        idle = self._idle.setdefault(conn.origin, [])
+        if len(idle) >= MAX_IDLE_PER_ORIGIN or not conn.usable():
+            conn.close()
+            return
+        idle.append(conn)
+
+    def _drop(self, conn: _Connection) -> None:
+        self._active.discard(conn)
+        conn.close()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for idle in self._idle.values():
+            for conn in idle:
+                conn.close()
+        self._idle.clear()
+        for conn in list(self._active):
+            conn.close()
+        self._active.clear()
+
+
+class _Body(httpx.AsyncByteStream):
+    """A response's body, read from its connection as it is iterated."""
+
+    def __init__(
+        self,
+        transport: AsyncioTransport,
+        conn: _Connection,
+        request: httpx.Request,
+        timeout: float | None,
+    ) -> None:
+        self._transport = transport
+        self._conn: _Connection | None = conn
+        self._request = request
+        self._timeout = timeout
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        conn = self._conn
+        if conn is None:
+            return
+        try:
+            while True:
+                event = await conn.read_event(self._request, self._timeout)
+                if type(event) is h11.Data:
+                    yield bytes(event.data)
+                elif type(event) is h11.EndOfMessage:
+                    break
+                elif isinstance(event, h11.ConnectionClosed):
+                    raise httpx.RemoteProtocolError(
+                        "the server closed the connection in the middle of the reply",
+                        request=self._request,
+                    )
+        except BaseException:
+            self._conn = None
+            self._transport._drop(conn)
+            raise
+        self._conn = None
+        self._transport._release(conn)
+
+    async def aclose(self) -> None:
+        # Closed before its end (the caller stopped reading, or was cancelled): what
+        # is left of the reply would be read as the next one's, so the connection goes.
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            self._transport._drop(conn)
+
+
+def use_asyncio_transport(client: httpx.AsyncClient, ssl_context: ssl.SSLContext) -> bool:
+    """Make ``client``'s direct connections go through :class:`AsyncioTransport`
+    (verifying with ``ssl_context``); whether it could.
+
+    Only a client httpx built with its default transport is changed, before its first
+    request; its mounts (a proxy from the environment: httpx mounts one only when no
+    transport is given, hence this swap) keep theirs."""
+    transport = getattr(client, "_transport", None)
+    pool = getattr(transport, "_pool", None)
+    if (
+        type(transport) is not httpx.AsyncHTTPTransport
+        or type(pool) is not httpcore.AsyncConnectionPool
+    ):
+        return False  # a proxy's transport (its pool is httpcore's proxy), or the caller's
+    client._transport = AsyncioTransport(ssl_context)
+    return True
