@@ -82,11 +82,19 @@ def test_a_resume_after_a_turn_reads_only_the_turn(
     store.append(s.id, "message.user", {"content": "q41", "turn": 41})
     store.append(s.id, "message.user", {"content": "more", "turn": 41})  # merges into q41
     later = store.get_state_at_head(s.id)
-    assert read == [2]
+    assert read == []  # appended here: the path cache has the two, no path read
     assert later == build_state(store.get_ancestors(later.head_event_id))
     assert later.messages[:-1] == first.messages
     assert [b.text for b in later.messages[-1].content] == ["q41", "more"]  # type: ignore[union-attr]
     assert first == build_state(store.get_ancestors(first.head_event_id))  # unchanged
+    with EventStore.open(store.url) as other:  # another process's turn: read, only it
+        other.append(s.id, "message.assistant", {"content": [{"type": "text", "text": "b"}]})
+        other.append(s.id, "message.user", {"content": "q42", "turn": 42})
+    read.clear()
+    last = store.get_state_at_head(s.id)
+    assert read == [2]
+    assert last == build_state(store.get_ancestors(last.head_event_id))
+    assert last.messages[:-2] == later.messages
 
 
 def test_a_merge_into_the_last_message_leaves_earlier_states_alone(store: EventStore) -> None:

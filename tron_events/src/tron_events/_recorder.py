@@ -371,6 +371,15 @@ class Recorder(abc.ABC):
         row = cur.fetchone()
         return session_from_row(row) if row else None
 
+    def get_session_and_head(self, cur: Cursor, session_id: str) -> tuple[Session, Event] | None:
+        """A session row and its head event in one statement; None when either is missing
+        (the caller tells which with :meth:`get_session` and :meth:`get_event`)."""
+        if not findable(session_id):
+            return None
+        cur.execute(self.sql(f"SELECT {SESSION_AND_HEAD}"), (session_id,))
+        row = cur.fetchone()
+        return session_and_head_from_row(row) if row else None
+
     def get_path(self, cur: Cursor, event: Event) -> list[Event]:
         """Ancestors of ``event``, root first, the event last, crossing forks.
 

@@ -132,15 +132,12 @@ class AsyncEventStore:
         *,
         expected_head: str | None = None,
     ) -> tuple[list[Event], SessionState]:
-        """:meth:`append_many` then :meth:`get_state_at_head`, in one worker-thread call:
-        one hop instead of two where the caller needs the state its commit made (the
-        agent loop's turn start; the state continues the session's live projection)."""
-
-        def both() -> tuple[list[Event], SessionState]:
-            events = self.sync.append_many(session_id, list(drafts), expected_head=expected_head)
-            return events, self.sync.get_state_at_head(session_id)
-
-        return await self._write(both)
+        """:meth:`EventStore.append_many_and_state` (the state its commit made), in one
+        worker-thread call: one hop instead of two (the agent loop's turn start; the
+        state continues the session's live projection)."""
+        return await self._write(
+            self.sync.append_many_and_state, session_id, list(drafts), expected_head=expected_head
+        )
 
     async def write_with(self, fn: Callable[[EventStore], T]) -> T:
         """``fn(store)`` in one writer worker-thread call (behind the writers' limiter):

@@ -36,6 +36,7 @@ from ._recorder import (
     Recorder,
     RowToAppend,
     SessionDelta,
+    _event,
     event_from_row,
     page_of,
 )
@@ -92,6 +93,9 @@ log = logging.getLogger(__name__)
 
 DELETABLE_TYPES = frozenset({"message.user", "message.assistant", "tool.result"})
 MESSAGE_TYPES = frozenset({"message.user", "message.assistant"})
+#: How far back a state read walks the path cache for a live projection (a turn's
+#: events after its start; a long tool step's records).
+LIVE_CHAIN_STEPS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -453,9 +457,20 @@ class EventStore:
                 cache_creation_tokens=0, cost=0.0,
             )  # fmt: skip
             self._rec.insert_session(cur, session)
-            self._rec.insert_events(cur, [root])
+            [position] = self._rec.insert_events(cur, [root])
             self._rec.touch_workspace(cur, ws.id, when)
         self._committed(session.id, session.workspace_id)
+        # The root starts the session's cached rows, which its appends then extend: a
+        # turn's state read walks them instead of reading (_live_chain).
+        self._rec.remember(
+            [
+                Event(
+                    id=root.id, parent_id=None, session_id=session_id, workspace_id=ws.id,
+                    sequence=0, depth=0, type=root.type, timestamp=when, payload=payload,
+                    raw_payload=root.payload_json, position=position,
+                )
+            ]
+        )  # fmt: skip
         self._set_tip(session.id, (root.id, 0, 1, ws.id))
         return session
 
@@ -481,6 +496,9 @@ class EventStore:
         """The session's row and its head event, in one read (a caller that looks at the
         last event, e.g. whether a stopped run left a request, needs no second trip)."""
         with self._rec.read() as cur:
+            both = self._rec.get_session_and_head(cur, session_id)
+            if both is not None:  # one statement in the common case
+                return both
             session = self._rec.get_session(cur, session_id)
             if session is None:
                 raise SessionNotFound(session_id)
@@ -493,13 +511,13 @@ class EventStore:
         """:meth:`get_session_and_head` and the state at that head, in one call (a new
         message is checked against the head event, and its run starts from the state)."""
         session, head = self.get_session_and_head(session_id)
-        return session, head, self._state_at(event_id=head.id)
+        return session, head, self._state_at_read(head)
 
     def get_session_and_state(self, session_id: str) -> tuple[Session, SessionState]:
         """The session's row and the state at the head that row names (so both agree),
         in one call: the agent runtime starts a run from both."""
-        session = self.get_session(session_id)
-        return session, self._state_at(event_id=session.head_event_id)
+        session, head = self.get_session_and_head(session_id)
+        return session, self._state_at_read(head)
 
     def list_sessions(
         self, *, workspace_id: str | None = None, status: str | None = None, limit: int = 50
@@ -789,6 +807,98 @@ class EventStore:
         self._signal(session_id, workspace_id, events)
         self._set_tip(session_id, (parent_id, depth, sequence, workspace_id))
         return events
+
+    def append_many_and_state(
+        self,
+        session_id: str,
+        drafts: Iterable[EventDraft | Mapping[str, Any]],
+        *,
+        expected_head: str | None = None,
+    ) -> tuple[list[Event], SessionState]:
+        """:meth:`append_many`, then the state at the head the commit made (its last
+        event; the session's head when ``drafts`` is empty). The agent loop's turn start:
+        the live projection of the event the chain follows goes on over the chain, so
+        no read is needed when this process kept it (as after its own last append)."""
+        events = self.append_many(session_id, drafts, expected_head=expected_head)
+        if not events:
+            return events, self.get_state_at_head(session_id)
+        last, start = events[-1], events[0].parent_id
+        state = self._state_went_on(start, events, last) if start is not None else None
+        return events, state or self._state_at(event_id=last.id)
+
+    def _live_chain(self, head: Event) -> tuple[str, list[Event]] | None:
+        """(the nearest ancestor of ``head`` with a live projection, the events after it
+        up to ``head``) from memory: the head itself, or a walk back over the path
+        cache's rows of its session (as a turn's last commit leaves it: the state was
+        made at its start). ``head`` was read or written by the caller, which proves its
+        session; rows are immutable. None: not within a few steps (then a read)."""
+        live = self._projections
+        if head.id in live:
+            return head.id, []
+        entry = self._rec.path_cache.get(head.session_id)
+        if entry is None:
+            return None
+        rows, sid, wid = entry.by_id, head.session_id, head.workspace_id
+        chain = [head]
+        parent = head.parent_id
+        for _ in range(LIVE_CHAIN_STEPS):
+            if parent is None:
+                return None
+            if parent in live:
+                chain.reverse()
+                return parent, chain
+            row = rows.get(parent)
+            if row is None:  # another session's (a fork's root), or not cached
+                return None
+            chain.append(_event(row, sid, wid))
+            parent = row[2]
+        return None
+
+    def _state_went_on(
+        self, start: str, events: Sequence[Event], last: Event
+    ) -> SessionState | None:
+        """The state at ``last`` (the end of ``events``, the chain after ``start``; or
+        ``start`` itself when empty), continued from the live projection at ``start``
+        without reading; None when there is none (or it cannot go on: it is dropped,
+        and :meth:`_state_at` projects the path)."""
+        from . import _state_snapshots as snapshots
+        from . import reconstruct
+
+        live = self._projections
+        taken = live.take(start)
+        if taken is None:
+            return None
+        proj, nbytes, unsaved = taken
+        with gc_paused():
+            try:
+                reconstruct.detach_last(proj)  # states handed out keep their messages
+                reconstruct.advance(proj, events, resuming=True)
+            except reconstruct.NeedsFullPath as exc:
+                log.debug("state at %s: not going on from %s: %s", last.id, start, exc)
+                return None
+            state = reconstruct.state_of(proj, last.id)
+            nbytes += _raw_bytes(events)
+            unsaved += len(events)
+            # As in _state_at: stored once as many events were projected as it is worth.
+            if (
+                events
+                and self._snapshots_enabled()
+                and snapshots.should_snapshot(unsaved, last.depth + 1, self.snapshot_min_events)
+                and self._save_snapshot(last, proj)
+            ):
+                unsaved = 0
+            live.put(last.id, last.session_id, last.sequence, proj, nbytes, unsaved)
+        return state
+
+    def _state_at_read(self, head: Event) -> SessionState:
+        """The state at ``head``, an event the caller just read: from memory when it
+        can (:meth:`_live_chain`), else :meth:`_state_at`."""
+        found = self._live_chain(head)
+        if found is not None:
+            state = self._state_went_on(found[0], found[1], head)
+            if state is not None:
+                return state
+        return self._state_at(event_id=head.id)
 
     @_retry_transient
     def append_many(
@@ -1427,19 +1537,26 @@ class EventStore:
         use_snapshots = self._snapshots_enabled()
         with gc_paused():
             with self._rec.read() as cur:
+                event: Event | None = None
                 if session_id is not None:
-                    session = self._rec.get_session(cur, session_id)
-                    if session is None:
-                        raise SessionNotFound(session_id)
-                    event_id = session.head_event_id
-                # event_id is a caller's, possibly None or not a string: not found.
-                event = self._rec.get_event(cur, event_id)  # type: ignore[arg-type]
+                    both = self._rec.get_session_and_head(cur, session_id)
+                    if both is not None:  # one statement in the common case
+                        event = both[1]
+                    else:
+                        session = self._rec.get_session(cur, session_id)
+                        if session is None:
+                            raise SessionNotFound(session_id)
+                        event_id = session.head_event_id
+                if event is None:
+                    # event_id is a caller's, possibly None or not a string: not found.
+                    event = self._rec.get_event(cur, event_id)  # type: ignore[arg-type]
                 if event is None:
                     raise EventNotFound(event_id)  # type: ignore[arg-type]
                 events: list[Event]
                 stop: str | None
-                if event.id in live:  # an unchanged head: nothing to read
-                    events, stop = [], event.id
+                found = self._live_chain(event)
+                if found is not None:  # a live projection at or just before it: no read
+                    stop, events = found
                 else:
                     stops = (
                         self._rec.snapshot_stops(cur, event.session_id, snapshots.FORMAT)

@@ -172,8 +172,7 @@ class SessionWriter:
                 go, value = first()
                 if not go:
                     return value, None
-                events = store.append_many(session_id, chain, expected_head=expected)
-                return value, (events, store.get_state_at_head(session_id))
+                return value, store.append_many_and_state(session_id, chain, expected_head=expected)
 
             value, done = await self.store.write_with(work)
             if done is None:
