@@ -62,8 +62,14 @@ BUSY_GIVE_UP_S = 300.0
 #: page of a term found in most of a million events still comes back fast.
 SEARCH_CANDIDATES = 1_000
 SNIPPET_OPEN, SNIPPET_CLOSE = "«", "»"
-#: How often subscribers' listener looks for commits by other processes.
+#: How often subscribers' listener looks for commits by other processes while they
+#: write (within CHANGE_BUSY_S of the last one it saw)...
 CHANGE_POLL_S = 0.005
+#: ...and at most how long apart otherwise: each look is a thread wake-up that takes
+#: the GIL from the event loop (200 a second cost a server's turn ~0.5 ms of CPU), and
+#: this process's own commits never need one.
+CHANGE_POLL_IDLE_S = 0.04
+CHANGE_BUSY_S = 1.0
 
 
 def sqlite_path(url: str) -> str:
@@ -376,22 +382,41 @@ class SQLiteRecorder(Recorder):
         # commits change it too (they are other connections than this one): those were
         # signalled as they were made, and waking every feed again for them only made
         # each read what it already had (see _foreign_events).
+        # It looks every CHANGE_POLL_S while other processes write, backing off (doubling
+        # up to CHANGE_POLL_IDLE_S) once none did for CHANGE_BUSY_S: a first foreign commit
+        # after a quiet spell is noticed a little later, the ones after it as before.
         conn = sqlite3.connect(self.path, check_same_thread=False)
         try:
             last = None
             allocated = self._allocated(conn)
             self._listening = True
+            interval = CHANGE_POLL_S
+            busy_until = time.monotonic() + CHANGE_BUSY_S
+            suspect: tuple[int, int] | None = None
             while not self._closed:
                 try:
                     version = conn.execute("PRAGMA data_version").fetchone()[0]
                 except sqlite3.OperationalError:  # busy: look again shortly
                     version = last
+                if suspect is not None:
+                    # The last wake-up's events: another process's, or ours noted late
+                    # (just after their commit)? Only the first sets the pace.
+                    if not self._explained(*suspect):
+                        interval = CHANGE_POLL_S
+                        busy_until = time.monotonic() + CHANGE_BUSY_S
+                    self._forget_own(suspect[1])
+                    suspect = None
                 if last is not None and version != last:
+                    before = allocated
                     foreign, allocated = self._foreign_events(conn, allocated)
                     if foreign:
                         self.changes.bump(ANY)
+                        if before is not None and allocated is not None:
+                            suspect = (before, allocated)
                 last = version
-                time.sleep(CHANGE_POLL_S)
+                if interval < CHANGE_POLL_IDLE_S and time.monotonic() > busy_until:
+                    interval = min(2 * interval, CHANGE_POLL_IDLE_S)
+                time.sleep(interval)
         finally:
             self._listening = False
             conn.close()
@@ -415,18 +440,29 @@ class SQLiteRecorder(Recorder):
         account for every one of them, or when none was given (a commit of no events:
         session rows, snapshots, blobs, deletions; feeds only deliver events)."""
         now = self._allocated(conn)
-        with self._own_lock:
-            own = self._own_positions
-            if now is not None:
-                self._own_positions = {p for p in own if p > now}
         if now is None or before is None:
+            self._forget_own(now)
             return True, now
-        if now == before:
+        if now == before or self._explained(before, now):
+            self._forget_own(now)
             return False, now
-        mine = sum(1 for p in own if before < p <= now)
-        # Positions are unique: a foreign event in the range leaves fewer than its size
-        # to this recorder. One of ours not noted yet wakes the feeds (harmless).
-        return mine != now - before, now
+        # One of ours not noted yet wakes the feeds (harmless); its positions are kept
+        # for _explained to look again (the listener's pace depends on it).
+        return True, now
+
+    def _explained(self, before: int, now: int) -> bool:
+        """Whether this recorder's own commits account for every position in
+        (``before``, ``now``]: positions are unique, so a foreign event in the range
+        leaves fewer than its size to this recorder."""
+        with self._own_lock:
+            mine = sum(1 for p in self._own_positions if before < p <= now)
+        return mine == now - before
+
+    def _forget_own(self, now: int | None) -> None:
+        """Drop the own positions up to ``now`` (looked at)."""
+        if now is not None:
+            with self._own_lock:
+                self._own_positions = {p for p in self._own_positions if p > now}
 
     # -- backend-specific operations --------------------------------------
 
