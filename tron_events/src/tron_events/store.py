@@ -459,18 +459,15 @@ class EventStore:
             self._rec.insert_session(cur, session)
             [position] = self._rec.insert_events(cur, [root])
             self._rec.touch_workspace(cur, ws.id, when)
-        self._committed(session.id, session.workspace_id)
-        # The root starts the session's cached rows, which its appends then extend: a
-        # turn's state read walks them instead of reading (_live_chain).
-        self._rec.remember(
-            [
-                Event(
-                    id=root.id, parent_id=None, session_id=session_id, workspace_id=ws.id,
-                    sequence=0, depth=0, type=root.type, timestamp=when, payload=payload,
-                    raw_payload=root.payload_json, position=position,
-                )
-            ]
+        # With its root: it starts the session's cached rows, which its appends then extend
+        # (a turn's state read walks them instead of reading: _live_chain), and the change
+        # listener knows the root's position for this process's (_sqlite.py).
+        root_event = Event(
+            id=root.id, parent_id=None, session_id=session_id, workspace_id=ws.id,
+            sequence=0, depth=0, type=root.type, timestamp=when, payload=payload,
+            raw_payload=root.payload_json, position=position,
         )  # fmt: skip
+        self._committed(session.id, session.workspace_id, [root_event])
         self._set_tip(session.id, (root.id, 0, 1, ws.id))
         return session
 
@@ -1375,6 +1372,7 @@ class EventStore:
                 type="session.fork", timestamp=when, payload=payload, position=position,
             )  # fmt: skip
         self._committed(session.id, session.workspace_id)
+        self._rec.committed_here([fork_event])  # this process's: the listener knows it
         return ForkResult(session=session, fork_event=fork_event)
 
     @_retry_transient
