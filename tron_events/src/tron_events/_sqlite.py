@@ -70,6 +70,9 @@ CHANGE_POLL_S = 0.005
 #: this process's own commits never need one.
 CHANGE_POLL_IDLE_S = 0.04
 CHANGE_BUSY_S = 1.0
+#: Looks after which positions this recorder's commits do not explain are another
+#: process's (the pace goes back to CHANGE_POLL_S).
+SUSPECT_LOOKS = 3
 
 
 def sqlite_path(url: str) -> str:
@@ -392,27 +395,37 @@ class SQLiteRecorder(Recorder):
             self._listening = True
             interval = CHANGE_POLL_S
             busy_until = time.monotonic() + CHANGE_BUSY_S
+            #: Positions a wake-up was for that this recorder's commits did not explain
+            #: yet: (after, up to], and how many looks since (another process's for sure
+            #: after SUSPECT_LOOKS; ours are noted just after their commit, which a busy
+            #: GIL can delay).
             suspect: tuple[int, int] | None = None
+            looks = 0
             while not self._closed:
                 try:
                     version = conn.execute("PRAGMA data_version").fetchone()[0]
                 except sqlite3.OperationalError:  # busy: look again shortly
                     version = last
                 if suspect is not None:
-                    # The last wake-up's events: another process's, or ours noted late
-                    # (just after their commit)? Only the first sets the pace.
-                    if not self._explained(*suspect):
+                    looks += 1
+                    if self._explained(*suspect):
+                        suspect = None
+                    elif looks >= SUSPECT_LOOKS:  # another process writes: keep up
+                        suspect = None
                         interval = CHANGE_POLL_S
                         busy_until = time.monotonic() + CHANGE_BUSY_S
-                    self._forget_own(suspect[1])
-                    suspect = None
                 if last is not None and version != last:
                     before = allocated
                     foreign, allocated = self._foreign_events(conn, allocated)
                     if foreign:
                         self.changes.bump(ANY)
                         if before is not None and allocated is not None:
-                            suspect = (before, allocated)
+                            if suspect is None:
+                                suspect, looks = (before, allocated), 0
+                            else:  # consecutive ranges: one
+                                suspect = (suspect[0], allocated)
+                # Own positions are kept while they may still explain a suspect.
+                self._forget_own(allocated if suspect is None else suspect[0])
                 last = version
                 if interval < CHANGE_POLL_IDLE_S and time.monotonic() > busy_until:
                     interval = min(2 * interval, CHANGE_POLL_IDLE_S)
@@ -441,14 +454,10 @@ class SQLiteRecorder(Recorder):
         session rows, snapshots, blobs, deletions; feeds only deliver events)."""
         now = self._allocated(conn)
         if now is None or before is None:
-            self._forget_own(now)
             return True, now
-        if now == before or self._explained(before, now):
-            self._forget_own(now)
-            return False, now
-        # One of ours not noted yet wakes the feeds (harmless); its positions are kept
-        # for _explained to look again (the listener's pace depends on it).
-        return True, now
+        # One of ours not noted yet wakes the feeds (harmless); the listener looks again
+        # before it changes its pace.
+        return not (now == before or self._explained(before, now)), now
 
     def _explained(self, before: int, now: int) -> bool:
         """Whether this recorder's own commits account for every position in
