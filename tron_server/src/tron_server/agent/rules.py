@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
 from tron_events import AsyncEventStore
 
 from ..context.rules import RulesFile, RulesLoader, rules_loaded_payload
+
+if TYPE_CHECKING:
+    from tron_events import EventStore
 
 __all__ = ["PATH_ARGUMENTS", "SessionRules"]
 
@@ -59,15 +62,21 @@ class SessionRules:
         files and needs the rules loaded: the run's system prompt)."""
         if not self._started:
             self._started = True
-            path = await store.get_ancestors(head_event_id)
-            recorded = [
-                str(f["path"])
-                for e in path
-                if e.type == "rules.loaded"
-                for f in e.payload.get("files", [])
-                if isinstance(f, dict) and f.get("path")
-            ]
-            await anyio.to_thread.run_sync(self._loader.restore, recorded)
+
+            def restore_then_initial(sync: EventStore) -> tuple[list[RulesFile], T]:
+                # The history's read, the restore and the initial load in one trip.
+                path = sync.get_ancestors(head_event_id)
+                recorded = [
+                    str(f["path"])
+                    for e in path
+                    if e.type == "rules.loaded"
+                    for f in e.payload.get("files", [])
+                    if isinstance(f, dict) and f.get("path")
+                ]
+                self._loader.restore(recorded)
+                return self._loader.initial(), then()
+
+            return await store.read_with(restore_then_initial)
 
         def initial() -> tuple[list[RulesFile], T]:
             files = self._loader.initial()
