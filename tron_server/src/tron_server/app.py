@@ -23,6 +23,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import functools
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -58,6 +59,7 @@ from .web import STATIC_DIR
 # built, not here: `tron-server` answers /health before it has loaded them (DeferredStart).
 if TYPE_CHECKING:
     from .cluster.node import ClusterNode
+    from .connection import SendFrames
     from .hub import Hub
     from .rpc import Dispatcher, MethodRegistry
     from .services import Services
@@ -82,14 +84,60 @@ def transport_max_size(settings: Settings) -> int:
 class WebSocketProtocol(asyncio.Protocol):
     """uvicorn's ``websockets-sansio`` protocol, imported at the first WebSocket upgrade
     rather than before the server answers (the websockets package: tens of ms of the
-    first ``/health``; the start's thread imports it meanwhile, see :class:`DeferredStart`)."""
+    first ``/health``; the start's thread imports it meanwhile, see :class:`DeferredStart`).
+
+    It offers the app one more way to send (:data:`SEND_FRAMES`, see :func:`frames_sender`)."""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        from uvicorn.protocols.websockets.websockets_sansio_impl import (
-            WebSocketsSansIOProtocol,
-        )
+        return _sansio_protocol()(*args, **kwargs)
 
-        return WebSocketsSansIOProtocol(*args, **kwargs)
+
+#: The ASGI scope extension of :class:`WebSocketProtocol`: ``{"send": send_frames}``,
+#: ``await send_frames([frame, ...])`` writing several text frames in one socket write.
+SEND_FRAMES = "tron.websocket.send_frames"
+
+
+@functools.cache
+def _sansio_protocol() -> type[asyncio.Protocol]:
+    from uvicorn.protocols.utils import ClientDisconnected
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+    from websockets.exceptions import InvalidState
+
+    class Protocol(WebSocketsSansIOProtocol):
+        """Each ``websocket.send`` is one socket write (a system call) after a walk through
+        Starlette's and uvicorn's layers; a turn sends ~9 notifications, often several
+        at once. :meth:`send_frames` writes the frames queued together in one go."""
+
+        def handle_connect(self, event: Any) -> None:
+            super().handle_connect(event)
+            scope = getattr(self, "scope", None)  # none when the upgrade was refused
+            if scope is not None:
+                scope["extensions"][SEND_FRAMES] = {"send": self.send_frames}
+
+        async def send_frames(self, frames: list[str | bytes]) -> None:
+            """``websocket.send`` of each text frame, in order, in one write (as ``send``
+            does for one: wait while the transport is full, ClientDisconnected once the
+            client is gone)."""
+            await self.writable.wait()
+            if self.disconnected:
+                raise ClientDisconnected()
+            if self.close_sent or not self.handshake_complete:
+                raise RuntimeError("send_frames before accept or after close")
+            try:
+                for frame in frames:
+                    self.conn.send_text(frame.encode() if isinstance(frame, str) else frame)
+            except InvalidState:
+                raise ClientDisconnected() from None
+            self.transport.write(b"".join(self.conn.data_to_send()))
+
+    return Protocol
+
+
+def frames_sender(websocket: WebSocket) -> SendFrames | None:
+    """The socket's ``send_frames`` (:data:`SEND_FRAMES`) when its server offers it."""
+    extension = websocket.scope.get("extensions", {}).get(SEND_FRAMES)
+    send = extension.get("send") if isinstance(extension, dict) else None
+    return send if callable(send) else None
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
@@ -536,6 +584,7 @@ async def serve_connection(
         lambda code, reason: websocket.close(code, reason),
         queue_limit=settings.outgoing_queue_limit,
         budget_bytes=settings.outgoing_budget_bytes,
+        send_many=frames_sender(websocket),
     )
     ctx = RpcContext(services, conn, dispatcher.registry)
     in_flight = anyio.Semaphore(MAX_IN_FLIGHT)
@@ -648,11 +697,13 @@ def _extra_hosts(settings: Settings) -> list[str]:
 
 __all__ = [
     "MAX_IN_FLIGHT",
+    "SEND_FRAMES",
     "Backend",
     "DeferredStart",
     "NotServing",
     "build_registry",
     "create_app",
+    "frames_sender",
     "serve_connection",
     "transport_max_size",
     "uvicorn_options",
