@@ -389,3 +389,42 @@ async def test_a_large_request_body_is_sent_whole() -> None:
     head, _, body = received[0].partition(b"\r\n\r\n")
     assert big.encode() in body
     assert f"content-length: {len(body)}".encode() in head.lower()
+
+
+async def test_the_request_carries_httpx_headers_and_a_compressed_reply_is_decoded() -> None:
+    import gzip
+
+    heads: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heads.append(await read_request(reader))
+        body = gzip.compress(BODY)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: gzip\r\n"
+            + f"content-length: {len(body)}\r\nconnection: close\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+        writer.close()
+
+    async with serve(handler) as port:
+        provider = AnthropicProvider(
+            api_key="secret-key", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
+        )
+        try:
+            events = await collect(provider)
+        finally:
+            await provider.aclose()
+    assert isinstance(events[-1], Done), events[-1]
+    assert events[-1].stop_reason == "end_turn"
+    head = heads[0].partition(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"post /v1/messages http/1.1\r\n"), head
+    for line in (
+        f"host: 127.0.0.1:{port}".encode(),
+        b"user-agent: python-httpx/",
+        b"accept-encoding: gzip",
+        b"accept: text/event-stream",
+        b"content-type: application/json",
+        b"x-api-key: secret-key",
+    ):
+        assert line in head, (line, head)

@@ -21,7 +21,7 @@ from tron_events.messages import Message
 
 from ._retry import RetryPolicy, parse_retry_after
 from ._sse import ServerSentEvent, iter_sse
-from ._transport import AsyncioTransport, use_asyncio_transport
+from ._transport import AsyncioTransport, ResponseBody, use_asyncio_transport
 from ._types import Done, ErrorEvent, LLMRequest, StreamEvent, Usage
 from .errors import (
     AuthenticationError,
@@ -80,8 +80,26 @@ def _encode(body: dict[str, Any]) -> bytes:
         return json.dumps(body, ensure_ascii=False).encode()
 
 
-async def _one_chunk(content: bytes) -> AsyncIterator[bytes]:
-    yield content
+class _OneChunk(httpx.AsyncByteStream):
+    """A request body sent as one chunk, let go of once sent (see ``_attempt``)."""
+
+    def __init__(self, content: bytes) -> None:
+        self._content: bytes | None = content
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        content, self._content = self._content, None
+        if content is not None:
+            yield content
+
+
+def _body(response: httpx.Response) -> AsyncIterator[bytes]:
+    """A response's body as it arrives. From :class:`AsyncioTransport` with no content
+    encoding, its bytes are the body: read straight from the transport, without
+    httpx's decoder and chunker generators around each of a stream's many reads."""
+    stream = response.stream
+    if isinstance(stream, ResponseBody) and "content-encoding" not in response.headers:
+        return aiter(stream)
+    return response.aiter_bytes()
 
 
 @dataclass
@@ -314,7 +332,7 @@ class HTTPProvider(ABC):
         # Response and its stream keep in a reference cycle; that lived on, MBs for a
         # long history, until a full collection (issue 29). A stream lets it go once sent.
         headers["content-length"] = str(len(content))
-        stream_body = _one_chunk(content)
+        stream_body = _OneChunk(content)
         del content, call
         async with self._post(
             self._url(call_path), stream_body, headers, call_params or None
@@ -327,7 +345,7 @@ class HTTPProvider(ABC):
                     error.message = f"{error.message} ({self.endpoint})"
                     error.args = (error.message,)
                 raise error
-            async for sse in iter_sse(response.aiter_bytes()):
+            async for sse in iter_sse(_body(response)):
                 for event in parser.feed(sse):
                     yield event
 
@@ -335,7 +353,7 @@ class HTTPProvider(ABC):
     async def _post(
         self,
         url: httpx.URL,
-        content: AsyncIterator[bytes],
+        content: httpx.AsyncByteStream,
         headers: dict[str, str],
         params: dict[str, str] | None,
     ) -> AsyncIterator[httpx.Response]:
@@ -352,7 +370,12 @@ class HTTPProvider(ABC):
             ) as response:
                 yield response
             return
-        request = client.build_request("POST", url, content=content, headers=headers, params=params)
+        merged = client.headers.copy()  # httpx's defaults (user-agent, accept-encoding)
+        merged.update(headers)
+        timeout = {"timeout": client.timeout.as_dict()}
+        request = httpx.Request(
+            "POST", url, params=params, headers=merged, stream=content, extensions=timeout
+        )
         response = await transport.handle_async_request(request)
         response.request = request
         try:

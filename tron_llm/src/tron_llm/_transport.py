@@ -30,7 +30,7 @@ import h11
 import httpcore
 import httpx
 
-__all__ = ["AsyncioTransport", "use_asyncio_transport"]
+__all__ = ["AsyncioTransport", "ResponseBody", "use_asyncio_transport"]
 
 _READ_LIMIT = 256 * 1024
 """Bytes received and not yet parsed beyond which the socket is not read (a slow reader)."""
@@ -266,7 +266,7 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         return httpx.Response(
             status_code=event.status_code,
             headers=event.headers.raw_items(),
-            stream=_Body(self, conn, request, read_timeout),
+            stream=ResponseBody(self, conn, request, read_timeout),
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": event.reason},
         )
 
@@ -304,7 +304,7 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         self._active.clear()
 
 
-class _Body(httpx.AsyncByteStream):
+class ResponseBody(httpx.AsyncByteStream):
     """A response's body, read from its connection as it is iterated."""
 
     def __init__(
