@@ -114,6 +114,21 @@ def _sansio_protocol() -> type[asyncio.Protocol]:
             if scope is not None:
                 scope["extensions"][SEND_FRAMES] = {"send": self.send_frames}
 
+        def send_receive_event_to_app(self) -> None:
+            # uvicorn stops reading the socket at each message until the app takes it,
+            # and starts again after: two epoll_ctl calls per request. Stop only when
+            # one message already waits unread: reading still stops while the app does
+            # not take its messages (the transport pushes back, see serve_connection).
+            if not self.queue.empty():
+                super().send_receive_event_to_app()
+                return
+            paused = self.read_paused
+            self.read_paused = True  # uvicorn's pause is skipped when it says so
+            try:
+                super().send_receive_event_to_app()
+            finally:
+                self.read_paused = paused
+
         async def send_frames(self, frames: list[str | bytes]) -> None:
             """``websocket.send`` of each text frame, in order, in one write (as ``send``
             does for one: wait while the transport is full, ClientDisconnected once the
@@ -574,7 +589,7 @@ async def serve_connection(
     import anyio
     import anyio.to_thread
 
-    from .connection import Connection
+    from .connection import CLOSE_INTERNAL, Connection
     from .heap import release_memory
     from .rpc import RpcContext
 
@@ -587,7 +602,10 @@ async def serve_connection(
         send_many=frames_sender(websocket),
     )
     ctx = RpcContext(services, conn, dispatcher.registry)
-    in_flight = anyio.Semaphore(MAX_IN_FLIGHT)
+    # Each request is answered in a plain asyncio task (an anyio task group's task and
+    # semaphore cost a backend lookup or two each, per request, on the event loop).
+    in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
+    answering: set[asyncio.Task[None]] = set()
     held = collections.deque(early)
     hub = served_hub(services)
     hub.attach(conn)
@@ -597,6 +615,11 @@ async def serve_connection(
             reply = await dispatcher.handle(frame, ctx)
             if reply is not None:
                 conn.enqueue(reply)
+        except Exception:
+            # The dispatcher answers every failure: this is a bug. The connection ends,
+            # as it did when an answer's failure ended the connection's task group.
+            log.exception("answering a request failed")
+            conn.close_soon(CLOSE_INTERNAL, "internal error: reconnect")
         finally:
             in_flight.release()
 
@@ -618,11 +641,17 @@ async def serve_connection(
                 if frame is None:
                     frame = message.get("bytes") or b""
                 await in_flight.acquire()
-                tg.start_soon(answer, frame)
+                task = asyncio.create_task(answer(frame))
+                answering.add(task)
+                task.add_done_callback(answering.discard)
             tg.cancel_scope.cancel()
     except WebSocketDisconnect:
         pass
     finally:
+        if answering:  # the client left, or the connection was closed: stop answering
+            for task in answering:
+                task.cancel()
+            await asyncio.wait(answering)
         hub.detach(conn)
         services.files.drop_owner(conn.id)  # its sessions' tools go back to the disk
         if conn.peak_pending_bytes >= RELEASE_AFTER_BYTES:
