@@ -5,9 +5,8 @@ a connection lock, a shielded cancel scope and an anyio event around every reque
 and a cancel scope, a timer and a checkpoint around every read: on a model's streamed
 reply of many small reads that machinery costs more than the reading and the parsing
 (a third of a turn's event-loop time, ``benchmarks/RESULTS_peers.md``, issue 29). This
-transport speaks HTTP/1.1 with h11 (httpcore's own parser) over
-:class:`asyncio.StreamReader`/:class:`asyncio.StreamWriter`: a read that finds bytes
-buffered returns them at once, and a timer is armed only when it waits.
+transport speaks HTTP/1.1 (:mod:`tron_llm._http11`) over an :class:`asyncio.Protocol`:
+the bytes that arrived are parsed at once, and a timer is armed only when it waits.
 
 It keeps what an adapter relies on: connections kept alive and reused (one request at
 a time each, any number at once), a connection the server closed (or left in the
@@ -24,11 +23,11 @@ import asyncio
 import contextlib
 import ssl
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
-import h11
 import httpcore
 import httpx
+
+from ._http11 import ProtocolError, ResponseParser, request_head
 
 __all__ = ["AsyncioTransport", "ResponseBody", "use_asyncio_transport"]
 
@@ -44,30 +43,29 @@ _Origin = tuple[str, str, int]
 def _mapped(
     request: httpx.Request, timeout: type[Exception], failed: type[Exception]
 ) -> Iterator[None]:
-    """asyncio's and h11's exceptions as httpx's, which the adapters already handle."""
+    """asyncio's and the parser's exceptions as httpx's, which the adapters handle."""
     try:
         yield
     except TimeoutError as exc:
         raise timeout(str(exc) or "timed out", request=request) from exc  # type: ignore[call-arg]
-    except h11.RemoteProtocolError as exc:
+    except ProtocolError as exc:
         raise httpx.RemoteProtocolError(str(exc), request=request) from exc
     except (OSError, ssl.SSLError, EOFError, asyncio.IncompleteReadError) as exc:
         raise failed(str(exc) or type(exc).__name__, request=request) from exc  # type: ignore[call-arg]
 
 
 class _Connection(asyncio.Protocol):
-    """One HTTP/1.1 connection: asyncio's transport, h11's state of it, and the bytes
-    received that h11 has not taken yet."""
+    """One HTTP/1.1 connection: asyncio's transport and the parser of the response
+    being read (the bytes arrive straight into it)."""
 
     def __init__(self, origin: _Origin) -> None:
         self.origin = origin
-        self.h11 = h11.Connection(our_role=h11.CLIENT)
         self.transport: asyncio.Transport | None = None
-        self._received: list[bytes] = []
-        self._size = 0
+        self.parser: ResponseParser | None = None
         self._eof = False
         self._lost: Exception | None = None
         self._closed = False
+        self._stray = False  # bytes came while no request was waiting for them
         self._reading_paused = False
         self._waiter: asyncio.Future[None] | None = None
         self._drained: asyncio.Future[None] | None = None
@@ -79,23 +77,28 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        self._received.append(data)
-        self._size += len(data)
-        if self._size > _READ_LIMIT and not self._reading_paused and self.transport is not None:
+        parser = self.parser
+        if parser is None:
+            self._stray = True  # an idle connection that got bytes: never reused
+            return
+        parser.feed(data)
+        if parser.pending > _READ_LIMIT and not self._reading_paused:
             self._reading_paused = True  # the caller reads slower than the server sends
+            assert self.transport is not None
             self.transport.pause_reading()
         self._wake()
 
     def eof_received(self) -> bool:
         self._eof = True
+        if self.parser is not None:
+            self.parser.eof()
         self._wake()
         return False  # close the transport
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
-        self._eof = True
         self._lost = exc
-        self._wake()
+        self.eof_received()
         drained, self._drained = self._drained, None
         if drained is not None and not drained.done():
             drained.set_result(None)
@@ -119,7 +122,7 @@ class _Connection(asyncio.Protocol):
     def usable(self) -> bool:
         """Whether an idle connection can take a request: asyncio has already read a
         close, an error, or bytes nobody asked for (a broken peer) while it was idle."""
-        return not (self._eof or self._closed or self._received or self.h11.trailing_data[0])
+        return not (self._eof or self._closed or self._stray)
 
     def close(self) -> None:
         # Not waiting for the close: a TLS peer that never answers close_notify would
@@ -141,40 +144,27 @@ class _Connection(asyncio.Protocol):
         if self._lost is not None:
             raise httpx.WriteError(str(self._lost), request=request)
 
-    async def read_event(self, request: httpx.Request, timeout: float | None) -> Any:
-        """h11's next event, waiting for the network only when h11 needs more."""
-        while True:
-            try:
-                event = self.h11.next_event()
-            except h11.RemoteProtocolError as exc:  # a malformed or cut-off reply
-                raise httpx.RemoteProtocolError(str(exc), request=request) from exc
-            if event is not h11.NEED_DATA:
-                return event
-            if self._received:
-                data = b"".join(self._received) if len(self._received) > 1 else self._received[0]
-                self._received.clear()
-                self._size = 0
-                if self._reading_paused and self.transport is not None:
-                    self._reading_paused = False
-                    self.transport.resume_reading()
-                self.h11.receive_data(data)
-                continue
-            if self._eof:
-                if self._lost is not None:
-                    raise httpx.ReadError(str(self._lost), request=request)
-                self.h11.receive_data(b"")  # the server closed: h11 says what that means
-                continue
-            waiter = self._waiter = asyncio.get_running_loop().create_future()
-            with _mapped(request, httpx.ReadTimeout, httpx.ReadError):
-                if timeout is None:
+    async def wait(self, request: httpx.Request, timeout: float | None) -> None:
+        """Until more bytes (or the close) arrive."""
+        if self._reading_paused:
+            self._reading_paused = False
+            assert self.transport is not None
+            self.transport.resume_reading()
+        if self._eof:
+            if self._lost is not None:
+                raise httpx.ReadError(str(self._lost), request=request)
+            return
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        with _mapped(request, httpx.ReadTimeout, httpx.ReadError):
+            if timeout is None:
+                await waiter
+            else:
+                async with asyncio.timeout(timeout):
                     await waiter
-                else:
-                    async with asyncio.timeout(timeout):
-                        await waiter
 
 
 class AsyncioTransport(httpx.AsyncBaseTransport):
-    """httpx's transport interface over asyncio streams and h11 (see the module).
+    """httpx's transport interface over an asyncio protocol (see the module).
 
     ``ssl_context`` verifies ``https`` URLs (httpx's default context when None)."""
 
@@ -233,58 +223,44 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
     async def _send(
         self, conn: _Connection, request: httpx.Request, timeouts: dict[str, float | None]
     ) -> httpx.Response:
-        headers = [(k, v) for k, v in request.headers.raw]
-        if not any(k.lower() == b"host" for k, _ in headers):  # a Request always has one
-            headers.insert(0, (b"host", request.url.netloc))
-        out = conn.h11.send(
-            h11.Request(method=request.method, target=request.url.raw_path, headers=headers)
-        )
-        assert out is not None
-        chunks = [out]
-        async for chunk in request.stream:  # type: ignore[union-attr]
-            if chunk:
-                data = conn.h11.send(h11.Data(data=chunk))
-                assert data is not None
-                chunks.append(data)
-        end = conn.h11.send(h11.EndOfMessage())
-        assert end is not None
-        chunks.append(end)
-        await conn.write(request, b"".join(chunks), timeouts.get("write"))
+        headers = request.headers.raw
+        if "host" not in request.headers:  # httpx's requests have one; a bare one may not
+            headers = [(b"host", request.url.netloc), *headers]
+        body = [chunk async for chunk in request.stream]  # type: ignore[union-attr]
+        framed = "content-length" in request.headers or "transfer-encoding" in request.headers
+        if not framed and any(body):
+            headers = [*headers, (b"content-length", str(sum(map(len, body))).encode())]
+        method = request.method.encode("ascii")
+        try:
+            head = request_head(method, request.url.raw_path, headers)
+        except ValueError as exc:
+            raise httpx.LocalProtocolError(str(exc), request=request) from exc
+        parser = conn.parser = ResponseParser(method)
+        await conn.write(request, b"".join([head, *body]), timeouts.get("write"))
         read_timeout = timeouts.get("read")
-        while True:
-            event = await conn.read_event(request, read_timeout)
-            if isinstance(event, h11.Response):
-                break
-            if isinstance(event, h11.InformationalResponse):
-                continue  # 100 Continue and the like: the final response follows
-            raise httpx.RemoteProtocolError(
-                "the server closed the connection without a response"
-                if isinstance(event, h11.ConnectionClosed)
-                else f"unexpected {type(event).__name__} before the response",
-                request=request,
-            )
+        with _mapped(request, httpx.ReadTimeout, httpx.ReadError):
+            while not parser.head():
+                await conn.wait(request, read_timeout)
         return httpx.Response(
-            status_code=event.status_code,
-            headers=event.headers.raw_items(),
+            status_code=parser.status,
+            headers=parser.headers,
             stream=ResponseBody(self, conn, request, read_timeout),
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": event.reason},
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": parser.reason},
         )
 
     def _release(self, conn: _Connection) -> None:
-        """A reply read to its end: the connection goes back to the idle ones if both
-        sides may go on, else it is closed."""
+        """A reply read to its end: the connection goes back to the idle ones if the
+        server keeps it open, else it is closed."""
         self._active.discard(conn)
-        ours, theirs = conn.h11.our_state, conn.h11.their_state
-        if self._closed or ours is not h11.DONE or theirs is not h11.DONE:
-            conn.close()
-            return
-        try:
-            conn.h11.start_next_cycle()
-        except h11.LocalProtocolError:
-            conn.close()
-            return
+        parser, conn.parser = conn.parser, None
         idle = self._idle.setdefault(conn.origin, [])
-        if len(idle) >= MAX_IDLE_PER_ORIGIN or not conn.usable():
+        if (
+            self._closed
+            or parser is None
+            or not parser.keep_alive
+            or len(idle) >= MAX_IDLE_PER_ORIGIN
+            or not conn.usable()
+        ):
             conn.close()
             return
         idle.append(conn)
@@ -323,18 +299,19 @@ class ResponseBody(httpx.AsyncByteStream):
         conn = self._conn
         if conn is None:
             return
+        parser = conn.parser
+        assert parser is not None
+        request, timeout = self._request, self._timeout
         try:
             while True:
-                event = await conn.read_event(self._request, self._timeout)
-                if type(event) is h11.Data:
-                    yield bytes(event.data)
-                elif type(event) is h11.EndOfMessage:
+                with _mapped(request, httpx.ReadTimeout, httpx.ReadError):
+                    pieces = parser.body()
+                for piece in pieces:
+                    yield piece
+                if parser.done:
                     break
-                elif isinstance(event, h11.ConnectionClosed):
-                    raise httpx.RemoteProtocolError(
-                        "the server closed the connection in the middle of the reply",
-                        request=self._request,
-                    )
+                if not pieces:
+                    await conn.wait(request, timeout)
         except BaseException:
             self._conn = None
             self._transport._drop(conn)
