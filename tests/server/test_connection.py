@@ -260,3 +260,18 @@ async def test_a_batch_stops_at_batch_bytes_and_a_big_frame_goes_alone() -> None
         ]
         await until(lambda: conn.pending_bytes == 0)
         conn.close_soon(1000, "done")
+
+
+async def test_without_send_many_each_frame_is_sent_alone_and_bytes_as_text() -> None:
+    sock = Socket()
+    conn = connection(sock, budget=10_000, pause=10_000)
+    async with anyio.create_task_group() as tg:
+        assert conn.enqueue('{"n":1}')
+        assert conn.enqueue('{"n":"é"}'.encode())  # a notification's JSON bytes
+        tg.start_soon(conn.run_writer)
+        sock.gate.release()
+        sock.gate.release()
+        await until(lambda: len(sock.sent) == 2)
+        assert sock.sent == ['{"n":1}', '{"n":"é"}']
+        assert conn.writes == 2 and conn.frames_sent == 2
+        conn.close_soon(1000, "done")
