@@ -194,3 +194,84 @@ async def test_a_page_of_emoji_is_closed_at_the_budget_its_memory_reaches() -> N
     assert conn.enqueue("x")  # something waits: no frame may go over the budget now
     assert not conn.enqueue("😀" * 2_600)  # 2,600 characters, 10,400 bytes of memory
     assert conn.close_code == CLOSE_TOO_SLOW
+
+
+class BatchSocket:
+    """A fake socket with ``send_many``: takes one batch each time the test says so."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str | bytes]] = []
+        self.gate = anyio.Semaphore(0)
+
+    async def send(self, frame: str) -> None:
+        raise AssertionError("with send_many, frames go through it only")
+
+    async def send_many(self, frames: list[str | bytes]) -> None:
+        await self.gate.acquire()
+        self.batches.append(list(frames))
+
+    async def close(self, code: int, reason: str) -> None:
+        pass
+
+
+def batch_connection(sock: BatchSocket, *, budget: int = 10**9) -> Connection:
+    return Connection(
+        sock.send, sock.close, queue_limit=1000, budget_bytes=budget, send_many=sock.send_many
+    )
+
+
+async def test_frames_queued_while_the_writer_waits_go_out_together_in_order() -> None:
+    sock = BatchSocket()
+    conn = batch_connection(sock)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(conn.run_writer)
+        assert conn.enqueue("first")
+        await until(lambda: conn.queued == 0)  # the writer holds it, waiting on the socket
+        frames: list[str | bytes] = [f"frame {i}" for i in range(5)] + [b'{"bytes":1}']
+        assert all(conn.enqueue(f) for f in frames)
+        sock.gate.release()
+        sock.gate.release()
+        await until(lambda: len(sock.batches) == 2)
+        assert sock.batches == [["first"], frames]  # every frame, in order, bytes kept
+        await until(lambda: conn.pending_bytes == 0)
+        assert conn.frames_sent == 7
+        conn.close_soon(1000, "done")
+
+
+async def test_a_batch_stops_at_batch_bytes_and_a_big_frame_goes_alone() -> None:
+    from tron_server.connection import BATCH_BYTES
+
+    sock = BatchSocket()
+    conn = batch_connection(sock)
+    small = "s" * (BATCH_BYTES // 3)
+    big = "b" * (BATCH_BYTES + 1)
+    async with anyio.create_task_group() as tg:
+        for frame in (small, small, small, small, big, small):
+            assert conn.enqueue(frame)
+        tg.start_soon(conn.run_writer)
+        for _ in range(4):
+            sock.gate.release()
+        await until(lambda: len(sock.batches) == 4)
+        assert [[len(f) for f in b] for b in sock.batches] == [
+            [len(small)] * 3,
+            [len(small)],
+            [len(big)],
+            [len(small)],
+        ]
+        await until(lambda: conn.pending_bytes == 0)
+        conn.close_soon(1000, "done")
+
+
+async def test_without_send_many_each_frame_is_sent_alone_and_bytes_as_text() -> None:
+    sock = Socket()
+    conn = connection(sock, budget=10_000, pause=10_000)
+    async with anyio.create_task_group() as tg:
+        assert conn.enqueue('{"n":1}')
+        assert conn.enqueue('{"n":"é"}'.encode())  # a notification's JSON bytes
+        tg.start_soon(conn.run_writer)
+        sock.gate.release()
+        sock.gate.release()
+        await until(lambda: len(sock.sent) == 2)
+        assert sock.sent == ['{"n":1}', '{"n":"é"}']
+        assert conn.writes == 2 and conn.frames_sent == 2
+        conn.close_soon(1000, "done")

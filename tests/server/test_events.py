@@ -439,3 +439,29 @@ async def test_sync_read_ahead_of_a_deleted_session_is_not_served(
             "events.sync", {"sessionId": sid, "afterSequence": page["nextSequence"], "limit": 4}
         )
     assert info.value.code == -32000  # session not found, as without read-ahead
+
+
+async def test_notifications_published_together_arrive_all_in_order_in_fewer_writes(
+    server: RunningServer, tmp_path: Path
+) -> None:
+    """The server's WebSocket protocol sends the frames queued together in one write
+    (``send_frames``): each is still its own message, none lost, none reordered."""
+    async with server.connect() as client:
+        sid = await new_session(client, tmp_path)
+        stream = client.notifications(["agent.text_delta"], session_id=sid)
+        await client.subscribe(sid)
+        hub = server.services.hub
+        [conn] = hub.subscribers(sid)
+        before = (conn.writes, conn.frames_sent)
+
+        async def burst() -> None:
+            # In one go, on the server's loop: all are queued before its writer runs.
+            for n in range(50):
+                hub.publish(sid, "agent.text_delta", {"turn": 1, "delta": "é" * n, "n": n})
+
+        await server.run(burst)
+        got = [(await stream.next(timeout=60)).data for _ in range(50)]
+        assert [d["n"] for d in got] == list(range(50))
+        assert [d["delta"] for d in got] == ["é" * n for n in range(50)]
+        await wait_for(lambda: conn.frames_sent >= before[1] + 50, "the frames to be counted")
+        assert conn.writes - before[0] < 50

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -291,3 +292,17 @@ def test_params_models_are_built_at_their_first_use() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()  # fmt: skip
     assert out == ["False", "InvalidParams", "s"]
+
+
+def test_now_iso_is_utc_now_to_the_millisecond_in_the_events_format() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from tron_server.rpc.frames import now_iso
+
+    for _ in range(3):  # the first call of a second formats it, the next ones reuse it
+        before = datetime.now(UTC).replace(microsecond=0)
+        stamp = now_iso()
+        after = datetime.now(UTC)
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp), stamp
+        at = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        assert before <= at <= after + timedelta(milliseconds=1)

@@ -23,6 +23,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import functools
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -58,6 +59,7 @@ from .web import STATIC_DIR
 # built, not here: `tron-server` answers /health before it has loaded them (DeferredStart).
 if TYPE_CHECKING:
     from .cluster.node import ClusterNode
+    from .connection import SendFrames
     from .hub import Hub
     from .rpc import Dispatcher, MethodRegistry
     from .services import Services
@@ -82,14 +84,75 @@ def transport_max_size(settings: Settings) -> int:
 class WebSocketProtocol(asyncio.Protocol):
     """uvicorn's ``websockets-sansio`` protocol, imported at the first WebSocket upgrade
     rather than before the server answers (the websockets package: tens of ms of the
-    first ``/health``; the start's thread imports it meanwhile, see :class:`DeferredStart`)."""
+    first ``/health``; the start's thread imports it meanwhile, see :class:`DeferredStart`).
+
+    It offers the app one more way to send (:data:`SEND_FRAMES`, see :func:`frames_sender`)."""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        from uvicorn.protocols.websockets.websockets_sansio_impl import (
-            WebSocketsSansIOProtocol,
-        )
+        return _sansio_protocol()(*args, **kwargs)
 
-        return WebSocketsSansIOProtocol(*args, **kwargs)
+
+#: The ASGI scope extension of :class:`WebSocketProtocol`: ``{"send": send_frames}``,
+#: ``await send_frames([frame, ...])`` writing several text frames in one socket write.
+SEND_FRAMES = "tron.websocket.send_frames"
+
+
+@functools.cache
+def _sansio_protocol() -> type[asyncio.Protocol]:
+    from uvicorn.protocols.utils import ClientDisconnected
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+    from websockets.exceptions import InvalidState
+
+    class Protocol(WebSocketsSansIOProtocol):
+        """Each ``websocket.send`` is one socket write (a system call) after a walk through
+        Starlette's and uvicorn's layers; a turn sends ~9 notifications, often several
+        at once. :meth:`send_frames` writes the frames queued together in one go."""
+
+        def handle_connect(self, event: Any) -> None:
+            super().handle_connect(event)
+            scope = getattr(self, "scope", None)  # none when the upgrade was refused
+            if scope is not None:
+                scope["extensions"][SEND_FRAMES] = {"send": self.send_frames}
+
+        def send_receive_event_to_app(self) -> None:
+            # uvicorn stops reading the socket at each message until the app takes it,
+            # and starts again after: two epoll_ctl calls per request. Stop only when
+            # one message already waits unread: reading still stops while the app does
+            # not take its messages (the transport pushes back, see serve_connection).
+            if not self.queue.empty():
+                super().send_receive_event_to_app()
+                return
+            paused = self.read_paused
+            self.read_paused = True  # uvicorn's pause is skipped when it says so
+            try:
+                super().send_receive_event_to_app()
+            finally:
+                self.read_paused = paused
+
+        async def send_frames(self, frames: list[str | bytes]) -> None:
+            """``websocket.send`` of each text frame, in order, in one write (as ``send``
+            does for one: wait while the transport is full, ClientDisconnected once the
+            client is gone)."""
+            await self.writable.wait()
+            if self.disconnected:
+                raise ClientDisconnected()
+            if self.close_sent or not self.handshake_complete:
+                raise RuntimeError("send_frames before accept or after close")
+            try:
+                for frame in frames:
+                    self.conn.send_text(frame.encode() if isinstance(frame, str) else frame)
+            except InvalidState:
+                raise ClientDisconnected() from None
+            self.transport.write(b"".join(self.conn.data_to_send()))
+
+    return Protocol
+
+
+def frames_sender(websocket: WebSocket) -> SendFrames | None:
+    """The socket's ``send_frames`` (:data:`SEND_FRAMES`) when its server offers it."""
+    extension = websocket.scope.get("extensions", {}).get(SEND_FRAMES)
+    send = extension.get("send") if isinstance(extension, dict) else None
+    return send if callable(send) else None
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
@@ -526,7 +589,7 @@ async def serve_connection(
     import anyio
     import anyio.to_thread
 
-    from .connection import Connection
+    from .connection import CLOSE_INTERNAL, Connection
     from .heap import release_memory
     from .rpc import RpcContext
 
@@ -536,9 +599,13 @@ async def serve_connection(
         lambda code, reason: websocket.close(code, reason),
         queue_limit=settings.outgoing_queue_limit,
         budget_bytes=settings.outgoing_budget_bytes,
+        send_many=frames_sender(websocket),
     )
     ctx = RpcContext(services, conn, dispatcher.registry)
-    in_flight = anyio.Semaphore(MAX_IN_FLIGHT)
+    # Each request is answered in a plain asyncio task (an anyio task group's task and
+    # semaphore cost a backend lookup or two each, per request, on the event loop).
+    in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
+    answering: set[asyncio.Task[None]] = set()
     held = collections.deque(early)
     hub = served_hub(services)
     hub.attach(conn)
@@ -548,6 +615,11 @@ async def serve_connection(
             reply = await dispatcher.handle(frame, ctx)
             if reply is not None:
                 conn.enqueue(reply)
+        except Exception:
+            # The dispatcher answers every failure: this is a bug. The connection ends,
+            # as it did when an answer's failure ended the connection's task group.
+            log.exception("answering a request failed")
+            conn.close_soon(CLOSE_INTERNAL, "internal error: reconnect")
         finally:
             in_flight.release()
 
@@ -569,11 +641,17 @@ async def serve_connection(
                 if frame is None:
                     frame = message.get("bytes") or b""
                 await in_flight.acquire()
-                tg.start_soon(answer, frame)
+                task = asyncio.create_task(answer(frame))
+                answering.add(task)
+                task.add_done_callback(answering.discard)
             tg.cancel_scope.cancel()
     except WebSocketDisconnect:
         pass
     finally:
+        if answering:  # the client left, or the connection was closed: stop answering
+            for task in answering:
+                task.cancel()
+            await asyncio.wait(answering)
         hub.detach(conn)
         services.files.drop_owner(conn.id)  # its sessions' tools go back to the disk
         if conn.peak_pending_bytes >= RELEASE_AFTER_BYTES:
@@ -648,11 +726,13 @@ def _extra_hosts(settings: Settings) -> list[str]:
 
 __all__ = [
     "MAX_IN_FLIGHT",
+    "SEND_FRAMES",
     "Backend",
     "DeferredStart",
     "NotServing",
     "build_registry",
     "create_app",
+    "frames_sender",
     "serve_connection",
     "transport_max_size",
     "uvicorn_options",

@@ -12,6 +12,10 @@ queued frames are dropped at once, so memory stays bounded. A single frame
 larger than the budget still goes out when nothing else waits (a big page of
 events is a legitimate answer).
 
+Frames queued while the writer was busy go out together when the socket offers
+``send_many`` (tron-server's WebSocket protocol does: one socket write for the lot,
+each still its own WebSocket frame, in order); else one ``send`` each.
+
 The connection's reader asks :meth:`Connection.wait_writable` before it reads
 the next request: while more than ``pause_bytes`` wait to be sent, the
 connection's requests stay unread (in the socket: TCP pushes back on the
@@ -21,6 +25,7 @@ cannot make the server compute more of them.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import logging
 import secrets
@@ -45,9 +50,14 @@ CLOSE_TIMEOUT = 5.0
 DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024
 
 SendText = Callable[[str], Awaitable[None]]
+#: Sends several text frames (str, or UTF-8 bytes) in order, in one socket write.
+SendFrames = Callable[[list[str | bytes]], Awaitable[None]]
+
+#: What one ``send_many`` takes at most (but a single larger frame goes alone).
+BATCH_BYTES = 256 * 1024
 
 
-def frame_size(text: str) -> int:
+def frame_size(text: str | bytes) -> int:
     """The bytes a queued frame holds: its length when it is ASCII (most frames), else
     the memory of the string, which is 2 or 4 bytes a character for text beyond
     Latin-1 (a page of emoji counted by characters would hold 4x the budget)."""
@@ -61,7 +71,8 @@ class Connection:
     """A client connection as the hub and the methods see it.
 
     ``send`` writes one text frame to the socket (it may wait on a slow
-    client); ``close`` closes the socket with a code and reason.
+    client); ``close`` closes the socket with a code and reason; ``send_many``, when
+    given, writes several frames at once (and ``send`` is then not used).
     """
 
     def __init__(
@@ -73,18 +84,23 @@ class Connection:
         budget_bytes: int = DEFAULT_BUDGET_BYTES,
         pause_bytes: int | None = None,
         id: str | None = None,
+        send_many: SendFrames | None = None,
     ) -> None:
         self.id = id or secrets.token_hex(6)
         self._send = send
+        self._send_many = send_many
         self._close = close
         self.queue_limit = queue_limit
         self.budget_bytes = budget_bytes
         self.pause_bytes = budget_bytes // 8 if pause_bytes is None else pause_bytes
-        self._queue: collections.deque[str] = collections.deque()
+        # Frames as given (bytes are UTF-8 JSON: decoded only for a ``send`` of text).
+        self._queue: collections.deque[str | bytes] = collections.deque()
         self._pending_bytes = 0
-        self._sending = 0  # bytes of the frame the writer is sending
-        self._has_frames = anyio.Event()
-        self._drained = anyio.Event()
+        self._sending = 0  # bytes of the frames the writer is sending
+        # asyncio's events, cleared and reused: an anyio.Event per wait cost a backend
+        # lookup each time, for each frame (the server runs on asyncio).
+        self._has_frames = asyncio.Event()
+        self._drained = asyncio.Event()
         self._drained.set()
         self._writer_scope: anyio.CancelScope | None = None
         self.subscriptions: set[str] = set()
@@ -95,6 +111,8 @@ class Connection:
         self.close_reason = ""
         self.frames_sent = 0
         self.bytes_sent = 0
+        #: Socket writes (a ``send``, or a ``send_many`` of several frames).
+        self.writes = 0
         self.peak_pending_bytes = 0
         self.disconnected = False
         #: One bulk read (a page of events …) at a time per connection: see rpc.middleware.
@@ -121,8 +139,7 @@ class Connection:
         """
         if self.closing:
             return False
-        text = frame.decode() if isinstance(frame, bytes) else frame
-        size = frame_size(text)
+        size = frame_size(frame)
         over_bytes = self._pending_bytes > 0 and self._pending_bytes + size > self.budget_bytes
         if over_bytes or len(self._queue) >= self.queue_limit:
             log.warning(
@@ -137,11 +154,12 @@ class Connection:
             )
             self.close_soon(CLOSE_TOO_SLOW, "too far behind: reconnect and events.sync")
             return False
-        self._queue.append(text)
+        self._queue.append(frame)
         self._pending_bytes += size
-        self.peak_pending_bytes = max(self.peak_pending_bytes, self._pending_bytes)
+        if self._pending_bytes > self.peak_pending_bytes:
+            self.peak_pending_bytes = self._pending_bytes
         if self._pending_bytes > self.pause_bytes:
-            self._drained = anyio.Event() if self._drained.is_set() else self._drained
+            self._drained.clear()
         self._has_frames.set()
         return True
 
@@ -177,13 +195,16 @@ class Connection:
                 scope.cancel()
             while True:
                 if not self._queue:
-                    self._has_frames = anyio.Event()
+                    self._has_frames.clear()
                     await self._has_frames.wait()
                     continue
-                frame = self._queue.popleft()
-                self._sending = frame_size(frame)
+                batch = self._take_batch()
                 try:
-                    await self._send(frame)
+                    if self._send_many is not None:
+                        await self._send_many(batch)
+                    else:
+                        frame = batch[0]
+                        await self._send(frame.decode() if isinstance(frame, bytes) else frame)
                 except Exception:  # the client went away; the reader sees the disconnect
                     self.disconnected = True
                     break
@@ -192,9 +213,10 @@ class Connection:
                     self._sending = 0
                     if self._pending_bytes <= self.pause_bytes:
                         self._drained.set()
-                self.frames_sent += 1
-                self.bytes_sent += len(frame)
-                del frame  # a big page must not stay alive while the writer waits
+                self.writes += 1
+                self.frames_sent += len(batch)
+                self.bytes_sent += sum(len(f) for f in batch)
+                del batch  # a big page must not stay alive while the writer waits
         self._drop_queue()
         self._pending_bytes = 0
         if self.close_code is not None and not self.disconnected:
@@ -204,6 +226,23 @@ class Connection:
                     await self._close(self.close_code, self.close_reason)
                 except Exception:  # the peer may be gone already
                     log.debug("close failed", exc_info=True)
+
+    def _take_batch(self) -> list[str | bytes]:
+        """The next frames to send (removed from the queue; their size in ``_sending``):
+        one without ``send_many``; with it, all that wait, up to :data:`BATCH_BYTES`."""
+        queue = self._queue
+        frame = queue.popleft()
+        size = frame_size(frame)
+        batch = [frame]
+        if self._send_many is not None:
+            while queue:
+                more = frame_size(queue[0])
+                if size + more > BATCH_BYTES:
+                    break
+                batch.append(queue.popleft())
+                size += more
+        self._sending = size
+        return batch
 
     def __repr__(self) -> str:
         return f"Connection({self.id!r}, subscriptions={sorted(self.subscriptions)})"
@@ -215,4 +254,5 @@ __all__ = [
     "CLOSE_TOO_SLOW",
     "DEFAULT_BUDGET_BYTES",
     "Connection",
+    "SendFrames",
 ]

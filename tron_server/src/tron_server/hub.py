@@ -238,7 +238,8 @@ class Hub:
             targets = {c for c in targets if session_id not in c.without_events}
         if not targets:
             return 0
-        frame = notification_frame(method, session_id, data, timestamp).decode()
+        # Bytes as they are: the socket takes UTF-8 (no decoding here and encoding there).
+        frame = notification_frame(method, session_id, data, timestamp)
         sent = 0
         for conn in list(targets):
             sent += conn.enqueue(frame)

@@ -53,6 +53,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import types
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -755,8 +756,11 @@ class AgentRun:
                 self._flush_delta()  # what streamed is sent before what follows the stream
                 # Close the HTTP stream now (not when the generator is collected), also
                 # when aborted: shielded, so the close itself is not cancelled.
+                # An async generator that ran to its end has nothing left to close (and
+                # a timed, shielded scope per turn is not free).
+                finished = isinstance(events, types.AsyncGeneratorType) and events.ag_frame is None
                 aclose = getattr(events, "aclose", None)
-                if aclose is not None:
+                if aclose is not None and not finished:
                     with anyio.move_on_after(2, shield=True):
                         await aclose()
         return out

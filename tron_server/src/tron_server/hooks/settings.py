@@ -133,14 +133,15 @@ def settings_stamp(working_directory: Path, home: Path) -> tuple[Any, ...]:
     """What changes when any settings file of ``working_directory`` is created, edited,
     replaced or removed, or when the folder's trust changes (cheap: one ``stat`` per
     file), so a long-running server can tell when to read them again."""
-    stamp: list[Any] = [TrustStore(home).is_trusted(working_directory)]
     # Every candidate, without settings_paths' dedup (a project file that is a home
     # file): stamping one file twice still tells every change, and skipping the
     # realpath calls makes this a third of the cost (it runs on the event loop, several
     # times per agent run). The candidates' names are made once per folder, home and
     # environment (what _candidates reads), and stat'ed as strings: half the cost again.
     env = (os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR"))
-    for path in _candidate_names(str(working_directory), str(home), env):
+    home_text = str(home)
+    stamp: list[Any] = [_trust_store(home_text, env[0]).is_trusted(working_directory)]
+    for path in _candidate_names(str(working_directory), home_text, env):
         try:
             st = os.stat(path)
         except OSError:
@@ -148,6 +149,14 @@ def settings_stamp(working_directory: Path, home: Path) -> tuple[Any, ...]:
         else:
             stamp.append((st.st_ino, st.st_mtime_ns, st.st_size))
     return tuple(stamp)
+
+
+@functools.lru_cache(maxsize=64)
+def _trust_store(home: str, env_home: str | None) -> TrustStore:
+    """A TrustStore of ``home`` (it reads its file at each look-up: only making one,
+    a user-folder expansion and paths, is saved); ``env_home`` (``HOME``, which the
+    expansion reads) is part of the cache's key."""
+    return TrustStore(home)
 
 
 @functools.lru_cache(maxsize=256)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import anyio.to_thread
@@ -232,9 +232,22 @@ def error_frame(id: RequestId, error: RpcError) -> bytes:
     return dumps({"jsonrpc": "2.0", "id": id, "error": error.to_json()})
 
 
+#: (a second since the epoch, its ``YYYY-MM-DDTHH:MM:SS.`` in UTC): one tuple, so that
+#: threads replacing it never see a second with another second's text.
+_second: tuple[int, str] = (0, "1970-01-01T00:00:00.")
+
+
 def now_iso() -> str:
-    """UTC now, the format of event timestamps (``2025-01-01T12:00:00.000Z``)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """UTC now, the format of event timestamps (``2025-01-01T12:00:00.000Z``).
+
+    Every notification is stamped: the date part is formatted once a second (datetime's
+    isoformat each time was a fifth of the cost of building a notification)."""
+    global _second
+    seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
+    second = _second
+    if second[0] != seconds:
+        second = _second = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(seconds)))
+    return f"{second[1]}{nanos // 1_000_000:03d}Z"
 
 
 def notification_frame(
