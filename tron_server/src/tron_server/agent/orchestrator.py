@@ -809,6 +809,8 @@ class Orchestrator:
                 agent.known_context = self._known_context.pop(run.session_id, None)
                 result = await self._execute(agent, profile, run)
                 self._remember_context(agent)
+                if self.memory is not None:
+                    self.memory.run_done(run.session_id, result.turns)
                 if result.stop_reason == "error" and run.last_error:
                     result.error = run.last_error  # what the client was told
                 self._complete(run, request, result)

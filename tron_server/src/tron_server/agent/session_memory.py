@@ -132,6 +132,8 @@ class SessionMemory:
         self.recorder = recorder
         #: Sessions known in this process to be past their start (or sub-agents).
         self._started: set[str] = set()
+        #: Sessions whose start :meth:`at_start` answered, until their run recorded it.
+        self._starting: set[str] = set()
 
     # -- settings ---------------------------------------------------------------------
 
@@ -172,6 +174,7 @@ class SessionMemory:
             # start is only marked so once its message is stored (a refused append retries).
             self._started.add(session_id)
             return []
+        self._starting.add(session_id)  # past its start once its run has recorded a turn
         settings = await self.settings(working_directory)
         if not (settings.ledger or settings.handoffs or settings.lessons):
             return []
@@ -179,6 +182,14 @@ class SessionMemory:
             session.workspace_id, working_directory, settings, _prompt_text(content), "startup"
         )
         return [] if injection is None else [("memory.loaded", injection)]
+
+    def run_done(self, session_id: str, turns: int) -> None:
+        """A run of the session ended after ``turns`` turns: when it began with the start
+        :meth:`at_start` answered and recorded a turn, its message is stored (the first
+        turn's commit holds it), so the next message reads nothing to know it is no start."""
+        if turns and session_id in self._starting:
+            self._starting.discard(session_id)
+            self._started.add(session_id)
 
     async def after_reset(self, session_id: str, source: str) -> None:
         """After a compaction or ``/clear``: the ledgers and lessons again (recorded as
