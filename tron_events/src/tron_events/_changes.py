@@ -17,8 +17,6 @@ import contextlib
 import threading
 from dataclasses import dataclass, field
 
-import anyio
-
 #: Wake everyone (a commit whose session/workspace is unknown to the listener).
 ANY = "*"
 #: The key of the feed of every event (a subscription to no session or workspace).
@@ -75,8 +73,11 @@ class ChangeSignal:
         try:
             if self.version(keys) != seen:
                 return
-            with anyio.move_on_after(timeout):
-                await waiter.event.wait()
+            # asyncio's own timeout: anyio's cancel scope costs several times more, at
+            # every commit a feed follows (issue 29).
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await waiter.event.wait()
         finally:
             with self._lock:
                 self._waiters.discard(waiter)

@@ -77,20 +77,15 @@ def _linear_cost(provider_id: str, model: str, usage: Usage) -> Decimal | None:
     if total_input <= 0:
         return None
     try:
-        from genai_prices import data_snapshot, types
+        from genai_prices import data_snapshot
 
         _, info = data_snapshot.get_snapshot().find_provider_model(model, None, provider_id, None)
         price = info.get_prices(datetime.now(tz=UTC))
     except Exception:  # an API change in genai-prices: the slow path still answers
         return None
-    if getattr(price, "requests_kcount", None) is not None:
+    starts = _tier_starts(price)
+    if starts is None:
         return None  # a per-request price: not linear in the tokens
-    starts = sorted(
-        tier.start
-        for value in vars(price).values()
-        if isinstance(value, types.TieredPrices)
-        for tier in value.tiers
-    )
     key = (id(price), sum(1 for start in starts if total_input > start))
     with _RATES_LOCK:
         entry = _RATES.get(key)
@@ -105,6 +100,34 @@ def _linear_cost(provider_id: str, model: str, usage: Usage) -> Decimal | None:
                 _RATES.clear()
             _RATES[key] = (price, rates)  # the price kept alive: its id stays its own
     return None if rates is None else _apply(rates, usage)
+
+
+_STARTS: dict[int, tuple[Any, tuple[int, ...] | None]] = {}
+
+
+def _tier_starts(price: Any) -> tuple[int, ...] | None:
+    """The input counts where ``price``'s tiers start (None for a per-request price),
+    found once per price object (the price kept alive with them: its id stays its own)."""
+    cached = _STARTS.get(id(price))
+    if cached is not None and cached[0] is price:
+        return cached[1]
+    from genai_prices import types
+
+    starts: tuple[int, ...] | None = None
+    if getattr(price, "requests_kcount", None) is None:
+        starts = tuple(
+            sorted(
+                tier.start
+                for value in vars(price).values()
+                if isinstance(value, types.TieredPrices)
+                for tier in value.tiers
+            )
+        )
+    with _RATES_LOCK:
+        if len(_STARTS) >= _RATES_MAX:
+            _STARTS.clear()
+        _STARTS[id(price)] = (price, starts)
+    return starts
 
 
 def _probe_rates(
