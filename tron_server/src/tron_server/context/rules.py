@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..trust import claude_user_dir
+from .listings import present
 
 __all__ = [
     "MAX_RULES_BYTES",
@@ -98,9 +99,12 @@ class RulesLoader:
         self._loaded: list[RulesFile] = []
         #: The candidates of :meth:`initial` under the home and the working directory
         #: (they do not change; Claude Code's user file is looked up at each call).
-        fixed: list[tuple[Path, RulesScope]] = [(self.home / "rules" / "AGENTS.md", "global")]
-        fixed += [(self.working_directory / rel, "project") for rel in PROJECT_FILES]
-        self._fixed_candidates = [(p, str(p), scope) for p, scope in fixed]
+        #: (a folder, the path below it, the file, the scope)
+        fixed: list[tuple[Path, tuple[str, ...], RulesScope]] = [
+            (self.home, ("rules", "AGENTS.md"), "global")
+        ]
+        fixed += [(self.working_directory, rel.parts, "project") for rel in PROJECT_FILES]
+        self._fixed_candidates = [(b, rel, b.joinpath(*rel), scope) for b, rel, scope in fixed]
 
     @property
     def loaded(self) -> list[RulesFile]:
@@ -130,11 +134,16 @@ class RulesLoader:
     def initial(self) -> list[RulesFile]:
         """The global and project rules files, most general first (each only once)."""
         out: list[RulesFile] = []
-        user = claude_user_dir() / "CLAUDE.md"  # Claude Code's user memory
+        user = claude_user_dir()  # Claude Code's user memory: its CLAUDE.md
         global_scope: RulesScope = "global"
-        candidates = [(user, str(user), global_scope), *self._fixed_candidates]
-        for path, name, scope in candidates:
-            if not os.path.isfile(name):  # most candidates: one stat, nothing more
+        candidates = [
+            (user, ("CLAUDE.md",), user / "CLAUDE.md", global_scope),
+            *self._fixed_candidates,
+        ]
+        for base, rel, path, scope in candidates:
+            # Most candidates do not exist: the cached listings of the folders on the way
+            # say so (a stat of each such folder, shared by the candidates in it).
+            if not present(base, *rel) or not os.path.isfile(path):
                 continue
             found = self._accept(path, scope)
             if found is not None:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..trust import claude_user_dir
+from .listings import present
 
 __all__ = [
     "MAX_LISTED_FILES",
@@ -155,7 +156,12 @@ def _read_skill(skill_md: Path, scope: SkillScope) -> Skill | None:
     return Skill(name=name, description=description, path=skill_md, scope=scope)
 
 
-def _scan(root: Path, scope: SkillScope) -> list[Skill]:
+def _scan(base: Path, rel: tuple[str, ...], scope: SkillScope) -> list[Skill]:
+    # Most roots do not exist: the cached listings of the folders on the way say so
+    # without a stat of each (every run lists the skills).
+    if not present(base, *rel):
+        return []
+    root = base.joinpath(*rel)
     if not root.is_dir():
         return []
     found: list[Skill] = []
@@ -172,12 +178,12 @@ def discover_skills(home: Path, working_directory: Path) -> list[Skill]:
     """Every skill, sorted by name; a project skill replaces a home skill of the same name."""
     by_name: dict[str, Skill] = {}
     # Claude Code's user skills first: the home's own (~/.tron/skills) win on a clash.
-    for root in (claude_user_dir() / "skills", home.expanduser() / "skills"):
-        for skill in _scan(root, "home"):
+    for base in (claude_user_dir(), home.expanduser()):
+        for skill in _scan(base, ("skills",), "home"):
             by_name[skill.name] = skill
     # Claude Code's project skills, then the project's own (ours win on a clash).
     for folder in (".claude", ".tron"):
-        for skill in _scan(working_directory / folder / "skills", "project"):
+        for skill in _scan(working_directory, (folder, "skills"), "project"):
             by_name[skill.name] = skill
     return [by_name[name] for name in sorted(by_name)]
 

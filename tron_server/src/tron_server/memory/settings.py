@@ -25,6 +25,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..context.listings import present
+
 __all__ = ["PARTS", "MemorySettings", "load_memory_settings", "memory_settings_files"]
 
 PARTS = ("ledger", "handoffs", "lessons", "recall")
@@ -101,15 +103,12 @@ _lock = threading.Lock()
 _cache: dict[tuple[str, str], tuple[tuple[Any, ...], MemorySettings]] = {}
 
 
-def _stamp(paths: list[Path]) -> tuple[Any, ...]:
-    out: list[Any] = []
-    for path in paths:
-        try:
-            info = path.stat()
-            out.append((info.st_mtime_ns, info.st_size, info.st_ino))
-        except OSError:
-            out.append(None)
-    return tuple(out)
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size, info.st_ino)
 
 
 def load_memory_settings(working_directory: Path, home: Path) -> MemorySettings:
@@ -117,7 +116,12 @@ def load_memory_settings(working_directory: Path, home: Path) -> MemorySettings:
     docstring). Cached per folder until one of the files changes (a few ``stat`` calls
     per use), so each run may ask."""
     paths = memory_settings_files(working_directory, home)
-    stamp = _stamp(paths)
+    # A file its folder's cached listing does not show needs no stat (most projects
+    # have no .tron/settings.json).
+    stamp = (
+        _stamp(paths[0]) if present(paths[0].parent, "settings.json") else None,
+        _stamp(paths[1]) if present(working_directory, ".tron", "settings.json") else None,
+    )
     key = (str(working_directory), str(home))
     with _lock:
         cached = _cache.get(key)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ...context.listings import present
 from ...trust import TrustStore, claude_user_dir
 
 __all__ = [
@@ -334,10 +335,17 @@ def parse_agent_file(path: Path, scope: Scope) -> AgentDefinition:
 def agent_dirs(home: Path, working_directory: Path) -> list[tuple[Scope, Path]]:
     """The folders read, lowest precedence first."""
     return [
-        ("home", claude_user_dir() / "agents"),
-        ("home", home.expanduser() / "agents"),
-        ("claude", working_directory / ".claude" / "agents"),
-        ("project", working_directory / ".tron" / "agents"),
+        (scope, base.joinpath(*rel)) for scope, base, rel in _agent_roots(home, working_directory)
+    ]
+
+
+def _agent_roots(home: Path, working_directory: Path) -> list[tuple[Scope, Path, tuple[str, ...]]]:
+    """:func:`agent_dirs` as (scope, a folder, the path below it)."""
+    return [
+        ("home", claude_user_dir(), ("agents",)),
+        ("home", home.expanduser(), ("agents",)),
+        ("claude", working_directory, (".claude", "agents")),
+        ("project", working_directory, (".tron", "agents")),
     ]
 
 
@@ -350,9 +358,13 @@ def discover_agents(
 
     Malformed files are skipped with a warning naming the file and the problem."""
     found: dict[str, AgentDefinition] = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
-    for scope, folder in agent_dirs(home, working_directory):
-        # Most folders do not exist: one stat each, no glob, and the trust store is read
-        # only for a project's folder that does (every run looks its agents up).
+    for scope, base, rel in _agent_roots(home, working_directory):
+        # Most folders do not exist: the cached listings of the folders on the way say so
+        # (a stat of each such folder), no glob, and the trust store is read only for a
+        # project's folder that does (every run looks its agents up).
+        if not present(base, *rel):
+            continue
+        folder = base.joinpath(*rel)
         if not os.path.isdir(folder):
             continue
         if scope != "home":
