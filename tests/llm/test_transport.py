@@ -6,6 +6,8 @@ calls on their own connections, chunked replies, large bodies, TLS."""
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import socket
 import ssl
 import subprocess
@@ -171,7 +173,7 @@ async def test_a_connection_the_server_closed_is_not_reused() -> None:
     assert accepted == 3
 
 
-async def test_a_refused_connection_is_a_network_error() -> None:
+async def test_a_refused_connection_is_a_network_error_that_names_the_endpoint() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -179,6 +181,9 @@ async def test_a_refused_connection_is_a_network_error() -> None:
     assert isinstance(events[-1], ErrorEvent)
     assert isinstance(events[-1].error, LLMError)
     assert events[-1].error.category == "network", events[-1].error
+    # As docs/providers.md shows it (not asyncio's "Connect call failed (...)").
+    refused = f"[Errno {errno.ECONNREFUSED}] {os.strerror(errno.ECONNREFUSED)}"
+    assert events[-1].error.message == f"connection failed: http://127.0.0.1:{port}: {refused}"
 
 
 async def test_a_stalled_reply_times_out_as_a_network_error() -> None:

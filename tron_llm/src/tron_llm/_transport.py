@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
 import ssl
 from collections.abc import AsyncIterator, Iterator
 
@@ -214,10 +216,18 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         loop = asyncio.get_running_loop()
         conn = _Connection(origin)
         with _mapped(request, httpx.ConnectTimeout, httpx.ConnectError):
-            async with asyncio.timeout(timeout):
-                await loop.create_connection(
-                    lambda: conn, host, port, ssl=tls, server_hostname=sni if tls else None
-                )
+            try:
+                async with asyncio.timeout(timeout):
+                    await loop.create_connection(
+                        lambda: conn, host, port, ssl=tls, server_hostname=sni if tls else None
+                    )
+            except OSError as exc:
+                code = exc.errno or 0
+                if code <= 0 or isinstance(exc, ssl.SSLError | socket.gaierror):
+                    raise  # a name not found, TLS: their own messages say it
+                # "[Errno 111] Connection refused", not asyncio's "Connect call failed
+                # ('127.0.0.1', 8080)": the error already names the endpoint.
+                raise OSError(code, os.strerror(code)) from exc
         return conn
 
     async def _send(
