@@ -410,3 +410,22 @@ async def test_the_request_carries_httpx_headers_and_a_compressed_reply_is_decod
         b"x-api-key: secret-key",
     ):
         assert line in head, (line, head)
+
+
+async def test_an_idle_connection_is_not_reused_past_its_keepalive_expiry() -> None:
+    handler = KeepAlive(sse_response(BODY))
+    async with serve(handler) as port:
+        provider = AnthropicProvider(
+            api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
+        )
+        transport = provider._client._transport
+        assert isinstance(transport, AsyncioTransport)
+        transport.keepalive_expiry = 0.2
+        try:
+            for pause in (0.0, 0.4, 0.0):  # reused, expired (a new one), reused
+                events = await collect(provider)
+                assert isinstance(events[-1], Done), events[-1]
+                await asyncio.sleep(pause)
+        finally:
+            await provider.aclose()
+    assert handler.accepted == 2
