@@ -6,6 +6,8 @@ calls on their own connections, chunked replies, large bodies, TLS."""
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import socket
 import ssl
 import subprocess
@@ -68,6 +70,17 @@ async def collect(provider: AnthropicProvider) -> list[StreamEvent]:
     return [event async for event in provider.stream(REQUEST)]
 
 
+async def call_once(port: int, *, api_key: str = "k") -> list[StreamEvent]:
+    """One call through a new adapter to 127.0.0.1:``port``: its events."""
+    provider = AnthropicProvider(
+        api_key=api_key, base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
+    )
+    try:
+        return await collect(provider)
+    finally:
+        await provider.aclose()
+
+
 async def three_calls(port: int, *, pause: float = 0.0) -> None:
     """Three calls through one adapter to 127.0.0.1:``port``, each a whole reply
     (``pause`` seconds after each)."""
@@ -80,6 +93,27 @@ async def three_calls(port: int, *, pause: float = 0.0) -> None:
             await asyncio.sleep(pause)
     finally:
         await provider.aclose()
+
+
+class KeepAlive:
+    """A handler that answers every request of a connection with ``reply`` (in writes of
+    ``piece`` bytes, as a model's stream arrives); ``accepted`` counts connections."""
+
+    def __init__(self, reply: bytes, piece: int | None = None) -> None:
+        self.reply = reply
+        self.piece = piece or len(reply)
+        self.accepted = 0
+
+    async def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        try:
+            while True:
+                await read_request(reader)
+                for start in range(0, len(self.reply), self.piece):
+                    writer.write(self.reply[start : start + self.piece])
+                    await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
 
 
 async def test_an_adapters_own_client_uses_the_asyncio_transport_and_a_given_one_is_untouched() -> (
@@ -116,25 +150,10 @@ async def test_a_proxy_from_the_environment_keeps_httpx_transport(
 
 
 async def test_replies_stream_and_the_connection_is_kept_for_the_next_call() -> None:
-    accepted = 0
-
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal accepted
-        accepted += 1
-        try:
-            while True:
-                await read_request(reader)
-                # The body in small writes, as a model's stream arrives.
-                reply = sse_response(BODY)
-                for start in range(0, len(reply), 97):
-                    writer.write(reply[start : start + 97])
-                    await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
-
+    handler = KeepAlive(sse_response(BODY), piece=97)
     async with serve(handler) as port:
         await three_calls(port)
-    assert accepted == 1
+    assert handler.accepted == 1
 
 
 async def test_a_connection_the_server_closed_is_not_reused() -> None:
@@ -154,18 +173,17 @@ async def test_a_connection_the_server_closed_is_not_reused() -> None:
     assert accepted == 3
 
 
-async def test_a_refused_connection_is_a_network_error() -> None:
+async def test_a_refused_connection_is_a_network_error_that_names_the_endpoint() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    provider = AnthropicProvider(api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY)
-    try:
-        events = await collect(provider)
-    finally:
-        await provider.aclose()
+    events = await call_once(port)
     assert isinstance(events[-1], ErrorEvent)
     assert isinstance(events[-1].error, LLMError)
     assert events[-1].error.category == "network", events[-1].error
+    # As docs/providers.md shows it (not asyncio's "Connect call failed (...)").
+    refused = f"[Errno {errno.ECONNREFUSED}] {os.strerror(errno.ECONNREFUSED)}"
+    assert events[-1].error.message == f"connection failed: http://127.0.0.1:{port}: {refused}"
 
 
 async def test_a_stalled_reply_times_out_as_a_network_error() -> None:
@@ -252,39 +270,14 @@ def chunked_response(body: bytes, size: int = 61) -> bytes:
 
 
 async def test_chunked_replies_stream_and_keep_the_connection() -> None:
-    accepted = 0
-
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal accepted
-        accepted += 1
-        try:
-            while True:
-                await read_request(reader)
-                reply = chunked_response(BODY)
-                for start in range(0, len(reply), 200):
-                    writer.write(reply[start : start + 200])
-                    await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
-
+    handler = KeepAlive(chunked_response(BODY), piece=200)
     async with serve(handler) as port:
         await three_calls(port)
-    assert accepted == 1
+    assert handler.accepted == 1
 
 
 async def test_a_reply_left_unfinished_does_not_leave_its_connection_for_the_next_call() -> None:
-    accepted = 0
-
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal accepted
-        accepted += 1
-        try:
-            while True:
-                await read_request(reader)
-                writer.write(chunked_response(BODY))
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
+    handler = KeepAlive(chunked_response(BODY))
 
     async with serve(handler) as port:
         provider = AnthropicProvider(
@@ -294,13 +287,13 @@ async def test_a_reply_left_unfinished_does_not_leave_its_connection_for_the_nex
             stream = provider.stream(REQUEST)
             async for _ in stream:
                 break  # the caller stops after the first event (a cancelled turn)
-            await stream.aclose()
+            await stream.aclose()  # type: ignore[attr-defined]  # an async generator
             events = await collect(provider)  # the rest of the first reply is not read as this one
             assert isinstance(events[-1], Done), events[-1]
             assert events[-1].stop_reason == "end_turn"
         finally:
             await provider.aclose()
-    assert accepted == 2
+    assert handler.accepted == 2
 
 
 async def test_a_reply_cut_off_by_the_server_is_a_network_error() -> None:
@@ -312,14 +305,9 @@ async def test_a_reply_cut_off_by_the_server_is_a_network_error() -> None:
         writer.close()
 
     async with serve(handler) as port:
-        provider = AnthropicProvider(
-            api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
-        )
-        try:
-            events = await collect(provider)
-        finally:
-            await provider.aclose()
+        events = await call_once(port)
     assert isinstance(events[-1], ErrorEvent)
+    assert isinstance(events[-1].error, LLMError)
     assert events[-1].error.category == "network", events[-1].error
 
 
@@ -408,13 +396,7 @@ async def test_the_request_carries_httpx_headers_and_a_compressed_reply_is_decod
         writer.close()
 
     async with serve(handler) as port:
-        provider = AnthropicProvider(
-            api_key="secret-key", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
-        )
-        try:
-            events = await collect(provider)
-        finally:
-            await provider.aclose()
+        events = await call_once(port, api_key="secret-key")
     assert isinstance(events[-1], Done), events[-1]
     assert events[-1].stop_reason == "end_turn"
     head = heads[0].partition(b"\r\n\r\n")[0].lower()
@@ -428,3 +410,22 @@ async def test_the_request_carries_httpx_headers_and_a_compressed_reply_is_decod
         b"x-api-key: secret-key",
     ):
         assert line in head, (line, head)
+
+
+async def test_an_idle_connection_is_not_reused_past_its_keepalive_expiry() -> None:
+    handler = KeepAlive(sse_response(BODY))
+    async with serve(handler) as port:
+        provider = AnthropicProvider(
+            api_key="k", base_url=f"http://127.0.0.1:{port}", retry=NO_RETRY
+        )
+        transport = provider._client._transport
+        assert isinstance(transport, AsyncioTransport)
+        transport.keepalive_expiry = 0.2
+        try:
+            for pause in (0.0, 0.4, 0.0):  # reused, expired (a new one), reused
+                events = await collect(provider)
+                assert isinstance(events[-1], Done), events[-1]
+                await asyncio.sleep(pause)
+        finally:
+            await provider.aclose()
+    assert handler.accepted == 2

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
 import ssl
 from collections.abc import AsyncIterator, Iterator
 
@@ -35,6 +37,9 @@ _READ_LIMIT = 256 * 1024
 """Bytes received and not yet parsed beyond which the socket is not read (a slow reader)."""
 MAX_IDLE_PER_ORIGIN = 20
 """Idle connections kept per scheme, host and port (httpx's default keep-alive count)."""
+KEEPALIVE_EXPIRY = 5.0
+"""Seconds an idle connection is kept (httpx's default): past that a server, or a NAT
+on the way, may have dropped it without a word, and a request on it would hang."""
 
 _Origin = tuple[str, str, int]
 
@@ -62,6 +67,7 @@ class _Connection(asyncio.Protocol):
         self.origin = origin
         self.transport: asyncio.Transport | None = None
         self.parser: ResponseParser | None = None
+        self.idle_since = 0.0  # the event loop's time when it was last put back idle
         self._eof = False
         self._lost: Exception | None = None
         self._closed = False
@@ -166,10 +172,17 @@ class _Connection(asyncio.Protocol):
 class AsyncioTransport(httpx.AsyncBaseTransport):
     """httpx's transport interface over an asyncio protocol (see the module).
 
-    ``ssl_context`` verifies ``https`` URLs (httpx's default context when None)."""
+    ``ssl_context`` verifies ``https`` URLs (httpx's default context when None); an idle
+    connection is reused for ``keepalive_expiry`` seconds."""
 
-    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        ssl_context: ssl.SSLContext | None = None,
+        *,
+        keepalive_expiry: float = KEEPALIVE_EXPIRY,
+    ) -> None:
         self._ssl = ssl_context
+        self.keepalive_expiry = keepalive_expiry
         self._idle: dict[_Origin, list[_Connection]] = {}
         self._active: set[_Connection] = set()
         self._closed = False
@@ -196,9 +209,12 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
 
     def _take_idle(self, origin: _Origin) -> _Connection | None:
         idle = self._idle.get(origin)
+        if not idle:
+            return None
+        now = asyncio.get_running_loop().time()
         while idle:
             conn = idle.pop()
-            if conn.usable():
+            if conn.usable() and now - conn.idle_since <= self.keepalive_expiry:
                 return conn
             conn.close()
         return None
@@ -214,10 +230,18 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         loop = asyncio.get_running_loop()
         conn = _Connection(origin)
         with _mapped(request, httpx.ConnectTimeout, httpx.ConnectError):
-            async with asyncio.timeout(timeout):
-                await loop.create_connection(
-                    lambda: conn, host, port, ssl=tls, server_hostname=sni if tls else None
-                )
+            try:
+                async with asyncio.timeout(timeout):
+                    await loop.create_connection(
+                        lambda: conn, host, port, ssl=tls, server_hostname=sni if tls else None
+                    )
+            except OSError as exc:
+                code = exc.errno or 0
+                if code <= 0 or isinstance(exc, ssl.SSLError | socket.gaierror):
+                    raise  # a name not found, TLS: their own messages say it
+                # "[Errno 111] Connection refused", not asyncio's "Connect call failed
+                # ('127.0.0.1', 8080)": the error already names the endpoint.
+                raise OSError(code, os.strerror(code)) from exc
         return conn
 
     async def _send(
@@ -263,6 +287,7 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         ):
             conn.close()
             return
+        conn.idle_since = asyncio.get_running_loop().time()
         idle.append(conn)
 
     def _drop(self, conn: _Connection) -> None:
