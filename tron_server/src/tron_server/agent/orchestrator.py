@@ -56,6 +56,7 @@ from tron_events import (
 from tron_llm import Provider, ReasoningLevel
 
 from ..browser.urls import UrlVerdict
+from ..context.listings import shared
 from ..errors import (
     AgentBusyError,
     InvalidOperationError,
@@ -644,10 +645,11 @@ class Orchestrator:
         self, wd: Path, task: bool, memory: bool
     ) -> tuple[Any, MemorySettings | None]:
         """The agent definitions and the memory settings (reads files: a worker thread)."""
-        return (
-            discover_agents(self.home, wd) if task else None,
-            self.memory.settings_now(wd) if memory and self.memory is not None else None,
-        )
+        with shared():  # both look in the home and the working directory
+            return (
+                discover_agents(self.home, wd) if task else None,
+                self.memory.settings_now(wd) if memory and self.memory is not None else None,
+            )
 
     async def _tools_for(
         self, agent: AgentRun, profile: SessionProfile, files: RunFiles | None = None

@@ -20,6 +20,7 @@ import anyio
 
 from tron_events import AsyncEventStore
 
+from ..context.listings import shared
 from ..context.rules import RulesFile, RulesLoader, rules_loaded_payload
 
 if TYPE_CHECKING:
@@ -74,13 +75,14 @@ class SessionRules:
                     if isinstance(f, dict) and f.get("path")
                 ]
                 self._loader.restore(recorded)
-                return self._loader.initial(), then()
+                with shared():  # the rules files and the skills look in the same folders
+                    return self._loader.initial(), then()
 
             return await store.read_with(restore_then_initial)
 
         def initial() -> tuple[list[RulesFile], T]:
-            files = self._loader.initial()
-            return files, then()
+            with shared():  # the rules files and the skills look in the same folders
+                return self._loader.initial(), then()
 
         return await anyio.to_thread.run_sync(initial)
 
@@ -94,7 +96,8 @@ class SessionRules:
         """What :meth:`start_with` does in its worker-thread trip, in this thread (a worker
         thread, with other work for the same trip), once :attr:`started`."""
         assert self._started, "start_with first"
-        return self._loader.initial(), then()
+        with shared():  # the rules files and the skills look in the same folders
+            return self._loader.initial(), then()
 
     async def touched(self, arguments: dict[str, Any]) -> list[RulesFile]:
         """Rules files newly applicable after a tool call with ``arguments``."""

@@ -10,6 +10,9 @@ stamp a change with a coarse clock (a tick of a few ms), so a listing is kept on
 the folder was last changed well before it was taken: a change right after it always
 gets a later stamp. A file's *content* is not covered (editing a file changes its own
 stamps, not its folder's): callers stat or read a file that is present.
+
+Within :func:`shared` (one worker-thread trip's lookups) each folder is looked at once:
+the rules files, the skills and the agents all look in the same three folders.
 """
 
 from __future__ import annotations
@@ -18,8 +21,12 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-__all__ = ["entries", "present"]
+from ..trust import claude_user_dir
+
+__all__ = ["entries", "folder_name", "present", "shared", "user_dir"]
 
 RACY_NS = 100_000_000
 """A listing is kept only for a folder last changed more than this before the lookup
@@ -30,9 +37,59 @@ MAX_KEPT = 1024
 _lock = threading.Lock()
 #: folder -> (its stamp, its entries, the same lower-cased)
 _kept: dict[str, tuple[tuple[int, int, int, int], frozenset[str], frozenset[str]]] = {}
+_local = threading.local()
+
+Listing = tuple[frozenset[str], frozenset[str]] | None
 
 
-def _listing(folder: str) -> tuple[frozenset[str], frozenset[str]] | None:
+def folder_name(path: str | os.PathLike[str]) -> str:
+    """``path`` as a string, ``~`` expanded (``Path.expanduser``'s, without a new path)."""
+    name = os.fspath(path)
+    return os.path.expanduser(name) if name.startswith("~") else name
+
+
+_user_dirs: dict[tuple[str | None, str | None], str] = {}
+
+
+def user_dir() -> str:
+    """:func:`tron_server.trust.claude_user_dir` as a string, worked out once per value of
+    the variables it depends on (each run's lookups ask for it several times)."""
+    key = (os.environ.get("CLAUDE_CONFIG_DIR"), os.environ.get("HOME"))
+    found = _user_dirs.get(key)
+    if found is None:
+        if len(_user_dirs) >= 16:
+            _user_dirs.clear()
+        found = _user_dirs[key] = str(claude_user_dir())
+    return found
+
+
+@contextmanager
+def shared() -> Iterator[None]:
+    """Within this (in this thread), each folder is stat'ed and listed at most once: for
+    the lookups of one worker-thread trip, which take microseconds (what changes later is
+    seen by the next trip)."""
+    if getattr(_local, "memo", None) is not None:  # an outer one already shares
+        yield
+        return
+    _local.memo = {}
+    try:
+        yield
+    finally:
+        _local.memo = None
+
+
+def _listing(folder: str) -> Listing:
+    memo: dict[str, Listing] | None = getattr(_local, "memo", None)
+    if memo is None:
+        return _look(folder)
+    try:
+        return memo[folder]
+    except KeyError:
+        found = memo[folder] = _look(folder)
+        return found
+
+
+def _look(folder: str) -> Listing:
     began = time.time_ns()
     try:
         info = os.stat(folder)

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..trust import claude_user_dir
-from .listings import present
+from .listings import present, user_dir
 
 __all__ = [
     "MAX_RULES_BYTES",
@@ -104,7 +103,7 @@ class RulesLoader:
             (self.home, ("rules", "AGENTS.md"), "global")
         ]
         fixed += [(self.working_directory, rel.parts, "project") for rel in PROJECT_FILES]
-        self._fixed_candidates = [(b, rel, b.joinpath(*rel), scope) for b, rel, scope in fixed]
+        self._fixed_candidates = [(str(b), rel, b.joinpath(*rel), scope) for b, rel, scope in fixed]
 
     @property
     def loaded(self) -> list[RulesFile]:
@@ -134,16 +133,18 @@ class RulesLoader:
     def initial(self) -> list[RulesFile]:
         """The global and project rules files, most general first (each only once)."""
         out: list[RulesFile] = []
-        user = claude_user_dir()  # Claude Code's user memory: its CLAUDE.md
-        global_scope: RulesScope = "global"
-        candidates = [
-            (user, ("CLAUDE.md",), user / "CLAUDE.md", global_scope),
+        user = user_dir()  # Claude Code's user memory: its CLAUDE.md
+        candidates: list[tuple[str, tuple[str, ...], Path | None, RulesScope]] = [
+            (user, ("CLAUDE.md",), None, "global"),
             *self._fixed_candidates,
         ]
-        for base, rel, path, scope in candidates:
+        for base, rel, known, scope in candidates:
             # Most candidates do not exist: the cached listings of the folders on the way
             # say so (a stat of each such folder, shared by the candidates in it).
-            if not present(base, *rel) or not os.path.isfile(path):
+            if not present(base, *rel):
+                continue
+            path = known if known is not None else Path(base, *rel)
+            if not os.path.isfile(path):
                 continue
             found = self._accept(path, scope)
             if found is not None:

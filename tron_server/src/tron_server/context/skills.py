@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..trust import claude_user_dir
-from .listings import present
+from .listings import folder_name, present, user_dir
 
 __all__ = [
     "MAX_LISTED_FILES",
@@ -156,12 +155,12 @@ def _read_skill(skill_md: Path, scope: SkillScope) -> Skill | None:
     return Skill(name=name, description=description, path=skill_md, scope=scope)
 
 
-def _scan(base: Path, rel: tuple[str, ...], scope: SkillScope) -> list[Skill]:
+def _scan(base: str, rel: tuple[str, ...], scope: SkillScope) -> list[Skill]:
     # Most roots do not exist: the cached listings of the folders on the way say so
     # without a stat of each (every run lists the skills).
     if not present(base, *rel):
         return []
-    root = base.joinpath(*rel)
+    root = Path(base, *rel)
     if not root.is_dir():
         return []
     found: list[Skill] = []
@@ -178,12 +177,13 @@ def discover_skills(home: Path, working_directory: Path) -> list[Skill]:
     """Every skill, sorted by name; a project skill replaces a home skill of the same name."""
     by_name: dict[str, Skill] = {}
     # Claude Code's user skills first: the home's own (~/.tron/skills) win on a clash.
-    for base in (claude_user_dir(), home.expanduser()):
+    for base in (user_dir(), folder_name(home)):
         for skill in _scan(base, ("skills",), "home"):
             by_name[skill.name] = skill
     # Claude Code's project skills, then the project's own (ours win on a clash).
+    wd = folder_name(working_directory)
     for folder in (".claude", ".tron"):
-        for skill in _scan(working_directory, (folder, "skills"), "project"):
+        for skill in _scan(wd, (folder, "skills"), "project"):
             by_name[skill.name] = skill
     return [by_name[name] for name in sorted(by_name)]
 

@@ -100,7 +100,8 @@ def _read(working_directory: Path, home: Path) -> MemorySettings:
 
 
 _lock = threading.Lock()
-_cache: dict[tuple[str, str], tuple[tuple[Any, ...], MemorySettings]] = {}
+#: (working directory, home) -> (the files' stamps, the settings, the files)
+_cache: dict[tuple[str, str], tuple[tuple[Any, ...], MemorySettings, list[Path]]] = {}
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -115,21 +116,21 @@ def load_memory_settings(working_directory: Path, home: Path) -> MemorySettings:
     """The memory settings for sessions in ``working_directory`` (see the module
     docstring). Cached per folder until one of the files changes (a few ``stat`` calls
     per use), so each run may ask."""
-    paths = memory_settings_files(working_directory, home)
-    # A file its folder's cached listing does not show needs no stat (most projects
-    # have no .tron/settings.json).
-    stamp = (
-        _stamp(paths[0]) if present(paths[0].parent, "settings.json") else None,
-        _stamp(paths[1]) if present(working_directory, ".tron", "settings.json") else None,
-    )
     key = (str(working_directory), str(home))
     with _lock:
         cached = _cache.get(key)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
+    paths = cached[2] if cached is not None else memory_settings_files(working_directory, home)
+    # The project's file needs no stat when the working directory's cached listing has
+    # no .tron (most projects; the agents' lookup in the same trip looked at it already).
+    stamp = (
+        _stamp(paths[0]),
+        _stamp(paths[1]) if present(key[0], ".tron", "settings.json") else None,
+    )
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
     settings = _read(working_directory, home)
     with _lock:
         if len(_cache) > 256:
             _cache.clear()
-        _cache[key] = (stamp, settings)
+        _cache[key] = (stamp, settings, paths)
     return settings

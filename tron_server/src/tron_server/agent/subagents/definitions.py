@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ...context.listings import present
+from ...context.listings import folder_name, present, user_dir
 from ...trust import TrustStore, claude_user_dir
 
 __all__ = [
@@ -335,17 +335,10 @@ def parse_agent_file(path: Path, scope: Scope) -> AgentDefinition:
 def agent_dirs(home: Path, working_directory: Path) -> list[tuple[Scope, Path]]:
     """The folders read, lowest precedence first."""
     return [
-        (scope, base.joinpath(*rel)) for scope, base, rel in _agent_roots(home, working_directory)
-    ]
-
-
-def _agent_roots(home: Path, working_directory: Path) -> list[tuple[Scope, Path, tuple[str, ...]]]:
-    """:func:`agent_dirs` as (scope, a folder, the path below it)."""
-    return [
-        ("home", claude_user_dir(), ("agents",)),
-        ("home", home.expanduser(), ("agents",)),
-        ("claude", working_directory, (".claude", "agents")),
-        ("project", working_directory, (".tron", "agents")),
+        ("home", claude_user_dir() / "agents"),
+        ("home", home.expanduser() / "agents"),
+        ("claude", working_directory / ".claude" / "agents"),
+        ("project", working_directory / ".tron" / "agents"),
     ]
 
 
@@ -358,13 +351,22 @@ def discover_agents(
 
     Malformed files are skipped with a warning naming the file and the problem."""
     found: dict[str, AgentDefinition] = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
-    for scope, base, rel in _agent_roots(home, working_directory):
+    # agent_dirs's folders, as (a folder, the path below it): strings, no paths made
+    # for folders that are not there.
+    wd = os.fspath(working_directory)
+    roots: tuple[tuple[Scope, str, tuple[str, ...]], ...] = (
+        ("home", user_dir(), ("agents",)),
+        ("home", folder_name(home), ("agents",)),
+        ("claude", wd, (".claude", "agents")),
+        ("project", wd, (".tron", "agents")),
+    )
+    for scope, base, rel in roots:
         # Most folders do not exist: the cached listings of the folders on the way say so
         # (a stat of each such folder), no glob, and the trust store is read only for a
         # project's folder that does (every run looks its agents up).
         if not present(base, *rel):
             continue
-        folder = base.joinpath(*rel)
+        folder = Path(base, *rel)
         if not os.path.isdir(folder):
             continue
         if scope != "home":
