@@ -354,3 +354,12 @@ def test_the_feed_memory_keeps_a_byte_budget_per_session() -> None:
     assert recent.page("s", 1, 10, version) is None  # 2 was dropped for the budget
     recent.committed("s", [event(6, "y" * 2000)], bump)
     assert recent.page("s", 5, 10, version) is None  # too big to keep: the store answers
+    # The budget counts what is kept now (not what was dropped): three more fit.
+    for seq in range(7, 10):
+        recent.committed("s", [event(seq, "z" * 300)], bump)
+    page = recent.page("s", 6, 10, version)
+    assert page is not None and [e.sequence for e in page.events] == [7, 8, 9]
+    recent.committed("s", [event(10, "z" * 300)], bump)  # 7 goes for the budget
+    assert recent.page("s", 6, 10, version) is None
+    page = recent.page("s", 7, 10, version)
+    assert page is not None and [e.sequence for e in page.events] == [8, 9, 10]

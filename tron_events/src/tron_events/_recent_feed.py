@@ -71,7 +71,9 @@ class RecentEvents:
         self._per_session = per_session
         self._sessions = sessions
         self._session_bytes = session_bytes
-        self._kept: dict[str, tuple[int, dict[int, Event]]] = {}
+        #: session -> (signal version, events by sequence, their stored JSON's length: kept
+        #: along, not summed again over up to PER_SESSION events at every commit)
+        self._kept: dict[str, tuple[int, dict[int, Event], int]] = {}
         #: Sessions with live feeds here → how many.
         self._watched: dict[str, int] = {}
 
@@ -108,11 +110,14 @@ class RecentEvents:
             if not kept or any(e is None for e in kept):
                 self._kept.pop(session_id, None)  # nothing to go on from: read the store
                 return
-            _old, by_sequence = self._kept.pop(session_id, (0, {}))
+            _old, by_sequence, size = self._kept.pop(session_id, (0, {}, 0))
             for event in kept:
                 assert event is not None
+                replaced = by_sequence.get(event.sequence)
+                if replaced is not None:
+                    size -= _size(replaced)
                 by_sequence[event.sequence] = event
-            size = sum(_size(e) for e in by_sequence.values())
+                size += _size(event)
             while by_sequence and (
                 len(by_sequence) > self._per_session or size > self._session_bytes
             ):
@@ -122,7 +127,7 @@ class RecentEvents:
             if not by_sequence:
                 self._kept.pop(session_id, None)
                 return
-            self._kept[session_id] = (version, by_sequence)  # now the most recent
+            self._kept[session_id] = (version, by_sequence, size)  # now the most recent
             while len(self._kept) > self._sessions:
                 del self._kept[next(iter(self._kept))]
 
