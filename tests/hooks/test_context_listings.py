@@ -62,3 +62,16 @@ def test_a_skill_added_after_a_kept_listing_is_discovered(
     info = wd.stat()
     os.utime(wd, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))
     assert [s.name for s in discover_skills(home, wd)] == ["notes"]
+
+
+def test_a_folder_that_cannot_be_listed_leaves_the_lookup_to_the_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Searchable but not readable: its entries may still be opened by name.
+    def refused(path: object) -> list[str]:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(listings.os, "listdir", refused)
+    assert listings.present(tmp_path, "AGENTS.md")  # may exist: the caller checks
+    assert listings.entries(tmp_path) is None
+    assert not listings.present(tmp_path / "missing", "AGENTS.md")  # no such folder

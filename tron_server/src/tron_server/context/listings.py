@@ -41,6 +41,10 @@ _local = threading.local()
 
 Listing = tuple[frozenset[str], frozenset[str]] | None
 
+#: A folder that cannot be listed (searchable, not readable: its entries may still be
+#: reached by name), so its lookups are left to the caller's own checks.
+_UNLISTED: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+
 
 def folder_name(path: str | os.PathLike[str]) -> str:
     """``path`` as a string, ``~`` expanded (``Path.expanduser``'s, without a new path)."""
@@ -104,7 +108,7 @@ def _look(folder: str) -> Listing:
     try:
         names = frozenset(os.listdir(folder))
     except OSError:
-        return None
+        return _UNLISTED
     lowered = frozenset(n.lower() for n in names)
     if began - max(info.st_ctime_ns, info.st_mtime_ns) > RACY_NS:
         with _lock:
@@ -117,7 +121,7 @@ def _look(folder: str) -> Listing:
 def entries(folder: str | os.PathLike[str]) -> frozenset[str] | None:
     """The names in ``folder`` (None: not a folder, or not readable)."""
     found = _listing(os.fspath(folder))
-    return None if found is None else found[0]
+    return None if found is None or found is _UNLISTED else found[0]
 
 
 def present(folder: str | os.PathLike[str], *parts: str) -> bool:
@@ -130,6 +134,8 @@ def present(folder: str | os.PathLike[str], *parts: str) -> bool:
         found = _listing(current)
         if found is None:
             return False
+        if found is _UNLISTED:  # not listable: the caller looks for itself
+            return True
         if part not in found[0] and part.lower() not in found[1]:
             return False
         current = os.path.join(current, part)
