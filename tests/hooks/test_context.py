@@ -72,6 +72,20 @@ def test_symlinked_or_duplicate_root_files_load_once(workdir: Path, home: Path) 
     assert [f.path for f in files] == [workdir / ".tron" / "AGENTS.md"]
 
 
+def test_a_rules_file_reached_through_a_linked_folder_is_the_same_file(
+    workdir: Path, home: Path
+) -> None:
+    put(workdir / "docs" / "AGENTS.md", "v1")
+    (workdir / ".claude").symlink_to(workdir / "docs")
+    loader = RulesLoader(home, workdir)
+    assert [(f.path, f.content) for f in loader.initial()] == [
+        (workdir / ".claude" / "AGENTS.md", "v1")
+    ]
+    (workdir / "docs" / "AGENTS.md").write_text("v2")  # edited: only its path says it
+    assert loader.on_path_touched("docs/x.py") == []  # the file loaded, by its real path
+    assert loader.initial() == []  # and at the next run, through the link
+
+
 def test_subfolder_rules_added_on_first_touch_only(workdir: Path, home: Path) -> None:
     put(workdir / "AGENTS.md", "root")
     put(workdir / "pkg" / "AGENTS.md", "pkg rules")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,7 @@ class RulesLoader:
         self._seen_paths: set[Path] = set()
         self._seen_digests: set[str] = set()
         self._visited_dirs: set[Path] = {self.working_directory}
+        self._below = os.path.join(str(self.working_directory), "")
         self._loaded: list[RulesFile] = []
         #: The candidates of :meth:`initial` under the home and the working directory
         #: (they do not change; Claude Code's user file is looked up at each call).
@@ -110,13 +112,15 @@ class RulesLoader:
         """Every file returned so far, in load order (for rebuilding the system prompt)."""
         return list(self._loaded)
 
-    def _accept(self, path: Path, scope: RulesScope) -> RulesFile | None:
-        try:
-            if not path.is_file():  # most candidates: one stat, no symlink walk
+    def _accept(self, path: Path, scope: RulesScope, *, is_file: bool = False) -> RulesFile | None:
+        """``is_file``: the caller saw that ``path`` is a file (no second ``stat``)."""
+        if not is_file:
+            try:
+                if not path.is_file():  # most candidates: one stat, no symlink walk
+                    return None
+            except OSError:
                 return None
-        except OSError:
-            return None
-        resolved = path.resolve()
+        resolved = self._resolved(path)
         if resolved in self._seen_paths:
             return None
         found = _read(path, scope)
@@ -129,6 +133,28 @@ class RulesLoader:
         self._seen_digests.add(digest)
         self._loaded.append(found)
         return found
+
+    def _resolved(self, path: Path) -> Path:
+        """``path.resolve()``. Below the working directory (resolved when the session
+        started) a path none of whose parts below it is a link is its own resolution:
+        an ``lstat`` of those parts (one or two) instead of realpath's walk from the
+        root, for the files every run looks at again."""
+        name = str(path)
+        if name.startswith(self._below):
+            parts = name[len(self._below) :].split(os.sep)
+            current = str(self.working_directory)
+            for part in parts:
+                if part in ("", ".", ".."):
+                    break
+                current = os.path.join(current, part)
+                try:
+                    if stat.S_ISLNK(os.lstat(current).st_mode):
+                        break
+                except OSError:
+                    break
+            else:
+                return path
+        return path.resolve()
 
     def initial(self) -> list[RulesFile]:
         """The global and project rules files, most general first (each only once)."""
@@ -146,7 +172,7 @@ class RulesLoader:
             path = known if known is not None else Path(base, *rel)
             if not os.path.isfile(path):
                 continue
-            found = self._accept(path, scope)
+            found = self._accept(path, scope, is_file=True)
             if found is not None:
                 out.append(found)
         return out
