@@ -75,3 +75,31 @@ def test_a_folder_that_cannot_be_listed_leaves_the_lookup_to_the_caller(
     assert listings.present(tmp_path, "AGENTS.md")  # may exist: the caller checks
     assert listings.entries(tmp_path) is None
     assert not listings.present(tmp_path / "missing", "AGENTS.md")  # no such folder
+
+
+def test_a_skill_edited_after_a_kept_read_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tron_server.context import skills
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    home, wd = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    skill_md = wd / ".tron" / "skills" / "notes" / "SKILL.md"
+    skill_md.parent.mkdir(parents=True)
+    skill_md.write_text("---\ndescription: Old.\n---\nbody")
+    monkeypatch.setattr(listings, "RACY_NS", -(10**18))  # keep whatever is read
+    assert [s.description for s in discover_skills(home, wd)] == ["Old."]
+
+    def refused(path: Path, scope: str) -> None:
+        raise AssertionError("read again")
+
+    with monkeypatch.context() as m:
+        m.setattr(skills, "_read_skill", refused)
+        assert [s.description for s in discover_skills(home, wd)] == ["Old."]  # kept
+    skill_md.write_text("---\ndescription: New!\n---\nbody")  # same size, new text
+    info = skill_md.stat()
+    os.utime(skill_md, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))  # a later stamp
+    assert [s.description for s in discover_skills(home, wd)] == ["New!"]
+    skill_md.unlink()
+    assert discover_skills(home, wd) == []

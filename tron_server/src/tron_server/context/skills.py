@@ -29,12 +29,17 @@ installed.)
 
 from __future__ import annotations
 
+import os
+import stat
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .listings import folder_name, present, user_dir
+from . import listings
+from .listings import entries, folder_name, present, user_dir
 
 __all__ = [
     "MAX_LISTED_FILES",
@@ -155,15 +160,55 @@ def _read_skill(skill_md: Path, scope: SkillScope) -> Skill | None:
     return Skill(name=name, description=description, path=skill_md, scope=scope)
 
 
+_read_lock = threading.Lock()
+#: SKILL.md path -> (its stamp, the skill read from it): every run lists the skills, and
+#: a SKILL.md is read again only when its stamp changed.
+_read_kept: dict[str, tuple[tuple[int, int, int, int, int], Skill]] = {}
+
+
+def _kept_skill(skill_md: Path, scope: SkillScope) -> Skill | None:
+    """The skill in ``skill_md`` (a stat, then the file only when it changed); None:
+    not a file (the folder holds no skill) or not readable."""
+    began = time.time_ns()
+    name = str(skill_md)
+    try:
+        info = os.stat(name)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    key = (info.st_ctime_ns, info.st_mtime_ns, info.st_size, info.st_ino, info.st_dev)
+    kept = _read_kept.get(name)
+    if kept is not None and kept[0] == key and kept[1].scope == scope:
+        return kept[1]
+    skill = _read_skill(skill_md, scope)
+    # Kept only for a file last changed well before (as folder listings are: an edit in
+    # the same clock tick as this read would leave its stamp as it was).
+    if skill is not None and began - max(info.st_ctime_ns, info.st_mtime_ns) > listings.RACY_NS:
+        with _read_lock:
+            if len(_read_kept) >= listings.MAX_KEPT:
+                _read_kept.clear()
+            _read_kept[name] = (key, skill)
+    return skill
+
+
 def _scan(base: str, rel: tuple[str, ...], scope: SkillScope) -> list[Skill]:
     # Most roots do not exist: the cached listings of the folders on the way say so
     # without a stat of each (every run lists the skills).
     if not present(base, *rel):
         return []
     root = Path(base, *rel)
+    names = entries(root)
+    if names is not None:  # its cached listing; then one stat per skill that did not change
+        found: list[Skill] = []
+        for name in sorted(names):
+            skill = _kept_skill(root / name / "SKILL.md", scope)
+            if skill is not None:
+                found.append(skill)
+        return found
     if not root.is_dir():
         return []
-    found: list[Skill] = []
+    found = []
     for folder in sorted(root.iterdir()):
         skill_md = folder / "SKILL.md"
         if folder.is_dir() and skill_md.is_file():
