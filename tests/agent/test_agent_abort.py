@@ -385,3 +385,35 @@ async def test_abort_over_the_server_keeps_bash_output_and_ends_its_process_tree
                 pass
         assert llm.violations(-1) == []
         assert "building the tree" in str(llm.requests[-1]["messages"])
+
+
+@pytest.mark.parametrize("step", ["session_start", "on_stop"])
+async def test_abort_cancels_a_hanging_session_start_or_stop_step(h: Harness, step: str) -> None:
+    # The SessionStart and Stop hook steps run under the run's abort scope: an abort
+    # ends them (and the run), a later message runs as usual.
+    entered = anyio.Event()
+    cancelled: list[bool] = []
+
+    async def hang(*_args: Any) -> None:
+        entered.set()
+        try:
+            await anyio.sleep_forever()
+        except BaseException:
+            cancelled.append(True)
+            raise
+
+    setattr(h.orch._deps, step, hang)
+    h.llm.add(Response([Text("done")]))
+    s = await h.session()
+    await h.orch.send_message(s.id, "go")
+    with anyio.fail_after(5):
+        await entered.wait()
+    assert await h.orch.abort(s.id) is True
+    with anyio.fail_after(5):
+        while h.orch.is_running(s.id):
+            await anyio.sleep(0.01)
+    assert cancelled == [True]
+    setattr(h.orch._deps, step, None)
+    h.llm.add(Response([Text("again")]))
+    await h.run(s.id, "once more")
+    assert h.of(s.id, "agent.complete")

@@ -197,6 +197,10 @@ class Connection:
                 if not self._queue:
                     self._has_frames.clear()
                     await self._has_frames.wait()
+                    # One more step of the loop first: what the other tasks woken with
+                    # the same commit send (the feed's events.new, the run's
+                    # notifications) goes in the same write (issue 29).
+                    await asyncio.sleep(0)
                     continue
                 batch = self._take_batch()
                 try:

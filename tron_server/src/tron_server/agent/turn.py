@@ -51,6 +51,7 @@ error results for its tool calls, ``error.provider`` and ``turn.failed``, then
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import types
@@ -258,6 +259,29 @@ def _with_prompt(content: str | list[dict[str, Any]], prompt: str) -> str | list
     return [{"type": "text", "text": prompt}, *others]
 
 
+class _Cancellable(Protocol):
+    def cancel(self) -> Any: ...
+
+
+class _AbortScope:
+    """What an abort cancels around a stream or a hook step: an asyncio time-out without a
+    deadline that :meth:`cancel` expires at once. The server runs on asyncio, and anyio's
+    CancelScope costs several times more, twice or three times per run (issue 29); it
+    raises TimeoutError out of its block when it cancelled (``timeout.expired()``)."""
+
+    __slots__ = ("timeout",)
+
+    def __init__(self) -> None:
+        self.timeout = asyncio.timeout(None)
+
+    def cancel(self) -> None:
+        # Only while its block runs (it is registered inside it) and once: an expired or
+        # exited time-out cannot be moved again.
+        if not self.timeout.expired():
+            with contextlib.suppress(RuntimeError):
+                self.timeout.reschedule(0)
+
+
 @dataclass
 class _Stream:
     """What one LLM call produced."""
@@ -309,8 +333,8 @@ class AgentRun:
         #: (folder, hook engine) the SessionStart step looked up just before the first
         #: turn with nothing run since: the first turn takes it instead of looking again.
         self.start_hooks: tuple[Path, HookEngine | None] | None = None
-        self._scope: anyio.CancelScope | None = None
-        self._tool_scopes: set[anyio.CancelScope] = set()
+        self._scope: _AbortScope | None = None
+        self._tool_scopes: set[_Cancellable] = set()
         self.rules: SessionRules | None = None
         #: The tools of this run (the orchestrator narrows them for sub-agents).
         self.tools: ToolRegistry = deps.tools
@@ -616,14 +640,19 @@ class AgentRun:
 
     async def _abortable(self, work: Awaitable[T]) -> T | None:
         """Await ``work`` so that an abort cancels it; None when it was cancelled."""
-        with anyio.CancelScope() as scope:
-            self._tool_scopes.add(scope)
-            if self.abort_requested:
-                scope.cancel()
-            try:
-                return await work
-            finally:
-                self._tool_scopes.discard(scope)
+        scope = _AbortScope()
+        try:
+            async with scope.timeout:
+                self._tool_scopes.add(scope)
+                if self.abort_requested:
+                    scope.cancel()
+                try:
+                    return await work
+                finally:
+                    self._tool_scopes.discard(scope)
+        except TimeoutError:
+            if not scope.timeout.expired():
+                raise  # the work's own time-out, not an abort
         return None
 
     async def _turn(
@@ -743,26 +772,33 @@ class AgentRun:
 
     async def _stream(self, provider: Provider, request: LLMRequest) -> _Stream:
         out = _Stream()
-        with anyio.CancelScope() as scope:
-            self._scope = scope
-            if self.abort_requested:
-                scope.cancel()
-            events = provider.stream(request)
-            try:
-                async for event in events:
-                    self._on_stream_event(out, event)
-            finally:
-                self._scope = None
-                self._flush_delta()  # what streamed is sent before what follows the stream
-                # Close the HTTP stream now (not when the generator is collected), also
-                # when aborted: shielded, so the close itself is not cancelled.
-                # An async generator that ran to its end has nothing left to close (and
-                # a timed, shielded scope per turn is not free).
-                finished = isinstance(events, types.AsyncGeneratorType) and events.ag_frame is None
-                aclose = getattr(events, "aclose", None)
-                if aclose is not None and not finished:
-                    with anyio.move_on_after(2, shield=True):
-                        await aclose()
+        scope = _AbortScope()
+        try:
+            async with scope.timeout:
+                self._scope = scope
+                if self.abort_requested:
+                    scope.cancel()
+                events = provider.stream(request)
+                try:
+                    async for event in events:
+                        self._on_stream_event(out, event)
+                finally:
+                    self._scope = None
+                    self._flush_delta()  # what streamed is sent before what follows it
+                    # Close the HTTP stream now (not when the generator is collected),
+                    # also when aborted: shielded, so the close itself is not cancelled.
+                    # An async generator that ran to its end has nothing left to close
+                    # (and a timed, shielded scope per turn is not free).
+                    finished = (
+                        isinstance(events, types.AsyncGeneratorType) and events.ag_frame is None
+                    )
+                    aclose = getattr(events, "aclose", None)
+                    if aclose is not None and not finished:
+                        with anyio.move_on_after(2, shield=True):
+                            await aclose()
+        except TimeoutError:
+            if not scope.timeout.expired():
+                raise  # the stream's own time-out, not an abort
         return out
 
     def _on_stream_event(self, out: _Stream, event: Any) -> None:

@@ -26,10 +26,9 @@ tool step is two commits: the call before the tool runs, the rest after it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
-
-import anyio
 
 from tron_events import AsyncEventStore, Event, Session
 
@@ -53,7 +52,9 @@ class SessionWriter:
         self.head: str | None = None
         #: A run owns the session: :meth:`record` compares against its head.
         self.running = False
-        self._lock = anyio.Lock()
+        # asyncio's lock (the server runs on asyncio): anyio's yields to the loop at
+        # every acquire, taken at each commit of a turn (issue 29).
+        self._lock = asyncio.Lock()
         self._deferred: list[Draft] = []
         #: Commits made through this writer (a state read before a run tells by it
         #: whether anything was recorded since).
