@@ -429,3 +429,30 @@ async def test_an_idle_connection_is_not_reused_past_its_keepalive_expiry() -> N
         finally:
             await provider.aclose()
     assert handler.accepted == 2
+
+
+async def test_a_body_of_unknown_length_goes_whole_with_its_length() -> None:
+    received: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        received.append(await read_request(reader))
+        writer.write(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    async def pieces() -> AsyncIterator[bytes]:
+        yield b"hello, "
+        yield b"world"
+
+    async with serve(handler) as port:
+        client = httpx.AsyncClient()
+        assert use_asyncio_transport(client, ssl.create_default_context())
+        try:
+            response = await client.post(f"http://127.0.0.1:{port}/x", content=pieces())
+        finally:
+            await client.aclose()
+    assert response.status_code == 204
+    head, _, body = received[0].partition(b"\r\n\r\n")
+    assert body == b"hello, world"
+    assert b"content-length: 12" in head.lower()
+    assert b"transfer-encoding" not in head.lower()

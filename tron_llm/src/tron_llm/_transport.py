@@ -55,7 +55,7 @@ def _mapped(
         raise timeout(str(exc) or "timed out", request=request) from exc  # type: ignore[call-arg]
     except ProtocolError as exc:
         raise httpx.RemoteProtocolError(str(exc), request=request) from exc
-    except (OSError, ssl.SSLError, EOFError, asyncio.IncompleteReadError) as exc:
+    except OSError as exc:  # ssl.SSLError included
         raise failed(str(exc) or type(exc).__name__, request=request) from exc  # type: ignore[call-arg]
 
 
@@ -162,11 +162,8 @@ class _Connection(asyncio.Protocol):
             return
         waiter = self._waiter = asyncio.get_running_loop().create_future()
         with _mapped(request, httpx.ReadTimeout, httpx.ReadError):
-            if timeout is None:
+            async with asyncio.timeout(timeout):
                 await waiter
-            else:
-                async with asyncio.timeout(timeout):
-                    await waiter
 
 
 class AsyncioTransport(httpx.AsyncBaseTransport):
@@ -251,9 +248,13 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         if "host" not in request.headers:  # httpx's requests have one; a bare one may not
             headers = [(b"host", request.url.netloc), *headers]
         body = [chunk async for chunk in request.stream]  # type: ignore[union-attr]
-        framed = "content-length" in request.headers or "transfer-encoding" in request.headers
-        if not framed and any(body):
-            headers = [*headers, (b"content-length", str(sum(map(len, body))).encode())]
+        if "content-length" not in request.headers and (
+            any(body) or "transfer-encoding" in request.headers
+        ):
+            # The body is whole here: sent with its length (httpx asks chunked framing
+            # of a stream of unknown length, which this transport does not write).
+            headers = [(k, v) for k, v in headers if k.lower() != b"transfer-encoding"]
+            headers.append((b"content-length", str(sum(map(len, body))).encode()))
         method = request.method.encode("ascii")
         try:
             head = request_head(method, request.url.raw_path, headers)
@@ -328,15 +329,15 @@ class ResponseBody(httpx.AsyncByteStream):
         assert parser is not None
         request, timeout = self._request, self._timeout
         try:
-            while True:
-                with _mapped(request, httpx.ReadTimeout, httpx.ReadError):
+            with _mapped(request, httpx.ReadTimeout, httpx.ReadError):
+                while True:
                     pieces = parser.body()
-                for piece in pieces:
-                    yield piece
-                if parser.done:
-                    break
-                if not pieces:
-                    await conn.wait(request, timeout)
+                    for piece in pieces:
+                        yield piece
+                    if parser.done:
+                        break
+                    if not pieces:
+                        await conn.wait(request, timeout)
         except BaseException:
             self._conn = None
             self._transport._drop(conn)
