@@ -146,3 +146,24 @@ def histories(
         return messages
 
     return build()
+
+
+def every_provider_histories(
+    texts: st.SearchStrategy[str], *, max_tool_id: int = 60
+) -> st.SearchStrategy[list[Message]]:
+    """:func:`histories` of up to 6 turns with every provider's blocks in them (their
+    thinking, signatures, item ids and native blocks), tool ids of URL-ish characters
+    up to ``max_tool_id`` long: what one history moved between providers may hold."""
+    return histories(
+        texts=texts,
+        tool_ids=st.text(
+            alphabet=st.sampled_from("abcXYZ019_-|.:/ @"), min_size=1, max_size=max_tool_id
+        ),
+        thinking_signatures=st.none() | st.just("") | st.just("EqQBsig=="),
+        item_ids=st.none() | st.just("rs_1"),
+        tool_inputs=st.just({"path": "a"}),
+        tool_use_signatures=st.none() | st.just("g"),
+        max_turns=6,
+        max_reply_blocks=3,
+        native_blocks=st.one_of(*natives.values()),
+    )

@@ -187,19 +187,8 @@ def dropped_keys(sent: Any, validated: Any, path: str = "") -> list[str]:
 
 
 texts = st.text(alphabet=st.sampled_from("ab ü\n\t🌍"), max_size=8)
-tool_ids = st.text(alphabet=st.sampled_from("abcXYZ019_-|.:/ @"), min_size=1, max_size=60)
-histories = _histories.histories(
-    texts=texts,
-    tool_ids=tool_ids,
-    thinking_signatures=st.none() | st.just("") | st.just("EqQBsig=="),
-    item_ids=st.none() | st.just("rs_1"),
-    tool_inputs=st.just({"path": "a"}),
-    tool_use_signatures=st.none() | st.just("g"),
-    max_turns=6,
-    max_reply_blocks=3,
-    # Ours go back as sent; every other provider's must not reach Anthropic.
-    native_blocks=st.one_of(*_histories.natives.values()),
-)
+# Ours go back as sent; every other provider's native blocks must not reach Anthropic.
+histories = _histories.every_provider_histories(texts)
 
 
 requests = st.builds(

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,17 +22,7 @@ from tron_llm.openai_chat import OpenAIChatProvider
 from tron_llm.openai_responses import OpenAIResponsesProvider
 
 texts = st.text(alphabet=st.sampled_from("ab ü\n\t"), max_size=6)
-histories = _histories.histories(
-    texts=texts,
-    tool_ids=st.text(alphabet=st.sampled_from("abcXYZ019_-|.:/ @"), min_size=1, max_size=50),
-    thinking_signatures=st.none() | st.just("") | st.just("EqQBsig=="),
-    item_ids=st.none() | st.just("rs_1"),
-    tool_inputs=st.just({"path": "a"}),
-    tool_use_signatures=st.none() | st.just("g"),
-    max_turns=6,
-    max_reply_blocks=3,
-    native_blocks=st.one_of(*_histories.natives.values()),
-)
+histories = _histories.every_provider_histories(texts, max_tool_id=50)
 settings_ = st.fixed_dictionaries(
     {
         "model": st.sampled_from(
@@ -91,20 +82,13 @@ def _check(build: Build, history: list[Message], calls: list[dict[str, Any]]) ->
             assert orjson.dumps(build(request, cache)) == fresh
 
 
+@pytest.mark.parametrize("adapter", ["anthropic", "gemini"])
 @settings(max_examples=150, deadline=None)
 @given(history=histories, calls=st.lists(settings_, min_size=1, max_size=3))
-def test_anthropic_bodies_with_the_cache_equal_the_bodies_without(
-    history: list[Message], calls: list[dict[str, Any]]
+def test_bodies_with_the_cache_equal_the_bodies_without(
+    adapter: str, history: list[Message], calls: list[dict[str, Any]]
 ) -> None:
-    _check(ADAPTERS["anthropic"], history, calls)
-
-
-@settings(max_examples=150, deadline=None)
-@given(history=histories, calls=st.lists(settings_, min_size=1, max_size=3))
-def test_gemini_bodies_with_the_cache_equal_the_bodies_without(
-    history: list[Message], calls: list[dict[str, Any]]
-) -> None:
-    _check(ADAPTERS["gemini"], history, calls)
+    _check(ADAPTERS[adapter], history, calls)
 
 
 @settings(max_examples=100, deadline=None)
