@@ -858,7 +858,6 @@ class EventStore:
         ``start`` itself when empty), continued from the live projection at ``start``
         without reading; None when there is none (or it cannot go on: it is dropped,
         and :meth:`_state_at` projects the path)."""
-        from . import _state_snapshots as snapshots
         from . import reconstruct
 
         live = self._projections
@@ -876,16 +875,25 @@ class EventStore:
             state = reconstruct.state_of(proj, last.id)
             nbytes += _raw_bytes(events)
             unsaved += len(events)
-            # As in _state_at: stored once as many events were projected as it is worth.
-            if (
-                events
-                and self._snapshots_enabled()
-                and snapshots.should_snapshot(unsaved, last.depth + 1, self.snapshot_min_events)
-                and self._save_snapshot(last, proj)
-            ):
-                unsaved = 0
-            live.put(last.id, last.session_id, last.sequence, proj, nbytes, unsaved)
+            snapshot = bool(events) and self._snapshots_enabled()
+            self._keep_live(last, proj, nbytes, unsaved, snapshot=snapshot)
         return state
+
+    def _keep_live(
+        self, event: Event, proj: Any, nbytes: int, unsaved: int, *, snapshot: bool
+    ) -> None:
+        """Keep ``proj`` as the live projection at ``event``; with ``snapshot``, stored
+        first once as many events were projected as a snapshot is worth (``unsaved``,
+        over one call or over the calls that went on from the live projection)."""
+        from . import _state_snapshots as snapshots
+
+        if (
+            snapshot
+            and snapshots.should_snapshot(unsaved, event.depth + 1, self.snapshot_min_events)
+            and self._save_snapshot(event, proj)
+        ):
+            unsaved = 0
+        self._projections.put(event.id, event.session_id, event.sequence, proj, nbytes, unsaved)
 
     def _state_at_read(self, head: Event) -> SessionState:
         """The state at ``head``, an event the caller just read: from memory when it
@@ -1598,15 +1606,7 @@ class EventStore:
                 nbytes = _raw_bytes(events)
                 unsaved = len(events)
             state = reconstruct.state_of(proj, event.id)
-            # Stored once as many events were projected as a snapshot is worth, over
-            # one call or over the calls that went on from the live projection.
-            if (
-                use_snapshots
-                and snapshots.should_snapshot(unsaved, event.depth + 1, self.snapshot_min_events)
-                and self._save_snapshot(event, proj)
-            ):
-                unsaved = 0
-            live.put(event.id, event.session_id, event.sequence, proj, nbytes, unsaved)
+            self._keep_live(event, proj, nbytes, unsaved, snapshot=use_snapshots)
         return state
 
     def _snapshots_enabled(self) -> bool:
