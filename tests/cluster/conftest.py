@@ -12,6 +12,7 @@ the order the requests come, whichever server asks). Leases last
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -164,15 +165,40 @@ def _cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
                 assert "Traceback" not in server.stderr(), server.stderr()
 
 
+async def _busy_sessions(server: Server) -> list[str]:
+    async with TronClient.connect(server.url, token=TOKEN) as client:
+        listed = (await client.call("session.list", {"limit": 1000}))["sessions"]
+    return [s["id"] for s in listed if s["busy"]]
+
+
+def settle(cluster: Servers, timeout: float = 90) -> None:
+    """Until no session runs anywhere (a run an earlier test left going, or a killed
+    server's until it is taken over), then drop the scripted replies nobody took: the
+    scripted model serves whichever server asks first, so a late request of an earlier
+    test would take this test's replies."""
+    deadline = time.monotonic() + timeout
+    busy: list[str] = []
+    while time.monotonic() < deadline:
+        busy = asyncio.run(_busy_sessions(cluster.procs[0]))
+        if not busy:
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"sessions of an earlier test still run after {timeout} s: {busy}")
+    cluster.llm.drop_remaining()
+
+
 @pytest.fixture
 def servers(_cluster: Servers) -> Iterator[Servers]:
-    """The three servers, all running (one a test killed is started again first). The
-    scripted model serves responses in order: a test adds the ones its turns use."""
+    """The three servers, all running (one a test killed is started again first) and
+    idle. The scripted model serves responses in order: a test adds the ones its turns
+    use (those an earlier test left are dropped)."""
     for server in _cluster.procs:
         if server.proc is None or server.proc.poll() is not None:
             server.start()
     for server in _cluster.procs:
         server.wait_ready()
+    settle(_cluster)
     yield _cluster
     for server in _cluster.procs:
         assert "Traceback" not in server.stderr(), server.stderr()

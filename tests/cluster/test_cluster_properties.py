@@ -209,9 +209,7 @@ class ClusterMachine(RuleBasedStateMachine):
             self._settle()
         finally:
             self.clients.close()
-            llm = self.servers.llm
-            with llm._lock:  # the replies this example did not use: not for the next test
-                llm._position, llm._served_of_current = len(llm.script), 0
+            self.servers.llm.drop_remaining()  # not for the next example or test
 
     def _settle(self) -> None:
         """Stop everything (abort, then wait out a takeover), then compare what each

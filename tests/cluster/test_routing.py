@@ -17,11 +17,14 @@ pytestmark = pytest.mark.anyio
 
 
 async def wait_for(stream: Any, method: str, timeout: float = 20) -> Any:
-    with anyio.fail_after(timeout):
+    seen: list[str] = []  # what came instead, for the failure's message
+    with anyio.move_on_after(timeout):
         while True:
             note = await stream.next()
             if note.method == method:
                 return note
+            seen.append(note.method)
+    raise AssertionError(f"no {method} within {timeout} s; the notifications were {seen}")
 
 
 async def test_busy_everywhere_queue_through_b_runs_once_on_a_notes_reach_all_in_order(

@@ -200,6 +200,11 @@ class ScriptedLLM:
         with self._lock:
             self.script.extend(responses)
 
+    def drop_remaining(self) -> None:
+        """Serve none of the responses not served yet (an earlier test's leftovers)."""
+        with self._lock:
+            self._position, self._served_of_current = len(self.script), 0
+
     @property
     def remaining(self) -> int:
         """Scripted responses not served yet."""
