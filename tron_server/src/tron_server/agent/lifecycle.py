@@ -140,6 +140,14 @@ class Lifecycle:
             except Exception:
                 log.exception("draining hooks failed")
 
+    def forget_folder(self, working_directory: Path) -> None:
+        """Drop the engine of a folder no session in use works in (built again when one
+        does); one with hooks still running is kept until they are drained."""
+        cached = self._engines.pop(working_directory, None)
+        self._retired = [e for e in self._retired if e.pending_count]
+        if cached is not None and cached[1].pending_count:
+            self._retired.append(cached[1])
+
     def _engine_or_none(self, working_directory: Path) -> HookEngine | None:
         try:
             return self.hooks_for(working_directory)

@@ -234,6 +234,8 @@ class Orchestrator:
         self.auto_compact_threshold = auto_compact_threshold
         self._runs: dict[str, _SessionRun] = {}
         self._rules: dict[str, SessionRules] = {}
+        #: Sessions whose last client left during a run: forgotten at its end.
+        self._forget_after_run: set[str] = set()
         self.subagents = subagents or SubagentSettings()
         self.mcp = mcp
         #: The question flow an MCP server's elicitation goes through (``Interaction.ask``).
@@ -421,9 +423,26 @@ class Orchestrator:
         return True
 
     def forget_history(self, session_id: str) -> None:
-        """Drop what the runs keep of the session's history between model calls (its
-        history checker): called when its last client left, as the store's caches are."""
+        """Drop what the server keeps of the session between its runs (its history
+        checker, its rules files' state, its profile) and the hook engine of a folder no
+        other session in use works in: called when its last client left, as the store's
+        caches are. A run going on keeps them until its end. Everything is built again,
+        from the store and the files, by the session's next run (as after a restart)."""
         self._deps.history_checkers.drop(session_id)
+        if session_id in self._runs:
+            self._forget_after_run.add(session_id)
+        else:
+            self._forget(session_id)
+
+    def _forget(self, session_id: str) -> None:
+        self._forget_after_run.discard(session_id)
+        self._profiles.pop(session_id, None)
+        rules = self._rules.pop(session_id, None)
+        if rules is None:
+            return
+        folder = rules.working_directory
+        if all(r.working_directory != folder for r in self._rules.values()):
+            self.lifecycle.forget_folder(folder)
 
     async def release(self, session_id: str) -> None:
         """Free what the tools keep for the session (its browser): on abort, at its end, when
@@ -823,6 +842,8 @@ class Orchestrator:
             if self._runs.get(run.session_id) is run:
                 del self._runs[run.session_id]
                 self._run_changed(run.session_id, False)
+                if run.session_id in self._forget_after_run:
+                    self._forget(run.session_id)
             for done, slot in run.waiters.values():  # a run that never got to them
                 if not slot:
                     slot.append(RunResult(0, "aborted", "the run stopped before this message"))

@@ -38,6 +38,7 @@ class SessionRules:
     """The rules files of one session (see the module docstring)."""
 
     def __init__(self, home: Path, working_directory: Path) -> None:
+        self.working_directory = working_directory
         self._loader = RulesLoader(home, working_directory)
         self._started = False
 
