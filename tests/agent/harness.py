@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
-from tests.support.scripted_llm import ScriptedLLM
+from tests.support.scripted_llm import Response, ScriptedLLM, Text, ToolUse
 from tron_events import AsyncEventStore, Event, Session
 from tron_server.agent import Orchestrator
 from tron_server.tools.base import Tool, ToolContext, ToolResult
@@ -116,6 +116,20 @@ class Harness:
 
     async def types(self, session_id: str) -> list[str]:
         return [e.type for e in await self.path(session_id)]
+
+    def nested_rules(self) -> Path:
+        """Rules files in the working directory and in its ``pkg`` folder (loaded when
+        ``pkg/mod.py`` is read, which the first of the scripted replies added does)."""
+        (self.tmp / "AGENTS.md").write_text("Always answer in French.\n")
+        sub = self.tmp / "pkg"
+        sub.mkdir()
+        (sub / "AGENTS.md").write_text("In pkg, never use tabs.\n")
+        (sub / "mod.py").write_text("x = 1\n")
+        self.llm.add(
+            Response([ToolUse("Read", {"file_path": str(sub / "mod.py")}, id="toolu_r")]),
+            Response([Text("Lu.")]),
+        )
+        return sub
 
 
 def assert_event_order(events: list[Event]) -> None:

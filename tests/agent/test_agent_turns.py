@@ -211,15 +211,7 @@ async def test_tool_use_blocks_survive_truncation_of_huge_inputs(h: Harness) -> 
 
 
 async def test_rules_files_are_loaded_recorded_and_restored(h: Harness) -> None:
-    (h.tmp / "AGENTS.md").write_text("Always answer in French.\n")
-    sub = h.tmp / "pkg"
-    sub.mkdir()
-    (sub / "AGENTS.md").write_text("In pkg, never use tabs.\n")
-    (sub / "mod.py").write_text("x = 1\n")
-    h.llm.add(
-        Response([ToolUse("Read", {"file_path": str(sub / "mod.py")}, id="toolu_r")]),
-        Response([Text("Lu.")]),
-    )
+    sub = h.nested_rules()
     s = await h.session()
     await h.run(s.id, "read pkg/mod.py")
     assert "Always answer in French." in str(h.llm.requests[0]["system"])

@@ -23,16 +23,8 @@ pytestmark = pytest.mark.anyio
 async def test_a_forgotten_session_s_next_run_restores_its_rules_without_recording_again(
     h: Harness,
 ) -> None:
-    (h.tmp / "AGENTS.md").write_text("Always answer in French.\n")
-    sub = h.tmp / "pkg"
-    sub.mkdir()
-    (sub / "AGENTS.md").write_text("In pkg, never use tabs.\n")
-    (sub / "mod.py").write_text("x = 1\n")
-    h.llm.add(
-        Response([ToolUse("Read", {"file_path": str(sub / "mod.py")}, id="toolu_r")]),
-        Response([Text("Lu.")]),
-        Response([Text("Encore.")]),
-    )
+    h.nested_rules()
+    h.llm.add(Response([Text("Encore.")]))
     s = await h.session()
     await h.run(s.id, "read pkg/mod.py")
     assert s.id in h.orch._rules and s.id in h.orch._profiles
