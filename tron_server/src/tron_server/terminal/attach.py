@@ -15,7 +15,9 @@ everything in the home, that file is user-only (0600, in 0700 folders)
 whatever the umask: a server's output can name paths and prompts.
 
 Starting is done under a lock in the home (``<home>/server-start.lock``): two
-``tron`` started at once start one server, the second finds the first's. The
+``tron`` started at once start one server, the second finds the first's (a server
+listens before its token is in place: refused then, it is tried again once the lock is
+free, and only a second refusal names the token). The
 server keeps its port across restarts (8420, or ``$TRON_PORT``): the port is
 probed as the server binds it (``SO_REUSEADDR``), so connections of the stopped
 server that linger in ``TIME_WAIT`` do not move the next one to another port.
@@ -216,7 +218,17 @@ async def attach(
     try:
         return await connect_once(address, url)
     except Refused as exc:
-        raise refused_error(address, url, exc.status) from None
+        if address.explicit_url:
+            raise refused_error(address, url, exc.status) from None
+        # A server another tron is starting on this home listens before its token is in
+        # place: refused then, it is tried again once that tron is done (its lock free).
+        try:
+            async with start_lock(address.home):
+                return await connect_once(address)
+        except Refused as again:
+            raise refused_error(address, address.url(), again.status) from None
+        except (Unreachable, OSError):
+            raise refused_error(address, url, exc.status) from None
     except Unreachable as exc:
         if address.explicit_url or not start:
             raise TerminalError(
