@@ -74,8 +74,9 @@ class Server:
             if self.proc.poll() is not None:
                 raise AssertionError(f"{self.name} exited: {self.stderr()}")
             try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1).is_success:
-                    return
+                health = httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1)
+                if health.is_success and health.json().get("ready") is not False:
+                    return  # serving (while it starts, /health answers "ready": false)
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
@@ -179,7 +180,8 @@ def settle(cluster: Servers, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     busy: list[str] = []
     while time.monotonic() < deadline:
-        busy = asyncio.run(_busy_sessions(cluster.procs[0]))
+        # Each server's own view: one just started may not know the others' runs yet.
+        busy = [sid for server in cluster.procs for sid in asyncio.run(_busy_sessions(server))]
         if not busy:
             break
         time.sleep(0.2)

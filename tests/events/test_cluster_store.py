@@ -146,3 +146,40 @@ def test_a_listener_that_lost_its_connection_says_so_and_listens_again(pg_url: s
     finally:
         a.close()
         b.close()
+
+
+def test_a_listener_that_listens_only_after_start_returned_says_so(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tron_events import cluster
+    from tron_events.cluster import BROADCAST, Cluster
+
+    monkeypatch.setattr(cluster, "LISTEN_WAIT_S", 0.0)  # a database slow to answer
+    a, b = Cluster(pg_url, "a"), Cluster(pg_url, "b")
+    gaps = threading.Event()
+    got: list[dict[str, Any]] = []
+    try:
+        b.start(got.append, on_reconnect=gaps.set)  # returns before it listens
+        assert gaps.wait(15)  # what was sent before it listened is missed: the gap is said
+        monkeypatch.setattr(cluster, "LISTEN_WAIT_S", 10.0)
+        a.start(lambda body: None)
+        a.send(BROADCAST, {"after": True})
+        deadline = time.monotonic() + 15
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert got == [{"after": True, "target": BROADCAST, "sender": "a"}]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_listener_that_listens_before_start_returns_reports_no_gap(pg_url: str) -> None:
+    from tron_events.cluster import Cluster
+
+    b = Cluster(pg_url, "b")
+    gaps = threading.Event()
+    try:
+        b.start(lambda body: None, on_reconnect=gaps.set)
+        assert not gaps.wait(1.0)
+    finally:
+        b.close()

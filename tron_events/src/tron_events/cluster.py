@@ -70,6 +70,9 @@ BROADCAST = "*"
 #: Seconds a lease holds without a renewal: a dead owner's sessions can be taken over
 #: after at most this (plus the takers' sweep interval).
 DEFAULT_LEASE_TTL = 6.0
+#: How long :meth:`Cluster.start` waits for the listener to listen (then it returns, and
+#: the listener reports the gap once it listens).
+LISTEN_WAIT_S = 10.0
 #: Payloads above this go through ``cluster_messages`` (PostgreSQL's limit is 8000).
 MAX_NOTIFY_BYTES = 7_900
 #: Referenced bodies older than this are deleted (every listener read them long ago).
@@ -123,6 +126,8 @@ class Cluster:
         self._closed = threading.Event()
         self._threads: list[threading.Thread] = []
         self._listening = threading.Event()
+        #: start() returned before the listener listened: what was sent before is missed.
+        self._returned_early = threading.Event()
 
     # -- leases -------------------------------------------------------------------
 
@@ -218,7 +223,8 @@ class Cluster:
         """Start listening (messages for us or for everyone, not our own broadcasts, go to
         ``on_message`` in the listener thread) and sending. Returns once listening.
         ``on_reconnect``: called when the listener had lost its connection (messages
-        may have been missed meanwhile)."""
+        may have been missed meanwhile), and when it first listens only after this
+        returned (it waits 10 s at most: a database slow to answer)."""
         for name, target in (
             ("tron-cluster-listen", lambda: self._listen(on_message, on_reconnect)),
             ("tron-cluster-send", self._send_loop),
@@ -226,7 +232,8 @@ class Cluster:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
-        self._listening.wait(timeout=10)
+        if not self._listening.wait(timeout=LISTEN_WAIT_S):
+            self._returned_early.set()
 
     def close(self) -> None:
         """Stop the threads (what is queued is sent first) and close the connections."""
@@ -303,7 +310,8 @@ class Cluster:
                 with psycopg.connect(self.conninfo, autocommit=True) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self._listening.set()
-                    if not first and on_reconnect is not None:
+                    late = first and self._returned_early.is_set()
+                    if (late or not first) and on_reconnect is not None:
                         on_reconnect()
                     first = False
                     while not self._closed.is_set():

@@ -7,9 +7,10 @@ A session's turn runs in one server, the owner of its lease. The node:
 - **renews** the leases it holds every ``ttl / 4`` seconds; a lease found lost (this
   server stalled longer than the lease time and another took the session over) aborts
   the local run, whose appends would conflict anyway;
-- **sweeps** every second: it refreshes which sessions other servers run (for ``busy``,
-  :meth:`owner_elsewhere`), and takes over the expired leases of dead servers: the
-  interrupted turn is closed (:mod:`.recovery`) and the lease given back;
+- **sweeps** every second (and once before the server answers calls): it refreshes
+  which sessions other servers run (for ``busy``, :meth:`owner_elsewhere`), and takes
+  over the expired leases of dead servers: the interrupted turn is closed
+  (:mod:`.recovery`) and the lease given back;
 - **forwards** a call to the owner (:meth:`forward`; the RPC layer's cluster middleware
   decides what goes) and answers the calls forwarded to it (:attr:`serve_call`);
 - **relays** notifications (:meth:`relay`) to every other server, whose hub publishes
@@ -108,6 +109,10 @@ class ClusterNode:
         await anyio.to_thread.run_sync(
             partial(self.cluster.start, self._from_thread, on_reconnect=self._reconnected)
         )
+        try:  # who runs what, before this server answers a call (busy, forwarding)
+            await self._sweep(take_over=False)
+        except Exception:
+            log.warning("cluster sweep failed", exc_info=True)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._heartbeat)
@@ -279,7 +284,9 @@ class ClusterNode:
                 log.warning("cluster sweep failed", exc_info=True)
             await anyio.sleep(SWEEP_INTERVAL)
 
-    async def _sweep(self) -> None:
+    async def _sweep(self, *, take_over: bool = True) -> None:
+        """Refresh which sessions other servers run; ``take_over``: and recover the
+        sessions of servers whose lease expired."""
         leases = await anyio.to_thread.run_sync(self.cluster.leases)
         others: dict[str, str] = {}
         for lease in leases:
@@ -287,7 +294,7 @@ class ClusterNode:
                 continue
             if not lease.expired:
                 others[lease.session_id] = lease.owner
-            elif lease.session_id not in self._claiming:
+            elif take_over and lease.session_id not in self._claiming:
                 try:
                     async with self.owning(lease.session_id):  # takes it over, recovers
                         pass
