@@ -224,7 +224,7 @@ class Cluster:
         ``on_message`` in the listener thread) and sending. Returns once listening.
         ``on_reconnect``: called when the listener had lost its connection (messages
         may have been missed meanwhile), and when it first listens only after this
-        returned (it waits 10 s at most: a database slow to answer)."""
+        returned (it waits :data:`LISTEN_WAIT_S` at most: a database slow to answer)."""
         for name, target in (
             ("tron-cluster-listen", lambda: self._listen(on_message, on_reconnect)),
             ("tron-cluster-send", self._send_loop),
