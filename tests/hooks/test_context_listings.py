@@ -11,6 +11,28 @@ from tron_server.context import listings
 from tron_server.context.skills import discover_skills
 
 
+def _later_stamp(path: Path) -> None:
+    """Stamp ``path`` a second later, as a change after the last look would be (the
+    test's own change may fall in the same clock tick)."""
+    info = path.stat()
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))
+
+
+def _keep_listings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep whatever is listed, however recently its folder changed."""
+    monkeypatch.setattr(listings, "RACY_NS", -(10**18))
+
+
+@pytest.fixture
+def skill_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """(Tron's home, a working directory), with Claude Code's user folder in tmp_path."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    home, wd = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    wd.mkdir()
+    return home, wd
+
+
 def test_a_fresh_folder_is_listed_again_at_each_lookup(tmp_path: Path) -> None:
     # Changed just now: its listing is not kept (a change in the same clock tick
     # would leave its stamps as they were), so what is added next is seen.
@@ -28,7 +50,7 @@ def test_a_kept_listing_is_used_until_the_folder_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "CLAUDE.md").write_text("x")
-    monkeypatch.setattr(listings, "RACY_NS", -(10**18))  # keep whatever is listed
+    _keep_listings(monkeypatch)
     assert listings.present(tmp_path, "CLAUDE.md")
 
     def refused(path: object) -> list[str]:
@@ -40,27 +62,21 @@ def test_a_kept_listing_is_used_until_the_folder_changes(
         assert not listings.present(tmp_path, "AGENTS.md")
     (tmp_path / "CLAUDE.md").unlink()
     (tmp_path / "AGENTS.md").write_text("y")
-    # A later change gets a later stamp (here made sure of: same clock tick otherwise).
-    info = tmp_path.stat()
-    os.utime(tmp_path, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))
+    _later_stamp(tmp_path)
     assert listings.present(tmp_path, "AGENTS.md")
     assert not listings.present(tmp_path, "CLAUDE.md")
 
 
 def test_a_skill_added_after_a_kept_listing_is_discovered(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    skill_folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
-    home, wd = tmp_path / "home", tmp_path / "work"
-    home.mkdir()
-    wd.mkdir()
-    monkeypatch.setattr(listings, "RACY_NS", -(10**18))
+    home, wd = skill_folders
+    _keep_listings(monkeypatch)
     assert discover_skills(home, wd) == []
     skill = wd / ".tron" / "skills" / "notes"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: notes\ndescription: Take notes.\n---\nbody")
-    info = wd.stat()
-    os.utime(wd, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))
+    _later_stamp(wd)
     assert [s.name for s in discover_skills(home, wd)] == ["notes"]
 
 
@@ -78,17 +94,15 @@ def test_a_folder_that_cannot_be_listed_leaves_the_lookup_to_the_caller(
 
 
 def test_a_skill_edited_after_a_kept_read_is_read_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    skill_folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tron_server.context import skills
 
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
-    home, wd = tmp_path / "home", tmp_path / "work"
-    home.mkdir()
+    home, wd = skill_folders
     skill_md = wd / ".tron" / "skills" / "notes" / "SKILL.md"
     skill_md.parent.mkdir(parents=True)
     skill_md.write_text("---\ndescription: Old.\n---\nbody")
-    monkeypatch.setattr(listings, "RACY_NS", -(10**18))  # keep whatever is read
+    _keep_listings(monkeypatch)
     assert [s.description for s in discover_skills(home, wd)] == ["Old."]
 
     def refused(path: Path, scope: str) -> None:
@@ -98,8 +112,7 @@ def test_a_skill_edited_after_a_kept_read_is_read_again(
         m.setattr(skills, "_read_skill", refused)
         assert [s.description for s in discover_skills(home, wd)] == ["Old."]  # kept
     skill_md.write_text("---\ndescription: New!\n---\nbody")  # same size, new text
-    info = skill_md.stat()
-    os.utime(skill_md, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))  # a later stamp
+    _later_stamp(skill_md)
     assert [s.description for s in discover_skills(home, wd)] == ["New!"]
     skill_md.unlink()
     assert discover_skills(home, wd) == []
