@@ -149,13 +149,6 @@ async def test_a_proxy_from_the_environment_keeps_httpx_transport(
         await provider.aclose()
 
 
-async def test_replies_stream_and_the_connection_is_kept_for_the_next_call() -> None:
-    handler = KeepAlive(sse_response(BODY), piece=97)
-    async with serve(handler) as port:
-        await three_calls(port)
-    assert handler.accepted == 1
-
-
 async def test_a_connection_the_server_closed_is_not_reused() -> None:
     accepted = 0
 
@@ -269,8 +262,15 @@ def chunked_response(body: bytes, size: int = 61) -> bytes:
     return b"".join(out)
 
 
-async def test_chunked_replies_stream_and_keep_the_connection() -> None:
-    handler = KeepAlive(chunked_response(BODY), piece=200)
+@pytest.mark.parametrize(
+    ("reply", "piece"),
+    [(sse_response(BODY), 97), (chunked_response(BODY), 200)],
+    ids=["content-length", "chunked"],
+)
+async def test_replies_stream_and_the_connection_is_kept_for_the_next_call(
+    reply: bytes, piece: int
+) -> None:
+    handler = KeepAlive(reply, piece=piece)
     async with serve(handler) as port:
         await three_calls(port)
     assert handler.accepted == 1
