@@ -493,13 +493,18 @@ class EventStore:
         """The session's row and its head event, in one read (a caller that looks at the
         last event, e.g. whether a stopped run left a request, needs no second trip)."""
         with self._rec.read() as cur:
-            both = self._rec.get_session_and_head(cur, session_id)
-            if both is not None:  # one statement in the common case
-                return both
-            session = self._rec.get_session(cur, session_id)
-            if session is None:
-                raise SessionNotFound(session_id)
-            head = self._rec.get_event(cur, session.head_event_id)
+            return self._session_and_head(cur, session_id)
+
+    def _session_and_head(self, cur: Cursor, session_id: str) -> tuple[Session, Event]:
+        """:meth:`get_session_and_head` within a read: one statement in the common case,
+        the row then the head to tell which one is missing."""
+        both = self._rec.get_session_and_head(cur, session_id)
+        if both is not None:
+            return both
+        session = self._rec.get_session(cur, session_id)
+        if session is None:
+            raise SessionNotFound(session_id)
+        head = self._rec.get_event(cur, session.head_event_id)
         if head is None:
             raise EventNotFound(session.head_event_id)
         return session, head
@@ -1543,21 +1548,14 @@ class EventStore:
         use_snapshots = self._snapshots_enabled()
         with gc_paused():
             with self._rec.read() as cur:
-                event: Event | None = None
+                event: Event | None
                 if session_id is not None:
-                    both = self._rec.get_session_and_head(cur, session_id)
-                    if both is not None:  # one statement in the common case
-                        event = both[1]
-                    else:
-                        session = self._rec.get_session(cur, session_id)
-                        if session is None:
-                            raise SessionNotFound(session_id)
-                        event_id = session.head_event_id
-                if event is None:
+                    event = self._session_and_head(cur, session_id)[1]
+                else:
                     # event_id is a caller's, possibly None or not a string: not found.
                     event = self._rec.get_event(cur, event_id)  # type: ignore[arg-type]
-                if event is None:
-                    raise EventNotFound(event_id)  # type: ignore[arg-type]
+                    if event is None:
+                        raise EventNotFound(event_id)  # type: ignore[arg-type]
                 events: list[Event]
                 stop: str | None
                 found = self._live_chain(event)
