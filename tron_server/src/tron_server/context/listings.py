@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 from ..trust import claude_user_dir
 
-__all__ = ["entries", "folder_name", "present", "shared", "user_dir"]
+__all__ = ["entries", "folder_name", "present", "settled", "shared", "user_dir"]
 
 RACY_NS = 100_000_000
 """A listing is kept only for a folder last changed more than this before the lookup
@@ -44,6 +44,13 @@ Listing = tuple[frozenset[str], frozenset[str]] | None
 #: A folder that cannot be listed (searchable, not readable: its entries may still be
 #: reached by name), so its lookups are left to the caller's own checks.
 _UNLISTED: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+
+
+def settled(began: int, info: os.stat_result) -> bool:
+    """Whether what ``info`` stamps last changed more than :data:`RACY_NS` before
+    ``began`` (when the lookup began): only then may what was read be kept, since a change
+    in the same clock tick would leave the stamps as they were."""
+    return began - max(info.st_ctime_ns, info.st_mtime_ns) > RACY_NS
 
 
 def folder_name(path: str | os.PathLike[str]) -> str:
@@ -110,7 +117,7 @@ def _look(folder: str) -> Listing:
     except OSError:
         return _UNLISTED
     lowered = frozenset(n.lower() for n in names)
-    if began - max(info.st_ctime_ns, info.st_mtime_ns) > RACY_NS:
+    if settled(began, info):
         with _lock:
             if len(_kept) >= MAX_KEPT:
                 _kept.clear()

@@ -182,9 +182,8 @@ def _kept_skill(skill_md: Path, scope: SkillScope) -> Skill | None:
     if kept is not None and kept[0] == key and kept[1].scope == scope:
         return kept[1]
     skill = _read_skill(skill_md, scope)
-    # Kept only for a file last changed well before (as folder listings are: an edit in
-    # the same clock tick as this read would leave its stamp as it was).
-    if skill is not None and began - max(info.st_ctime_ns, info.st_mtime_ns) > listings.RACY_NS:
+    # Kept only for a file last changed well before (as folder listings are).
+    if skill is not None and listings.settled(began, info):
         with _read_lock:
             if len(_read_kept) >= listings.MAX_KEPT:
                 _read_kept.clear()
