@@ -264,15 +264,34 @@ class _Cancellable(Protocol):
 
 
 class _AbortScope:
-    """What an abort cancels around a stream or a hook step: an asyncio time-out without a
-    deadline that :meth:`cancel` expires at once. The server runs on asyncio, and anyio's
-    CancelScope costs several times more, twice or three times per run (issue 29); it
-    raises TimeoutError out of its block when it cancelled (``timeout.expired()``)."""
+    """What an abort cancels around a stream or a hook step (``async with``): an asyncio
+    time-out without a deadline that :meth:`cancel` expires at once. The server runs on
+    asyncio, and anyio's CancelScope costs several times more, twice or three times per
+    run (issue 29). The block ends quietly when it was cancelled; a TimeoutError of the
+    work's own goes on."""
 
     __slots__ = ("timeout",)
 
     def __init__(self) -> None:
         self.timeout = asyncio.timeout(None)
+
+    async def __aenter__(self) -> _AbortScope:
+        await self.timeout.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> bool:
+        try:
+            await self.timeout.__aexit__(exc_type, exc, tb)
+        except TimeoutError:
+            if self.timeout.expired():
+                return True  # the abort
+            raise
+        return False
 
     def cancel(self) -> None:
         # Only while its block runs (it is registered inside it) and once: an expired or
@@ -640,19 +659,14 @@ class AgentRun:
 
     async def _abortable(self, work: Awaitable[T]) -> T | None:
         """Await ``work`` so that an abort cancels it; None when it was cancelled."""
-        scope = _AbortScope()
-        try:
-            async with scope.timeout:
-                self._tool_scopes.add(scope)
-                if self.abort_requested:
-                    scope.cancel()
-                try:
-                    return await work
-                finally:
-                    self._tool_scopes.discard(scope)
-        except TimeoutError:
-            if not scope.timeout.expired():
-                raise  # the work's own time-out, not an abort
+        async with _AbortScope() as scope:
+            self._tool_scopes.add(scope)
+            if self.abort_requested:
+                scope.cancel()
+            try:
+                return await work
+            finally:
+                self._tool_scopes.discard(scope)
         return None
 
     async def _turn(
@@ -772,33 +786,26 @@ class AgentRun:
 
     async def _stream(self, provider: Provider, request: LLMRequest) -> _Stream:
         out = _Stream()
-        scope = _AbortScope()
-        try:
-            async with scope.timeout:
-                self._scope = scope
-                if self.abort_requested:
-                    scope.cancel()
-                events = provider.stream(request)
-                try:
-                    async for event in events:
-                        self._on_stream_event(out, event)
-                finally:
-                    self._scope = None
-                    self._flush_delta()  # what streamed is sent before what follows it
-                    # Close the HTTP stream now (not when the generator is collected),
-                    # also when aborted: shielded, so the close itself is not cancelled.
-                    # An async generator that ran to its end has nothing left to close
-                    # (and a timed, shielded scope per turn is not free).
-                    finished = (
-                        isinstance(events, types.AsyncGeneratorType) and events.ag_frame is None
-                    )
-                    aclose = getattr(events, "aclose", None)
-                    if aclose is not None and not finished:
-                        with anyio.move_on_after(2, shield=True):
-                            await aclose()
-        except TimeoutError:
-            if not scope.timeout.expired():
-                raise  # the stream's own time-out, not an abort
+        async with _AbortScope() as scope:
+            self._scope = scope
+            if self.abort_requested:
+                scope.cancel()
+            events = provider.stream(request)
+            try:
+                async for event in events:
+                    self._on_stream_event(out, event)
+            finally:
+                self._scope = None
+                self._flush_delta()  # what streamed is sent before what follows it
+                # Close the HTTP stream now (not when the generator is collected), also
+                # when aborted: shielded, so the close itself is not cancelled. An async
+                # generator that ran to its end has nothing left to close (and a timed,
+                # shielded scope per turn is not free).
+                finished = isinstance(events, types.AsyncGeneratorType) and events.ag_frame is None
+                aclose = getattr(events, "aclose", None)
+                if aclose is not None and not finished:
+                    with anyio.move_on_after(2, shield=True):
+                        await aclose()
         return out
 
     def _on_stream_event(self, out: _Stream, event: Any) -> None:
