@@ -76,16 +76,10 @@ class SessionRules:
                     if isinstance(f, dict) and f.get("path")
                 ]
                 self._loader.restore(recorded)
-                with shared():  # the rules files and the skills look in the same folders
-                    return self._loader.initial(), then()
+                return self._initial_then(then)
 
             return await store.read_with(restore_then_initial)
-
-        def initial() -> tuple[list[RulesFile], T]:
-            with shared():  # the rules files and the skills look in the same folders
-                return self._loader.initial(), then()
-
-        return await anyio.to_thread.run_sync(initial)
+        return await anyio.to_thread.run_sync(self._initial_then, then)
 
     @property
     def started(self) -> bool:
@@ -97,6 +91,9 @@ class SessionRules:
         """What :meth:`start_with` does in its worker-thread trip, in this thread (a worker
         thread, with other work for the same trip), once :attr:`started`."""
         assert self._started, "start_with first"
+        return self._initial_then(then)
+
+    def _initial_then(self, then: Callable[[], T]) -> tuple[list[RulesFile], T]:
         with shared():  # the rules files and the skills look in the same folders
             return self._loader.initial(), then()
 
