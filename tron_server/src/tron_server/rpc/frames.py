@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +13,7 @@ import orjson
 from pydantic import BaseModel
 
 from tron_events import Event
+from tron_events.store import now as store_now
 
 from ..errors import InvalidRequest, RpcError
 
@@ -232,22 +232,11 @@ def error_frame(id: RequestId, error: RpcError) -> bytes:
     return dumps({"jsonrpc": "2.0", "id": id, "error": error.to_json()})
 
 
-#: (a second since the epoch, its ``YYYY-MM-DDTHH:MM:SS.`` in UTC): one tuple, so that
-#: threads replacing it never see a second with another second's text.
-_second: tuple[int, str] = (0, "1970-01-01T00:00:00.")
-
-
 def now_iso() -> str:
-    """UTC now, the format of event timestamps (``2025-01-01T12:00:00.000Z``).
-
-    Every notification is stamped: the date part is formatted once a second (datetime's
-    isoformat each time was a fifth of the cost of building a notification)."""
-    global _second
-    seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
-    second = _second
-    if second[0] != seconds:
-        second = _second = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(seconds)))
-    return f"{second[1]}{nanos // 1_000_000:03d}Z"
+    """UTC now, the format of event timestamps (``2025-01-01T12:00:00.000Z``): the
+    store's own clock (:func:`tron_events.store.now`, which formats the date part once a
+    second; every notification is stamped)."""
+    return store_now()
 
 
 def notification_frame(
